@@ -1,0 +1,167 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Upcaster rewrites the data of one event type from schema version v to
+// v+1. It must be pure.
+type Upcaster func(data json.RawMessage) (json.RawMessage, error)
+
+type typeInfo struct {
+	schema   int
+	newValue func() Payload
+	upcast   map[int]Upcaster // from version -> to version+1
+}
+
+// Registry maps event types to their Go payloads and current schema
+// versions. It encodes payloads into envelopes and decodes envelopes back,
+// upcasting older schema versions. Safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	types map[string]*typeInfo
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{types: map[string]*typeInfo{}} }
+
+// Register adds an event type at its current schema version. newValue
+// returns a pointer to a zero payload to decode into.
+func (r *Registry) Register(typ string, schema int, newValue func() Payload) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.types[typ] = &typeInfo{schema: schema, newValue: newValue, upcast: map[int]Upcaster{}}
+}
+
+// RegisterUpcaster adds the step from schema version from to from+1 for typ.
+func (r *Registry) RegisterUpcaster(typ string, from int, up Upcaster) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ti, ok := r.types[typ]; ok {
+		ti.upcast[from] = up
+	}
+}
+
+// Known reports whether typ is registered.
+func (r *Registry) Known(typ string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.types[typ]
+	return ok
+}
+
+// Meta carries the envelope attributes of a new event.
+type Meta struct {
+	Stream        string
+	CorrelationID string
+	CausationID   string
+	Tenant        string
+	// ID, if non-zero, is used instead of a fresh UUIDv7 (see
+	// DeterministicID).
+	ID uuid.UUID
+	// Time, if non-zero, is used instead of time.Now().
+	Time time.Time
+}
+
+// Encode builds an envelope for p at its type's current schema version.
+// The payload type must be registered.
+func (r *Registry) Encode(p Payload, m Meta) (Event, error) {
+	typ := p.EventType()
+	r.mu.RLock()
+	ti, ok := r.types[typ]
+	r.mu.RUnlock()
+	if !ok {
+		return Event{}, fmt.Errorf("%w: %q", ErrUnknownType, typ)
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return Event{}, fmt.Errorf("%w: encoding %s: %v", ErrMalformed, typ, err)
+	}
+	ev := Event{ID: m.ID, Type: typ, Stream: m.Stream, Time: m.Time, Schema: ti.schema,
+		CorrelationID: m.CorrelationID, CausationID: m.CausationID, Tenant: m.Tenant, Data: data}
+	if ev.ID == uuid.Nil {
+		ev.ID = NewID()
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now().UTC()
+	}
+	return ev, nil
+}
+
+// Validate checks that ev is well formed and decodes under its type
+// (known type, known schema, data matching the payload strictly).
+func (r *Registry) Validate(ev *Event) error {
+	_, err := r.Decode(ev)
+	return err
+}
+
+// Decode returns the typed payload of ev (a pointer, e.g.
+// *InteractionRecorded), upcasting older schema versions first. Errors:
+// ErrMalformed (envelope or data invalid, unknown fields, trailing data),
+// ErrUnknownType, ErrUnknownSchema.
+func (r *Registry) Decode(ev *Event) (Payload, error) {
+	if err := ev.Validate(); err != nil {
+		return nil, err
+	}
+	r.mu.RLock()
+	ti, ok := r.types[ev.Type]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownType, ev.Type)
+	}
+	data := ev.Data
+	if ev.Schema > ti.schema {
+		return nil, fmt.Errorf("%w: %s schema %d (this build knows up to %d)", ErrUnknownSchema, ev.Type, ev.Schema, ti.schema)
+	}
+	for v := ev.Schema; v < ti.schema; v++ {
+		up, ok := ti.upcast[v]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s schema %d has no upcaster to %d", ErrUnknownSchema, ev.Type, v, v+1)
+		}
+		var err error
+		if data, err = up(data); err != nil {
+			return nil, fmt.Errorf("%w: upcasting %s from schema %d: %v", ErrMalformed, ev.Type, v, err)
+		}
+	}
+	p := ti.newValue()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(p); err != nil {
+		return nil, fmt.Errorf("%w: %s data: %v", ErrMalformed, ev.Type, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: %s data: trailing data", ErrMalformed, ev.Type)
+	}
+	return p, nil
+}
+
+// Types is the registry of citizen's events (DESIGN.md section 2) at their
+// current schema versions.
+var Types = func() *Registry {
+	r := NewRegistry()
+	r.Register(TypeInteractionRecorded, 1, func() Payload { return &InteractionRecorded{} })
+	r.Register(TypeFeedbackReceived, 1, func() Payload { return &FeedbackReceived{} })
+	r.Register(TypeInteractionEvaluated, 1, func() Payload { return &InteractionEvaluated{} })
+	r.Register(TypeFeedbackInterpreted, 1, func() Payload { return &FeedbackInterpreted{} })
+	r.Register(TypeAnomalyDetected, 1, func() Payload { return &AnomalyDetected{} })
+	r.Register(TypeWeightsTrained, 1, func() Payload { return &WeightsTrained{} })
+	r.Register(TypeRolloutStarted, 1, func() Payload { return &RolloutStarted{} })
+	r.Register(TypeRolloutAdvanced, 1, func() Payload { return &RolloutAdvanced{} })
+	r.Register(TypeRolloutPaused, 1, func() Payload { return &RolloutPaused{} })
+	r.Register(TypeRolloutResumed, 1, func() Payload { return &RolloutResumed{} })
+	r.Register(TypeRolloutPromoted, 1, func() Payload { return &RolloutPromoted{} })
+	r.Register(TypeRolloutRolledBack, 1, func() Payload { return &RolloutRolledBack{} })
+	return r
+}()
+
+// Encode encodes p with the default registry.
+func Encode(p Payload, m Meta) (Event, error) { return Types.Encode(p, m) }
+
+// Decode decodes ev with the default registry.
+func Decode(ev *Event) (Payload, error) { return Types.Decode(ev) }

@@ -1,0 +1,97 @@
+package events
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+func TestCodecRoundTrip(t *testing.T) {
+	in := &FeedbackReceived{InteractionID: "i1", FeedbackID: "f1", Source: "customer", Text: "no - it's 60 days now", Correction: "60 days"}
+	ev, err := Encode(in, Meta{Stream: InteractionStream("i1"), Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != TypeFeedbackReceived || ev.Schema != 1 || ev.Tenant != "acme" || ev.ID.Version() != 7 {
+		t.Fatalf("envelope: %+v", ev)
+	}
+	p, err := Decode(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.(*FeedbackReceived)
+	if *got != *in {
+		t.Fatalf("got %+v want %+v", got, in)
+	}
+	rb := RolloutRolledBack{RolloutChange{RolloutID: "r1", Candidate: "v2", Stable: "v1", Reason: "guardrail"}}
+	ev, err = Encode(rb, Meta{Stream: RolloutStream("r1")})
+	if err != nil || ev.Type != TypeRolloutRolledBack {
+		t.Fatalf("%v %s", err, ev.Type)
+	}
+	var flat map[string]any
+	if err := json.Unmarshal(ev.Data, &flat); err != nil || flat["candidate"] != "v2" {
+		t.Fatalf("rollout data not flattened: %s", ev.Data)
+	}
+}
+
+func TestCodecRefuses(t *testing.T) {
+	good, _ := Encode(&FeedbackReceived{InteractionID: "i1", FeedbackID: "f"}, Meta{Stream: "interaction-i1"})
+	cases := []struct {
+		name string
+		mut  func(e *Event)
+		want error
+	}{
+		{"invalid json", func(e *Event) { e.Data = json.RawMessage(`{"interaction_id":`) }, ErrMalformed},
+		{"unknown field", func(e *Event) { e.Data = json.RawMessage(`{"interaction_id":"x","bogus":1}`) }, ErrMalformed},
+		{"wrong field type", func(e *Event) { e.Data = json.RawMessage(`{"interaction_id":5}`) }, ErrMalformed},
+		{"trailing data", func(e *Event) { e.Data = json.RawMessage(`{} {}`) }, ErrMalformed},
+		{"unknown type", func(e *Event) { e.Type = "interaction.exploded" }, ErrUnknownType},
+		{"future schema", func(e *Event) { e.Schema = 99 }, ErrUnknownSchema},
+		{"zero schema", func(e *Event) { e.Schema = 0 }, ErrMalformed},
+		{"missing id", func(e *Event) { e.ID = [16]byte{} }, ErrMalformed},
+		{"missing time", func(e *Event) { e.Time = zeroTime }, ErrMalformed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := good
+			c.mut(&ev)
+			if _, err := Decode(&ev); !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+		})
+	}
+}
+
+func TestUpcasting(t *testing.T) {
+	r := NewRegistry()
+	r.Register(TypeFeedbackReceived, 3, func() Payload { return &FeedbackReceived{} })
+	// v1 called the text "comment"; v2 called the source "origin".
+	r.RegisterUpcaster(TypeFeedbackReceived, 1, func(d json.RawMessage) (json.RawMessage, error) {
+		var m map[string]any
+		if err := json.Unmarshal(d, &m); err != nil {
+			return nil, err
+		}
+		m["text"] = m["comment"]
+		delete(m, "comment")
+		return json.Marshal(m)
+	})
+	ev := Event{ID: NewID(), Type: TypeFeedbackReceived, Schema: 1, Time: nowForTest(), Data: json.RawMessage(`{"interaction_id":"i","comment":"great"}`)}
+	if _, err := r.Decode(&ev); !errors.Is(err, ErrUnknownSchema) {
+		t.Fatalf("missing v2->v3 upcaster should fail with ErrUnknownSchema, got %v", err)
+	}
+	r.RegisterUpcaster(TypeFeedbackReceived, 2, func(d json.RawMessage) (json.RawMessage, error) { return d, nil })
+	p, err := r.Decode(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.(*FeedbackReceived).Text != "great" {
+		t.Fatalf("upcast lost text: %+v", p)
+	}
+}
+
+func TestDeterministicID(t *testing.T) {
+	a, b := DeterministicID("x", "y"), DeterministicID("x", "y")
+	if a != b || a == DeterministicID("xy") || a == DeterministicID("x", "z") {
+		t.Fatal("deterministic ids must be stable and separate their parts")
+	}
+}

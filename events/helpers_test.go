@@ -1,0 +1,7 @@
+package events
+
+import "time"
+
+var zeroTime time.Time
+
+func nowForTest() time.Time { return time.Now() }

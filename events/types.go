@@ -1,0 +1,274 @@
+package events
+
+import "encoding/json"
+
+// Event type names (DESIGN.md section 2).
+const (
+	TypeInteractionRecorded  = "interaction.recorded"
+	TypeFeedbackReceived     = "feedback.received"
+	TypeInteractionEvaluated = "interaction.evaluated"
+	TypeFeedbackInterpreted  = "feedback.interpreted"
+	TypeAnomalyDetected      = "anomaly.detected"
+	TypeWeightsTrained       = "weights.trained"
+	TypeRolloutStarted       = "rollout.started"
+	TypeRolloutAdvanced      = "rollout.advanced"
+	TypeRolloutPaused        = "rollout.paused"
+	TypeRolloutResumed       = "rollout.resumed"
+	TypeRolloutPromoted      = "rollout.promoted"
+	TypeRolloutRolledBack    = "rollout.rolled_back"
+)
+
+// Stream name helpers: one place for the naming scheme.
+func InteractionStream(id string) string { return "interaction-" + id }
+func VersionStream(v string) string      { return "version-" + v }
+func RolloutStream(id string) string     { return "rollout-" + id }
+
+// Payload is implemented by every typed event.
+type Payload interface {
+	EventType() string
+}
+
+// ChatMessage is an OpenAI-style chat message as recorded.
+type ChatMessage struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	Name       string     `json:"name,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is a function call made by the assistant.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a function the client offered the model.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// TokenLogprob is the behaviour policy's logprob of one sampled token, with
+// optional alternatives.
+type TokenLogprob struct {
+	Token   int          `json:"token"`
+	Logprob float32      `json:"logprob"`
+	Top     []TopLogprob `json:"top,omitempty"`
+}
+
+// TopLogprob is one alternative token and its logprob.
+type TopLogprob struct {
+	Token   int     `json:"token"`
+	Logprob float32 `json:"logprob"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Choice is one generated answer (n > 1 gives several).
+type Choice struct {
+	Index            int            `json:"index"`
+	Message          ChatMessage    `json:"message"`
+	FinishReason     string         `json:"finish_reason"`
+	CompletionTokens []int          `json:"completion_tokens,omitempty"`
+	Logprobs         []TokenLogprob `json:"logprobs,omitempty"`
+}
+
+// InteractionRecorded is appended by the gateway before the client is
+// answered. Stream: interaction-<ID>.
+type InteractionRecorded struct {
+	InteractionID string            `json:"interaction_id"`
+	Tenant        string            `json:"tenant"`
+	User          string            `json:"user,omitempty"`
+	Conversation  string            `json:"conversation,omitempty"`
+	TaskType      string            `json:"task_type,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+	Model         string            `json:"model"`
+	ModelVersion  string            `json:"model_version"`
+	Engine        string            `json:"engine"`
+	Tokenizer     string            `json:"tokenizer,omitempty"`
+	Messages      []ChatMessage     `json:"messages"`
+	Tools         []Tool            `json:"tools,omitempty"`
+	Params        json.RawMessage   `json:"params,omitempty"`
+	PromptTokens  []int             `json:"prompt_tokens,omitempty"`
+	Choices       []Choice          `json:"choices"`
+	Usage         Usage             `json:"usage"`
+	LatencyMS     float64           `json:"latency_ms"`
+	TTFTMS        float64           `json:"ttft_ms,omitempty"`
+	Stream        bool              `json:"stream,omitempty"`
+}
+
+func (InteractionRecorded) EventType() string { return TypeInteractionRecorded }
+
+// FeedbackReceived is a customer's, harness's or operator's word on an
+// interaction. Stream: interaction-<ID>.
+type FeedbackReceived struct {
+	InteractionID string   `json:"interaction_id"`
+	FeedbackID    string   `json:"feedback_id"`
+	Source        string   `json:"source"` // customer, harness, operator
+	Text          string   `json:"text,omitempty"`
+	Rating        *float64 `json:"rating,omitempty"`
+	Outcome       string   `json:"outcome,omitempty"` // success, failure, timeout, abandoned
+	Correction    string   `json:"correction,omitempty"`
+	User          string   `json:"user,omitempty"`
+}
+
+func (FeedbackReceived) EventType() string { return TypeFeedbackReceived }
+
+// GraderResult is one grader's verdict.
+type GraderResult struct {
+	Name        string  `json:"name"`
+	Version     string  `json:"version"`
+	Score       float64 `json:"score"`
+	Weight      float64 `json:"weight"`
+	Label       string  `json:"label,omitempty"`
+	Explanation string  `json:"explanation,omitempty"`
+}
+
+// Fault is an environment or model fault found in an interaction.
+type Fault struct {
+	Kind        string `json:"kind"`        // tool_error, tool_timeout, invalid_tool_args, unknown_tool, timeout, abandoned
+	Attribution string `json:"attribution"` // environment or model
+	Detail      string `json:"detail,omitempty"`
+}
+
+// SelfEvaluation summarises the serving model's own confidence.
+type SelfEvaluation struct {
+	MeanLogprob float64 `json:"mean_logprob"`
+	MinLogprob  float64 `json:"min_logprob"`
+	Entropy     float64 `json:"entropy,omitempty"`
+	Verdict     string  `json:"verdict,omitempty"` // upstream self-judgement, or "unparsable"/"failed"
+	Score       float64 `json:"score"`
+}
+
+// InteractionEvaluated is reflection's judgement. A later evaluation of
+// the same interaction (after feedback) supersedes an earlier one; both
+// stay in the stream. Stream: interaction-<ID>.
+type InteractionEvaluated struct {
+	InteractionID    string             `json:"interaction_id"`
+	Seq              int                `json:"seq"` // 1 for the first evaluation, then 2, ...
+	TaskType         string             `json:"task_type"`
+	TypeSource       string             `json:"type_source"` // given, inferred, unknown
+	TypeConfidence   float64            `json:"type_confidence"`
+	ModelVersion     string             `json:"model_version"`
+	Graders          []GraderResult     `json:"graders"`
+	Self             *SelfEvaluation    `json:"self,omitempty"`
+	Faults           []Fault            `json:"faults,omitempty"`
+	Outcome          string             `json:"outcome,omitempty"`
+	FeedbackPolarity *float64           `json:"feedback_polarity,omitempty"`
+	Reward           float64            `json:"reward"`
+	RewardTerms      map[string]float64 `json:"reward_terms,omitempty"`
+	Trainable        bool               `json:"trainable"`
+	Policy           string             `json:"policy,omitempty"` // why not trainable, etc.
+	RubricVersion    string             `json:"rubric_version"`
+	EvaluatorVersion string             `json:"evaluator_version"`
+	AnswerLength     int                `json:"answer_length"`
+	ToolCalls        int                `json:"tool_calls"`
+}
+
+func (InteractionEvaluated) EventType() string { return TypeInteractionEvaluated }
+
+// FeedbackInterpreted turns free text into signals. Stream: interaction-<ID>.
+type FeedbackInterpreted struct {
+	InteractionID      string   `json:"interaction_id"`
+	FeedbackID         string   `json:"feedback_id"`
+	Polarity           float64  `json:"polarity"` // [-1, 1]
+	Strength           float64  `json:"strength"` // [0, 1]
+	Aspects            []string `json:"aspects,omitempty"`
+	Correction         string   `json:"correction,omitempty"`
+	Hint               string   `json:"hint,omitempty"`
+	Confidence         float64  `json:"confidence"`
+	InterpreterVersion string   `json:"interpreter_version"`
+}
+
+func (FeedbackInterpreted) EventType() string { return TypeFeedbackInterpreted }
+
+// AnomalyDetected is a reward-hacking or health detector tripping.
+// Stream: version-<V>.
+type AnomalyDetected struct {
+	Kind     string          `json:"kind"`
+	TaskType string          `json:"task_type,omitempty"`
+	Version  string          `json:"version"`
+	Window   int             `json:"window"`
+	Value    float64         `json:"value"`
+	Baseline float64         `json:"baseline"`
+	Evidence json.RawMessage `json:"evidence,omitempty"`
+	Detector string          `json:"detector_version"`
+}
+
+func (AnomalyDetected) EventType() string { return TypeAnomalyDetected }
+
+// Artifact is a stored weights artifact.
+type Artifact struct {
+	Format string `json:"format"` // peft-lora, safetensors
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// WeightsTrained records a candidate version and its lineage.
+// Stream: version-<V>.
+type WeightsTrained struct {
+	Version         string             `json:"version"`
+	Parent          string             `json:"parent"`
+	Cycle           string             `json:"cycle"`
+	WindowFrom      uint64             `json:"window_from"`
+	WindowTo        uint64             `json:"window_to"`
+	ExamplesPerType map[string]int     `json:"examples_per_type"`
+	Objective       string             `json:"objective"`
+	Hyper           map[string]float64 `json:"hyper,omitempty"`
+	OfflineEval     map[string]float64 `json:"offline_eval,omitempty"`
+	ParentEval      map[string]float64 `json:"parent_eval,omitempty"`
+	KLToParent      float64            `json:"kl_to_parent"`
+	Accepted        bool               `json:"accepted"`
+	Reason          string             `json:"reason,omitempty"`
+	Artifact        *Artifact          `json:"artifact,omitempty"`
+}
+
+func (WeightsTrained) EventType() string { return TypeWeightsTrained }
+
+// RolloutEvidence is the evidence behind a rollout decision.
+type RolloutEvidence struct {
+	Test      string             `json:"test,omitempty"`
+	Counts    map[string]int     `json:"counts,omitempty"`
+	Means     map[string]float64 `json:"means,omitempty"`
+	Intervals map[string]float64 `json:"intervals,omitempty"`
+	Detail    string             `json:"detail,omitempty"`
+}
+
+// RolloutChange is the payload of every rollout.* event; the event type
+// says which decision it is. Stream: rollout-<ID>.
+type RolloutChange struct {
+	RolloutID string           `json:"rollout_id"`
+	Candidate string           `json:"candidate"`
+	Stable    string           `json:"stable"`
+	Step      int              `json:"step"`
+	Weight    float64          `json:"weight"` // candidate's traffic share [0,1]
+	Actor     string           `json:"actor,omitempty"`
+	Reason    string           `json:"reason,omitempty"`
+	Evidence  *RolloutEvidence `json:"evidence,omitempty"`
+}
+
+// The rollout decisions; each embeds RolloutChange (fields are flattened
+// in JSON).
+type (
+	RolloutStarted    struct{ RolloutChange }
+	RolloutAdvanced   struct{ RolloutChange }
+	RolloutPaused     struct{ RolloutChange }
+	RolloutResumed    struct{ RolloutChange }
+	RolloutPromoted   struct{ RolloutChange }
+	RolloutRolledBack struct{ RolloutChange }
+)
+
+func (RolloutStarted) EventType() string    { return TypeRolloutStarted }
+func (RolloutAdvanced) EventType() string   { return TypeRolloutAdvanced }
+func (RolloutPaused) EventType() string     { return TypeRolloutPaused }
+func (RolloutResumed) EventType() string    { return TypeRolloutResumed }
+func (RolloutPromoted) EventType() string   { return TypeRolloutPromoted }
+func (RolloutRolledBack) EventType() string { return TypeRolloutRolledBack }
