@@ -1,0 +1,128 @@
+package kernels
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Layouts of the three products.
+const (
+	kindNT = iota // C (+)= A·Bᵀ, A [m×k], B [n×k]
+	kindNN        // C (+)= A·B,  A [m×k], B [k×n]
+	kindTN        // C (+)= Aᵀ·B, A [k×m], B [k×n]
+)
+
+// impl is one implementation of the primitives. mm computes the sub-block
+// C[i0:i1, j0:j1] of a product whose full shapes are m, k, n.
+type impl struct {
+	name  string
+	mm    func(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0, j1 int)
+	dot   func(a, b []float32) float32
+	axpy  func(alpha float32, x, y []float32)
+	scale func(alpha float32, x []float32)
+}
+
+var portable = &impl{name: "portable", mm: genericMM, dot: dotGeneric, axpy: axpyGeneric, scale: scaleGeneric}
+
+// impls lists the implementations this CPU can run, best first; the last is
+// always portable. Filled by init functions of the architecture files.
+var impls = []*impl{portable}
+
+var current atomic.Pointer[impl]
+
+func init() { current.Store(impls[0]) }
+
+// Implementation names the implementation in use ("avx512", "avx2" or
+// "portable"). Safe for concurrent use.
+func Implementation() string { return current.Load().name }
+
+// setImpl forces the named implementation (tests and benchmarks only) and
+// returns a function restoring the previous one. It reports false when the
+// CPU cannot run it.
+func setImpl(name string) (restore func(), ok bool) {
+	for _, im := range impls {
+		if im.name == name {
+			prev := current.Swap(im)
+			return func() { current.Store(prev) }, true
+		}
+	}
+	return func() {}, false
+}
+
+func checkMM(op string, c, a, b []float32, m, k, n int) {
+	if m < 0 || k < 0 || n < 0 {
+		panic(fmt.Sprintf("kernels: %s: negative shape m=%d k=%d n=%d", op, m, k, n))
+	}
+	if len(a) < m*k || len(b) < k*n || len(c) < m*n {
+		panic(fmt.Sprintf("kernels: %s: slices too short for m=%d k=%d n=%d: len(a)=%d len(b)=%d len(c)=%d",
+			op, m, k, n, len(a), len(b), len(c)))
+	}
+}
+
+// MatMulNT computes C[m×n] = A[m×k]·B[n×k]ᵀ, or adds the product into C when
+// acc is true. It is the forward linear layer y = x·Wᵀ with W stored
+// [out,in] as in Hugging Face checkpoints (m tokens, k = in, n = out).
+// With m=1 it is a matrix-vector product and runs at memory bandwidth.
+// c must not overlap a or b. Safe for concurrent use.
+func MatMulNT(c, a, b []float32, m, k, n int, acc bool) {
+	checkMM("MatMulNT", c, a, b, m, k, n)
+	matmul(kindNT, c, a, b, m, k, n, acc)
+}
+
+// MatMulNN computes C[m×n] = A[m×k]·B[k×n], or adds the product into C when
+// acc is true (the input gradient dx = dy·W of a linear layer).
+// c must not overlap a or b. Safe for concurrent use.
+func MatMulNN(c, a, b []float32, m, k, n int, acc bool) {
+	checkMM("MatMulNN", c, a, b, m, k, n)
+	matmul(kindNN, c, a, b, m, k, n, acc)
+}
+
+// MatMulTN computes C[m×n] = A[k×m]ᵀ·B[k×n], or adds the product into C when
+// acc is true (the weight gradient dW += dyᵀ·x of a linear layer: A = dy
+// [tokens×out], B = x [tokens×in], C = dW [out×in]).
+// c must not overlap a or b. Safe for concurrent use.
+func MatMulTN(c, a, b []float32, m, k, n int, acc bool) {
+	checkMM("MatMulTN", c, a, b, m, k, n)
+	matmul(kindTN, c, a, b, m, k, n, acc)
+}
+
+func matmul(kind int, c, a, b []float32, m, k, n int, acc bool) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		if !acc {
+			clear(c[:m*n])
+		}
+		return
+	}
+	im := current.Load()
+	if parts := splitParts(m, k, n); parts > 1 {
+		parallelMM(im, kind, c, a, b, m, k, n, acc, parts)
+		return
+	}
+	im.mm(kind, c, a, b, m, k, n, acc, 0, m, 0, n)
+}
+
+// Dot returns the inner product of a and b; b must be at least as long as a.
+// Safe for concurrent use.
+func Dot(a, b []float32) float32 {
+	if len(b) < len(a) {
+		panic("kernels: Dot: len(b) < len(a)")
+	}
+	return current.Load().dot(a, b)
+}
+
+// Axpy computes y += alpha·x over len(x) elements; y must be at least as long
+// as x and must not overlap it. Safe for concurrent use.
+func Axpy(alpha float32, x, y []float32) {
+	if len(y) < len(x) {
+		panic("kernels: Axpy: len(y) < len(x)")
+	}
+	current.Load().axpy(alpha, x, y)
+}
+
+// Scale computes x *= alpha in place. Safe for concurrent use.
+func Scale(alpha float32, x []float32) {
+	current.Load().scale(alpha, x)
+}

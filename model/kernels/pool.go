@@ -1,0 +1,134 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Work below this many multiply-adds runs inline on the caller's goroutine:
+// handing work to another goroutine costs a few microseconds.
+const parallelMinMACs = 1 << 19
+
+var threads atomic.Int32
+
+func init() { threads.Store(int32(runtime.GOMAXPROCS(0))) }
+
+// SetThreads sets how many goroutines one large MatMul* call may use
+// (default runtime.GOMAXPROCS(0) at start-up; n < 1 means 1). The workers
+// are started lazily and kept for the life of the process. Safe for
+// concurrent use; calls already running keep their split.
+func SetThreads(n int) {
+	if n < 1 {
+		n = 1
+	}
+	threads.Store(int32(n))
+}
+
+// Threads reports the value set by SetThreads.
+func Threads() int { return int(threads.Load()) }
+
+// splitParts decides how many parts a product is cut into.
+func splitParts(m, k, n int) int {
+	t := int(threads.Load())
+	if t <= 1 {
+		return 1
+	}
+	work := m * k * n
+	if work < parallelMinMACs {
+		return 1
+	}
+	if p := work / (parallelMinMACs / 2); p < t {
+		t = p
+	}
+	return t
+}
+
+type mmJob struct {
+	im         *impl
+	kind       int
+	c, a, b    []float32
+	m, k, n    int
+	acc        bool
+	alongN     bool
+	chunk, end int
+	wg         sync.WaitGroup
+}
+
+func (j *mmJob) run(part int) {
+	lo := part * j.chunk
+	hi := min(lo+j.chunk, j.end)
+	if lo < hi {
+		if j.alongN {
+			j.im.mm(j.kind, j.c, j.a, j.b, j.m, j.k, j.n, j.acc, 0, j.m, lo, hi)
+		} else {
+			j.im.mm(j.kind, j.c, j.a, j.b, j.m, j.k, j.n, j.acc, lo, hi, 0, j.n)
+		}
+	}
+}
+
+type workItem struct {
+	j    *mmJob
+	part int
+}
+
+var (
+	workCh    = make(chan workItem, 256)
+	workersMu sync.Mutex
+	nWorkers  int
+	jobPool   = sync.Pool{New: func() any { return new(mmJob) }}
+)
+
+func worker() {
+	for it := range workCh {
+		it.j.run(it.part)
+		it.j.wg.Done()
+	}
+}
+
+func ensureWorkers(n int) {
+	workersMu.Lock()
+	for nWorkers < n {
+		nWorkers++
+		go worker()
+	}
+	workersMu.Unlock()
+}
+
+// parallelMM splits C into parts blocks of columns (or rows) and computes
+// them on the worker pool plus the calling goroutine.
+func parallelMM(im *impl, kind int, c, a, b []float32, m, k, n int, acc bool, parts int) {
+	j := jobPool.Get().(*mmJob)
+	*j = mmJob{im: im, kind: kind, c: c, a: a, b: b, m: m, k: k, n: n, acc: acc}
+	// Split along n for NT (each part packs only its own columns of B) and
+	// whenever n is the larger side; align to the microkernel tiles.
+	j.alongN = kind == kindNT || n >= m
+	if j.alongN && n < 16*parts {
+		j.alongN = false
+	}
+	if !j.alongN && m < parts {
+		j.alongN = true
+	}
+	if j.alongN {
+		j.end = n
+		j.chunk = roundUp((n+parts-1)/parts, 16)
+		if n >= 64*parts {
+			j.chunk = roundUp((n+parts-1)/parts, 64)
+		}
+	} else {
+		j.end = m
+		j.chunk = (m + parts - 1) / parts
+	}
+	parts = (j.end + j.chunk - 1) / j.chunk
+	ensureWorkers(parts - 1)
+	j.wg.Add(parts - 1)
+	for p := 1; p < parts; p++ {
+		workCh <- workItem{j, p}
+	}
+	j.run(0)
+	j.wg.Wait()
+	*j = mmJob{}
+	jobPool.Put(j)
+}
+
+func roundUp(x, a int) int { return (x + a - 1) / a * a }
