@@ -140,19 +140,26 @@ type Store interface {
 	// only once they are durable. Events get their Stream, Revision and
 	// Position assigned by the store; an event whose ID is already stored
 	// is not written again (idempotent retry), and if every event of the
-	// batch was already stored Append succeeds without checking expected.
+	// batch was already stored Append succeeds without checking expected
+	// and returns the positions and revision of the stored copies (the
+	// same result as the first Append). Arguments are checked with
+	// AppendCheck (types against a Registry, events.Types by default).
+	// An ID already stored in another stream is ErrMalformed.
 	// Errors: ErrEmptyBatch, ErrTooLarge, ErrInvalidStream, ErrMalformed,
-	// *WrongRevisionError, ErrClosed. On error nothing is written.
+	// ErrUnknownType, *WrongRevisionError, ErrClosed. On error nothing is
+	// written. If ctx ends while Append waits for durability it returns
+	// ctx.Err() and the events may or may not be stored; retrying with the
+	// same IDs is safe.
 	Append(ctx context.Context, stream string, expected ExpectedRevision, evs ...Event) (AppendResult, error)
 
 	// ReadStream returns up to max events of stream starting at revision
 	// from (inclusive), in the given direction. Reading backward from
 	// revision math.MaxUint64 starts at the last event. A stream with no
-	// events gives ErrStreamNotFound.
+	// events gives ErrStreamNotFound. max <= 0 means no limit.
 	ReadStream(ctx context.Context, stream string, from uint64, dir Direction, max int) ([]Event, error)
 
 	// ReadAll returns up to max events with position > after that match f,
-	// in position order.
+	// in position order. max <= 0 means no limit.
 	ReadAll(ctx context.Context, after uint64, f Filter, max int) ([]Event, error)
 
 	// Subscribe delivers every event with position > after that matches f
