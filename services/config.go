@@ -1,0 +1,307 @@
+package services
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration of a citizen process. Every leaf field
+// is settable, in increasing precedence, by its default, the YAML file
+// (--config), the environment (CITIZEN_ + the dotted yaml path in upper case
+// with dots as underscores, e.g. CITIZEN_GATEWAY_LISTEN) and flags (the
+// dotted yaml path with underscores as dashes, e.g. --gateway.listen).
+type Config struct {
+	// Target lists the components to run ("all" = every one).
+	Target  []string  `yaml:"target" help:"components to run: all, or a comma list of store,relay,gateway,reflection,feedback,memory,distiller,rollout"`
+	DataDir string    `yaml:"data_dir" help:"directory for the event store, checkpoints, keys and weights"`
+	Log     LogConfig `yaml:"log"`
+
+	Store   StoreConfig   `yaml:"store"`
+	Bus     BusConfig     `yaml:"bus"`
+	Gateway GatewayConfig `yaml:"gateway"`
+	Model   ModelConfig   `yaml:"model"`
+
+	// ShutdownTimeout bounds how long draining may take on SIGINT/SIGTERM.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" help:"how long to drain in-flight work on shutdown"`
+}
+
+// LogConfig configures the process logger.
+type LogConfig struct {
+	Level  string `yaml:"level" help:"debug, info, warn or error"`
+	Format string `yaml:"format" help:"text or json"`
+}
+
+// StoreConfig selects the event store backend.
+type StoreConfig struct {
+	Backend string `yaml:"backend" help:"embedded (a durable log under data_dir) or esdb"`
+	ESDBURL string `yaml:"esdb_url" help:"EventStoreDB connection string (backend esdb)"`
+}
+
+// BusConfig selects the bus backend.
+type BusConfig struct {
+	Backend      string   `yaml:"backend" help:"inprocess or kafka"`
+	KafkaBrokers []string `yaml:"kafka_brokers" help:"Kafka bootstrap brokers (backend kafka)"`
+	MaxRetries   int      `yaml:"max_retries" help:"handler retries before a message goes to the poison queue"`
+}
+
+// GatewayConfig configures the HTTP API.
+type GatewayConfig struct {
+	Listen    string `yaml:"listen" help:"address the OpenAI-compatible API listens on"`
+	DevKey    string `yaml:"dev_key" help:"development API key accepted on a loopback listener (empty disables it)"`
+	BodyLimit int64  `yaml:"body_limit" help:"largest request body in bytes (413 beyond)"`
+}
+
+// ModelConfig selects the serving engine.
+type ModelConfig struct {
+	Engine        string `yaml:"engine" help:"embedded or upstream"`
+	Checkpoint    string `yaml:"checkpoint" help:"directory of the embedded base checkpoint"`
+	UpstreamURL   string `yaml:"upstream_url" help:"base URL of an OpenAI-compatible server (engine upstream)"`
+	UpstreamKey   string `yaml:"upstream_key" help:"API key for the upstream server"`
+	UpstreamModel string `yaml:"upstream_model" help:"model name at the upstream server"`
+}
+
+// DefaultConfig is the embedded-defaults configuration: everything in one
+// process, data under ./data, no external servers.
+func DefaultConfig() Config {
+	return Config{
+		Target:          []string{"all"},
+		DataDir:         "./data",
+		Log:             LogConfig{Level: "info", Format: "text"},
+		Store:           StoreConfig{Backend: "embedded"},
+		Bus:             BusConfig{Backend: "inprocess", MaxRetries: 5},
+		Gateway:         GatewayConfig{Listen: "127.0.0.1:8080", DevKey: "sk-citizen-dev", BodyLimit: 4 << 20},
+		Model:           ModelConfig{Engine: "embedded", Checkpoint: "model/base"},
+		ShutdownTimeout: 30 * time.Second,
+	}
+}
+
+// Validate reports the first invalid setting.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data_dir must not be empty"))
+	}
+	switch c.Store.Backend {
+	case "embedded", "memory":
+	case "esdb":
+		if c.Store.ESDBURL == "" {
+			errs = append(errs, errors.New("store.esdb_url is required with store.backend=esdb"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("store.backend %q: want embedded, memory or esdb", c.Store.Backend))
+	}
+	switch c.Bus.Backend {
+	case "inprocess":
+	case "kafka":
+		if len(c.Bus.KafkaBrokers) == 0 {
+			errs = append(errs, errors.New("bus.kafka_brokers is required with bus.backend=kafka"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("bus.backend %q: want inprocess or kafka", c.Bus.Backend))
+	}
+	switch c.Model.Engine {
+	case "embedded", "stub":
+	case "upstream":
+		if c.Model.UpstreamURL == "" {
+			errs = append(errs, errors.New("model.upstream_url is required with model.engine=upstream"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("model.engine %q: want embedded, upstream or stub", c.Model.Engine))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log.level %q: want debug, info, warn or error", c.Log.Level))
+	}
+	if c.Gateway.BodyLimit <= 0 {
+		errs = append(errs, errors.New("gateway.body_limit must be positive"))
+	}
+	for _, t := range c.Target {
+		if t != "all" && !knownComponent(t) {
+			errs = append(errs, fmt.Errorf("target %q: unknown component (known: all, %s)", t, strings.Join(componentNames(), ", ")))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+// field is one settable leaf of Config.
+type field struct {
+	path string // dotted yaml path
+	help string
+	v    reflect.Value
+}
+
+func (f field) flagName() string { return strings.ReplaceAll(f.path, "_", "-") }
+func (f field) envName() string {
+	return "CITIZEN_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(f.path))
+}
+
+// fields lists the leaves of the struct pointed to by p.
+func fields(p any) []field {
+	var out []field
+	var walk func(v reflect.Value, prefix string)
+	walk = func(v reflect.Value, prefix string) {
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			name := strings.Split(sf.Tag.Get("yaml"), ",")[0]
+			if name == "" || name == "-" {
+				continue
+			}
+			path := name
+			if prefix != "" {
+				path = prefix + "." + name
+			}
+			fv := v.Field(i)
+			if fv.Kind() == reflect.Struct && fv.Type() != reflect.TypeOf(time.Duration(0)) {
+				walk(fv, path)
+				continue
+			}
+			out = append(out, field{path: path, help: sf.Tag.Get("help"), v: fv})
+		}
+	}
+	walk(reflect.ValueOf(p).Elem(), "")
+	return out
+}
+
+// set parses s into the field.
+func (f field) set(s string) error {
+	switch f.v.Interface().(type) {
+	case string:
+		f.v.SetString(s)
+	case time.Duration:
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.path, err)
+		}
+		f.v.SetInt(int64(d))
+	case int, int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not an integer", f.path, s)
+		}
+		f.v.SetInt(n)
+	case float64:
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a number", f.path, s)
+		}
+		f.v.SetFloat(x)
+	case bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a boolean", f.path, s)
+		}
+		f.v.SetBool(b)
+	case []string:
+		var parts []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+		f.v.Set(reflect.ValueOf(parts))
+	default:
+		return fmt.Errorf("%s: unsupported config type %s", f.path, f.v.Type())
+	}
+	return nil
+}
+
+// ConfigFlags registers --config and one flag per config leaf on fs; the
+// returned function, called after fs.Parse, builds the Config with the
+// precedence defaults < file < environment < flags and validates it.
+func ConfigFlags(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) func() (Config, error) {
+	var file string
+	fs.StringVar(&file, "config", "", "YAML config file (env CITIZEN_CONFIG)")
+	def := DefaultConfig()
+	set := map[string]string{}
+	for _, f := range fields(&def) {
+		f := f
+		fs.Func(f.flagName(), fmt.Sprintf("%s (env %s, default %s)", f.help, f.envName(), formatValue(f.v)), func(s string) error {
+			set[f.path] = s
+			return nil
+		})
+	}
+	return func() (Config, error) {
+		cfg := DefaultConfig()
+		if file == "" {
+			file, _ = lookupEnv("CITIZEN_CONFIG")
+		}
+		if file != "" {
+			if err := loadYAML(file, &cfg); err != nil {
+				return Config{}, err
+			}
+		}
+		for _, f := range fields(&cfg) {
+			if s, ok := lookupEnv(f.envName()); ok {
+				if err := f.set(s); err != nil {
+					return Config{}, fmt.Errorf("config: env %s: %w", f.envName(), err)
+				}
+			}
+		}
+		for _, f := range fields(&cfg) {
+			if s, ok := set[f.path]; ok {
+				if err := f.set(s); err != nil {
+					return Config{}, fmt.Errorf("config: flag --%s: %w", f.flagName(), err)
+				}
+			}
+		}
+		return cfg, cfg.Validate()
+	}
+}
+
+// loadYAML decodes file over cfg; unknown keys are an error naming the key
+// and its line.
+func loadYAML(file string, cfg *Config) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config: %s: %w", file, err)
+	}
+	return nil
+}
+
+func formatValue(v reflect.Value) string {
+	switch x := v.Interface().(type) {
+	case []string:
+		return strings.Join(x, ",")
+	case string:
+		if x == "" {
+			return `""`
+		}
+		return x
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// Print writes cfg as YAML, with each key's help as a comment and the
+// environment variable that sets it.
+func (c Config) Print() string {
+	var b strings.Builder
+	fs := fields(&c)
+	out, _ := yaml.Marshal(c)
+	b.Write(out)
+	b.WriteString("\n# Every key is also settable by environment and flag, e.g.\n")
+	for _, f := range fs {
+		fmt.Fprintf(&b, "#   %-24s %-32s --%s\n", f.path, f.envName(), f.flagName())
+	}
+	return b.String()
+}

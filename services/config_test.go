@@ -1,0 +1,113 @@
+package services
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envMap(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func buildConfig(t *testing.T, args []string, env map[string]string) (Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	build := ConfigFlags(fs, envMap(env))
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	return build()
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "citizen.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestConfigPrecedence pins defaults < file < environment < flags.
+func TestConfigPrecedence(t *testing.T) {
+	file := writeFile(t, "data_dir: /from/file\ngateway:\n  listen: file:1\n  body_limit: 111\nlog:\n  level: warn\nshutdown_timeout: 7s\n")
+	env := map[string]string{
+		"CITIZEN_CONFIG":             file,
+		"CITIZEN_GATEWAY_LISTEN":     "env:2",
+		"CITIZEN_GATEWAY_BODY_LIMIT": "222",
+		"CITIZEN_GATEWAY_DEV_KEY":    "", // set but empty: disables the dev key
+	}
+	cfg, err := buildConfig(t, []string{"--gateway.body-limit=333"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := DefaultConfig()
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"default survives", cfg.Store.Backend, def.Store.Backend},
+		{"file over default", cfg.DataDir, "/from/file"},
+		{"file over default (nested)", cfg.Log.Level, "warn"},
+		{"file duration", cfg.ShutdownTimeout, 7 * time.Second},
+		{"env over file", cfg.Gateway.Listen, "env:2"},
+		{"flag over env over file", cfg.Gateway.BodyLimit, int64(333)},
+		{"empty env value is a value", cfg.Gateway.DevKey, ""},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	// --config flag wins over CITIZEN_CONFIG.
+	other := writeFile(t, "data_dir: /other\n")
+	cfg, err = buildConfig(t, []string{"--config", other}, env)
+	if err != nil || cfg.DataDir != "/other" {
+		t.Fatalf("--config over env: %v %q", err, cfg.DataDir)
+	}
+	// Lists from env and flags.
+	cfg, err = buildConfig(t, []string{"--target=store, all"}, nil)
+	if err != nil || strings.Join(cfg.Target, ",") != "store,all" {
+		t.Fatalf("target list: %v %v", err, cfg.Target)
+	}
+}
+
+func TestConfigRefuses(t *testing.T) {
+	cases := []struct {
+		name string
+		file string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"unknown yaml key names the key", "gateway:\n  listne: x\n", nil, nil, "listne"},
+		{"unknown top key with line", "data_dir: a\nbogus: 1\n", nil, nil, "line 2"},
+		{"bad yaml type names the line", "gateway:\n  body_limit: lots\n", nil, nil, "line 2"},
+		{"bad env int", "", nil, map[string]string{"CITIZEN_GATEWAY_BODY_LIMIT": "x"}, "CITIZEN_GATEWAY_BODY_LIMIT"},
+		{"bad flag duration", "", []string{"--shutdown-timeout=soon"}, nil, "shutdown-timeout"},
+		{"unknown backend", "", []string{"--store.backend=floppy"}, nil, "floppy"},
+		{"unknown target", "", []string{"--target=gateway,toaster"}, nil, "toaster"},
+		{"upstream needs url", "", []string{"--model.engine=upstream"}, nil, "upstream_url"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := map[string]string{}
+			for k, v := range c.env {
+				env[k] = v
+			}
+			if c.file != "" {
+				env["CITIZEN_CONFIG"] = writeFile(t, c.file)
+			}
+			_, err := buildConfig(t, c.args, env)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error mentioning %q", err, c.want)
+			}
+		})
+	}
+}
