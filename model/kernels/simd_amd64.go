@@ -1,0 +1,210 @@
+package kernels
+
+import (
+	"sync"
+
+	"golang.org/x/sys/cpu"
+)
+
+// gemmFunc is a generated microkernel: C[mr × nv·W] (+)= A·B over kc steps.
+// A element (i,p) at a + i·ia + p·sa bytes (broadcast), B row p at b + p·ldb
+// bytes (nv vectors), C row i at c + i·ldc bytes. load adds the old C.
+type gemmFunc func(kc int, a *float32, sa, ia int, b *float32, ldb int, c *float32, ldc int, load bool)
+
+// dotNTFunc stores the r×4 inner products of r rows of A (stride lda bytes)
+// with 4 rows of B (stride ldb bytes) over k16 elements (a positive multiple
+// of the lane count) to out[i*4+j].
+type dotNTFunc func(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)
+
+// simd is one SIMD level of the implementation.
+type simd struct {
+	lanes int // float32 per vector
+	mr    int // microkernel rows
+	nvMax int // microkernel vectors per row
+	kern  func(mr, nv int) gemmFunc
+	dotNT []dotNTFunc // index r = rows of A, 1..len-1
+	dot   func(a, b *float32, n int) float32
+	axpy  func(alpha float32, x, y *float32, n int)
+	scale func(alpha float32, x *float32, n int)
+}
+
+// Cache blocking: a packed B block is kcBlock×ncBlock floats (512 KB, half of
+// this machine's per-core L2); an A micro-panel (mr×kc, ≤6 KB) stays in L1
+// while the B block streams past it.
+const (
+	kcBlock = 256
+	ncBlock = 512
+)
+
+// ntDotMaxM: MatMulNT with at most this many rows uses the packing-free
+// inner-product kernels (decode: m=1 or a small batch).
+var ntDotMaxM = 4
+
+type scratch struct {
+	b []float32 // kcBlock × ncBlock
+	a []float32 // kcBlock × mr
+}
+
+var scratchPool = sync.Pool{New: func() any {
+	return &scratch{b: make([]float32, kcBlock*ncBlock), a: make([]float32, kcBlock*8)}
+}}
+
+var (
+	avx512 = &simd{lanes: 16, mr: 6, nvMax: 4,
+		kern:  func(mr, nv int) gemmFunc { return gemmavx512Tab[mr][nv] },
+		dotNT: dotNTavx512Tab, dot: dotavx512, axpy: axpyavx512, scale: scaleavx512}
+	avx2 = &simd{lanes: 8, mr: 6, nvMax: 2,
+		kern:  func(mr, nv int) gemmFunc { return gemmavx2Tab[mr][nv] },
+		dotNT: dotNTavx2Tab, dot: dotavx2, axpy: axpyavx2, scale: scaleavx2}
+)
+
+func init() {
+	var fast []*impl
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasFMA {
+		fast = append(fast, avx512.impl("avx512"))
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		fast = append(fast, avx2.impl("avx2"))
+	}
+	impls = append(fast, impls...)
+	current.Store(impls[0])
+}
+
+func (s *simd) impl(name string) *impl {
+	return &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS}
+}
+
+func (s *simd) dotS(a, b []float32) float32 {
+	n := len(a) / (4 * s.lanes) * (4 * s.lanes)
+	var r float32
+	if n > 0 {
+		r = s.dot(&a[0], &b[0], n)
+	}
+	return r + dotGeneric(a[n:], b[n:len(a)])
+}
+
+func (s *simd) axpyS(alpha float32, x, y []float32) {
+	n := len(x) / (4 * s.lanes) * (4 * s.lanes)
+	if n > 0 {
+		s.axpy(alpha, &x[0], &y[0], n)
+	}
+	axpyGeneric(alpha, x[n:], y[n:len(x)])
+}
+
+func (s *simd) scaleS(alpha float32, x []float32) {
+	n := len(x) / (4 * s.lanes) * (4 * s.lanes)
+	if n > 0 {
+		s.scale(alpha, &x[0], n)
+	}
+	scaleGeneric(alpha, x[n:])
+}
+
+// mm computes C[i0:i1, j0:j1]. Columns past the last full vector go to the
+// portable code (at most lanes-1 of them).
+func (s *simd) mm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0, j1 int) {
+	jv := j0 + (j1-j0)/s.lanes*s.lanes
+	if jv < j1 {
+		genericMM(kind, c, a, b, m, k, n, acc, i0, i1, jv, j1)
+	}
+	if jv == j0 || i0 == i1 {
+		return
+	}
+	if kind == kindNT && (i1-i0 <= ntDotMaxM || k < s.lanes && false) {
+		s.ntDot(c, a, b, k, n, acc, i0, i1, j0, jv)
+		return
+	}
+	s.gemm(kind, c, a, b, m, k, n, acc, i0, i1, j0, jv)
+}
+
+// ntDot is the packing-free C = A·Bᵀ for few rows of A: 4 rows of B at a
+// time stay in L1 while every row of A passes over them.
+func (s *simd) ntDot(c, a, b []float32, k, n int, acc bool, i0, i1, j0, j1 int) {
+	k16 := k / s.lanes * s.lanes
+	rmax := len(s.dotNT) - 1
+	var out [16]float32
+	for j := j0; j < j1; j += 4 {
+		for i := i0; i < i1; i += rmax {
+			r := min(rmax, i1-i)
+			if k16 > 0 {
+				s.dotNT[r](&a[i*k], k*4, &b[j*k], k*4, k16, &out[0])
+			} else {
+				out = [16]float32{}
+			}
+			for ii := 0; ii < r; ii++ {
+				ar := a[(i+ii)*k : (i+ii)*k+k]
+				cr := c[(i+ii)*n+j : (i+ii)*n+j+4]
+				for jj := range 4 {
+					v := out[ii*4+jj]
+					if k16 < k {
+						v += dotGeneric(ar[k16:], b[(j+jj)*k+k16:(j+jj)*k+k])
+					}
+					if acc {
+						cr[jj] += v
+					} else {
+						cr[jj] = v
+					}
+				}
+			}
+		}
+	}
+}
+
+// gemm computes C[i0:i1, j0:j1] (j1-j0 a multiple of the lane count) with
+// packed B blocks and the register-blocked microkernels.
+func (s *simd) gemm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0, j1 int) {
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	W := s.lanes
+	NR := s.nvMax * W
+	MR := s.mr
+	for pc := 0; pc < k; pc += kcBlock {
+		kc := min(kcBlock, k-pc)
+		load := acc || pc > 0
+		for jc := j0; jc < j1; jc += ncBlock {
+			nc := min(ncBlock, j1-jc)
+			packB(kind, sc.b, b, k, n, pc, kc, jc, nc, NR)
+			for ir := i0; ir < i1; ir += MR {
+				mr := min(MR, i1-ir)
+				var ap *float32
+				var sa, ia int
+				if kind == kindTN {
+					// A is [k×m]: pack the mr columns so the micro-panel is contiguous.
+					pa := sc.a[:kc*mr]
+					for p := range kc {
+						copy(pa[p*mr:p*mr+mr], a[(pc+p)*m+ir:(pc+p)*m+ir+mr])
+					}
+					ap, sa, ia = &pa[0], mr*4, 4
+				} else {
+					ap, sa, ia = &a[ir*k+pc], 4, k*4
+				}
+				for jr := jc; jr < jc+nc; jr += NR {
+					nr := min(NR, jc+nc-jr)
+					s.kern(mr, nr/W)(kc, ap, sa, ia, &sc.b[(jr-jc)*kc], nr*4, &c[ir*n+jr], n*4, load)
+				}
+			}
+		}
+	}
+}
+
+// packB copies B's block (rows pc..pc+kc of the k dimension, columns
+// jc..jc+nc of the n dimension) into dst as column panels of width NR (the
+// last one narrower): panel q holds kc rows of its width, contiguous.
+func packB(kind int, dst, b []float32, k, n, pc, kc, jc, nc, NR int) {
+	for q := 0; q < nc; q += NR {
+		w := min(NR, nc-q)
+		pan := dst[q*kc : q*kc+w*kc]
+		if kind == kindNT {
+			// B is [n×k]: transpose.
+			for jj := range w {
+				src := b[(jc+q+jj)*k+pc : (jc+q+jj)*k+pc+kc]
+				for p, v := range src {
+					pan[p*w+jj] = v
+				}
+			}
+		} else {
+			for p := range kc {
+				copy(pan[p*w:p*w+w], b[(pc+p)*n+jc+q:(pc+p)*n+jc+q+w])
+			}
+		}
+	}
+}
