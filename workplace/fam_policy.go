@@ -46,18 +46,32 @@ var (
 	}
 )
 
+// Policy question kinds; the policy field each asks about.
+const (
+	askRefund = iota
+	askEligible
+	askFee
+	askFreeOver
+	askHours
+	numPolicyKinds
+)
+
 func (policyFamily) Generate(r *rand.Rand, w World) Task {
+	return genPolicy(r, w, r.IntN(numPolicyKinds))
+}
+
+func genPolicy(r *rand.Rand, w World, kind int) Task {
 	p := w.Policy
 	prod := lowerFirst(pick(r, products))
 	t := Task{Type: "policy", PolicyVersion: p.Version}
 	var turn Turn
-	switch r.IntN(5) {
-	case 0:
+	switch kind {
+	case askRefund:
 		d := float64(p.RefundDays)
 		turn = Turn{User: fill(pick(r, refundQs), "product", prod),
 			Answer: "The refund window is " + itoa(p.RefundDays) + " days.", Short: itoa(p.RefundDays) + " days",
 			check: numericCheck(d, 1e-9, 0, nil)}
-	case 1:
+	case askEligible:
 		k := 2 + r.IntN(88)
 		for k == p.RefundDays {
 			k = 2 + r.IntN(88)
@@ -68,12 +82,16 @@ func (policyFamily) Generate(r *rand.Rand, w World) Task {
 		if yes {
 			a = "Yes, the refund window is " + itoa(p.RefundDays) + " days."
 		}
-		turn = Turn{User: user, Answer: a, Short: a, check: eligibleCheck(yes, p.RefundDays, float64(k))}
-	case 2:
+		short := "no, the refund window is " + itoa(p.RefundDays) + " days"
+		if yes {
+			short = "yes, the refund window is " + itoa(p.RefundDays) + " days"
+		}
+		turn = Turn{User: user, Answer: a, Short: short, check: eligibleCheck(yes, p.RefundDays, float64(k))}
+	case askFee:
 		turn = Turn{User: fill(pick(r, feeQs), "product", prod),
 			Answer: "Standard shipping costs " + fmtMoney(p.ShippingFee) + ".", Short: fmtMoney(p.ShippingFee),
 			check: numericCheck(p.ShippingFee, 0.005, 0, nil)}
-	case 3:
+	case askFreeOver:
 		turn = Turn{User: pick(r, freeQs),
 			Answer: "Shipping is free on orders over " + fmtMoney(p.FreeShippingOver) + ".", Short: "over " + fmtMoney(p.FreeShippingOver),
 			check: numericCheck(p.FreeShippingOver, 0.005, 0, nil)}
