@@ -1,0 +1,52 @@
+package tokenizer
+
+import (
+	"testing"
+)
+
+// FuzzRoundTrip checks Decode(Encode(s)) == s for arbitrary bytes, that Encode
+// never yields a special or out-of-range id, that encoding is stable across
+// calls (cache) and concatenation of the pre-tokenized words, and that
+// ParseAssistant never panics on the tokens.
+func FuzzRoundTrip(f *testing.F) {
+	for _, s := range []string{"", "hello world", "\xff\xfe\xfd", "<|user|>x<|end|>",
+		"日本語 Москва 123", "a  b\n\n c\t", `{"name":"f","arguments":{}}`} {
+		f.Add(s)
+	}
+	tok := trained(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		ids := tok.Encode(s)
+		if got := tok.Decode(ids); got != s {
+			t.Fatalf("round trip %q -> %v -> %q", s, ids, got)
+		}
+		for _, id := range ids {
+			if id < 0 || id >= tok.VocabSize() || tok.IsSpecial(id) {
+				t.Fatalf("Encode(%q) produced id %d", s, id)
+			}
+		}
+		again := tok.Encode(s)
+		if len(again) != len(ids) {
+			t.Fatalf("Encode(%q) not stable: %v then %v", s, ids, again)
+		}
+		for i := range ids {
+			if ids[i] != again[i] {
+				t.Fatalf("Encode(%q) not stable: %v then %v", s, ids, again)
+			}
+		}
+		var joined string
+		splitWords(s, func(w string) {
+			if w == "" {
+				t.Fatalf("empty word in %q", s)
+			}
+			if len(w) > maxWord+3 {
+				t.Fatalf("word of %d bytes in %q", len(w), s)
+			}
+			joined += w
+		})
+		if joined != s {
+			t.Fatalf("words of %q concatenate to %q", s, joined)
+		}
+		// Parsing arbitrary text as an assistant turn with a tool call never panics.
+		_, _ = tok.ParseAssistant(append(append([]int{TokenToolCall}, ids...), TokenToolCall))
+	})
+}
