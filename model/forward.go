@@ -138,7 +138,7 @@ type acts struct {
 	lnfRows  []float32 // [M, C] rows of lnf that have logits
 	logits   []float32 // [M, V] logits, then probabilities
 	lse      []float64 // [M] log-partition per logit row
-	buf []float32 // backing arena
+	buf      []float32 // backing arena
 	// forward scratch
 	qrows, krows, vrows []float32
 }
@@ -223,7 +223,6 @@ func (a *acts) alloc(c Config, b *Batch, lora *Adapter, allRows bool) {
 	a.lse = a.lse[:a.M]
 }
 
-
 // forward runs the model over b, filling a. With allRows, logits are computed for every position
 // (and left as raw logits); otherwise only for positions with a target, which are turned into
 // probabilities, and the loss is returned.
@@ -289,7 +288,7 @@ func (m *Model) loss(a *acts, b *Batch) LossResult {
 	if norm == 0 {
 		norm = float64(max(a.M, 1))
 	}
-	coef := make([]float64, a.M)  // weight of −logp
+	coef := make([]float64, a.M) // weight of −logp
 	parallelRows(a.M, V*4, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			t := a.rows[i]

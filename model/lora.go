@@ -71,7 +71,9 @@ func (lc LoRAConfig) Validate() error {
 	return nil
 }
 
-func (lc LoRAConfig) targets(mod int) bool { return slices.Contains(lc.TargetModules, LoRAModules[mod]) }
+func (lc LoRAConfig) targets(mod int) bool {
+	return slices.Contains(lc.TargetModules, LoRAModules[mod])
+}
 
 // loraPair is one module's adapter: A [r,in], B [out,r].
 type loraPair struct {

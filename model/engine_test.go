@@ -1,0 +1,227 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+)
+
+func engineTestModel(t testing.TB) *Model {
+	c := llama(64, 32, 64, 2, 4, 2, 64)
+	c.HeadDim = 8
+	c.InitializerRange = 0.15 // peaked distributions make sampling bugs visible
+	m, err := NewRandom(c, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// recomputeLogprobs runs one full (training-path) forward pass over prompt+completion and returns
+// log-softmax(logits/T) of each completion token (T ≤ 0 means 1).
+func recomputeLogprobs(t *testing.T, m *Model, ad *Adapter, prompt []int, res *Result, temp float32) []float32 {
+	t.Helper()
+	ids := append(slices.Clone(prompt), res.IDs()...)
+	logits, err := m.Logits(&Batch{Tokens: ids[:len(ids)-1]}, ad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	V := m.Config.VocabSize
+	lp := make([]float32, V)
+	out := make([]float32, len(res.Tokens))
+	for i := range res.Tokens {
+		row := logits[(len(prompt)-1+i)*V : (len(prompt)+i)*V]
+		logSoftmaxT(lp, row, temp)
+		out[i] = lp[res.Tokens[i].ID]
+	}
+	return out
+}
+
+type genCase struct {
+	req  Request
+	temp float32
+}
+
+func genCases() []genCase {
+	return []genCase{
+		{Request{PromptIDs: []int{1, 2, 3}, MaxTokens: 30, Temperature: 1, Seed: 1, TopLogprobs: 3}, 1},
+		{Request{PromptIDs: []int{5, 6, 7, 8, 9, 10, 11}, MaxTokens: 25, Temperature: 0.7, TopP: 0.9, Seed: 2}, 0.7},
+		{Request{PromptIDs: []int{9}, MaxTokens: 40, Temperature: 0, Seed: 3, TopLogprobs: 5}, 0},
+		{Request{PromptIDs: []int{4, 4, 4, 4}, MaxTokens: 33, Temperature: 1.3, Seed: 4}, 1.3},
+		{Request{PromptIDs: []int{60, 61, 62, 63, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, MaxTokens: 20, Temperature: 1, Seed: 5}, 1},
+	}
+}
+
+func TestEngineLogprobsMatchFullForward(t *testing.T) {
+	m := engineTestModel(t)
+	e := NewEngine(m, EngineConfig{MaxBatch: 8, PrefillChunk: 5})
+	defer e.Close()
+	cases := genCases()
+	results := make([]*Result, len(cases))
+	var wg sync.WaitGroup
+	for i, gc := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.Generate(context.Background(), gc.req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	for i, gc := range cases {
+		res := results[i]
+		if res == nil {
+			continue
+		}
+		if res.FinishReason != FinishLength || len(res.Tokens) != gc.req.MaxTokens {
+			t.Errorf("case %d: %d tokens, finish %s", i, len(res.Tokens), res.FinishReason)
+		}
+		want := recomputeLogprobs(t, m, nil, gc.req.PromptIDs, res, gc.temp)
+		for j, tok := range res.Tokens {
+			if d := math.Abs(float64(tok.Logprob - want[j])); d > 1e-4 {
+				t.Errorf("case %d token %d: engine logprob %.6f, full forward %.6f", i, j, tok.Logprob, want[j])
+			}
+			if len(tok.TopLogprobs) != gc.req.TopLogprobs {
+				t.Errorf("case %d: %d top logprobs", i, len(tok.TopLogprobs))
+			}
+			for k := 1; k < len(tok.TopLogprobs); k++ {
+				if tok.TopLogprobs[k].Logprob > tok.TopLogprobs[k-1].Logprob {
+					t.Errorf("top logprobs not sorted")
+				}
+			}
+			if gc.temp == 0 && len(tok.TopLogprobs) > 0 && tok.TopLogprobs[0].ID != tok.ID {
+				t.Errorf("greedy token %d is not the top-1 %d", tok.ID, tok.TopLogprobs[0].ID)
+			}
+		}
+	}
+}
+
+func TestEngineDeterministicRegardlessOfBatching(t *testing.T) {
+	m := engineTestModel(t)
+	cases := genCases()
+	// solo: one request at a time, batch size 1
+	solo := NewEngine(m, EngineConfig{MaxBatch: 1})
+	want := make([][]int, len(cases))
+	for i, gc := range cases {
+		res, err := solo.Generate(context.Background(), gc.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = res.IDs()
+	}
+	solo.Close()
+	// all at once, in one running batch, twice
+	for rep := 0; rep < 2; rep++ {
+		e := NewEngine(m, EngineConfig{MaxBatch: 16, PrefillChunk: 3})
+		var wg sync.WaitGroup
+		got := make([][]int, len(cases))
+		for i, gc := range cases {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := e.Generate(context.Background(), gc.req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[i] = res.IDs()
+			}()
+		}
+		wg.Wait()
+		e.Close()
+		for i := range cases {
+			if !slices.Equal(got[i], want[i]) {
+				t.Errorf("rep %d case %d: batched %v, solo %v", rep, i, got[i], want[i])
+			}
+		}
+	}
+	// a different seed gives a different sample
+	e := NewEngine(m, EngineConfig{})
+	defer e.Close()
+	r := cases[0].req
+	r.Seed = 99
+	res, _ := e.Generate(context.Background(), r)
+	if slices.Equal(res.IDs(), want[0]) {
+		t.Errorf("seed 99 reproduced seed 1's sample %v", want[0])
+	}
+}
+
+func TestEngineStopsAndCancel(t *testing.T) {
+	m := engineTestModel(t)
+	e := NewEngine(m, EngineConfig{})
+	defer e.Close()
+	base := Request{PromptIDs: []int{1, 2, 3}, MaxTokens: 30, Temperature: 1, Seed: 7}
+	full, err := e.Generate(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := full.IDs()
+
+	r := base
+	r.StopIDs = []int{ids[5]}
+	res, _ := e.Generate(context.Background(), r)
+	k := slices.Index(ids, ids[5])
+	if res.FinishReason != FinishStop || res.StopLen != 1 || !slices.Equal(res.IDs(), ids[:k+1]) {
+		t.Errorf("stop id: %v %s", res.IDs(), res.FinishReason)
+	}
+
+	r = base
+	r.StopSequences = [][]int{{999}, ids[7:10]}
+	res, _ = e.Generate(context.Background(), r)
+	if res.FinishReason != FinishStop || res.StopLen != 3 || len(res.Tokens) > 10 {
+		t.Errorf("stop sequence: %v %s", res.IDs(), res.FinishReason)
+	}
+
+	r = base
+	r.MaxTokens = 0 // fill the context window
+	res, _ = e.Generate(context.Background(), r)
+	if res.FinishReason != FinishLength || len(res.Tokens) != m.Config.MaxPositionEmbeddings-3 {
+		t.Errorf("context window: %d tokens %s", len(res.Tokens), res.FinishReason)
+	}
+
+	// streaming, then cancellation from the callback
+	ctx, cancel := context.WithCancel(context.Background())
+	var streamed []int
+	r = base
+	r.MaxTokens = 0
+	r.OnToken = func(tok Token) {
+		streamed = append(streamed, tok.ID)
+		if len(streamed) == 4 {
+			cancel()
+		}
+	}
+	res, err = e.Generate(ctx, r)
+	if !errors.Is(err, context.Canceled) || res.FinishReason != FinishCancelled || len(res.Tokens) >= m.Config.MaxPositionEmbeddings-3 {
+		t.Errorf("cancel: err %v finish %s tokens %d", err, res.FinishReason, len(res.Tokens))
+	}
+	if !slices.Equal(streamed, res.IDs()) {
+		t.Errorf("streamed %v, result %v", streamed, res.IDs())
+	}
+
+	// constrained decoding: the mask allows only even ids
+	r = base
+	r.LogitMask = func(_ []int, z []float32) {
+		for i := 1; i < len(z); i += 2 {
+			z[i] = float32(math.Inf(-1))
+		}
+	}
+	res, _ = e.Generate(context.Background(), r)
+	for _, id := range res.IDs() {
+		if id%2 != 0 {
+			t.Fatalf("mask ignored: %v", res.IDs())
+		}
+	}
+
+	for _, bad := range []Request{{}, {PromptIDs: []int{64}}, {PromptIDs: make([]int, 64)}, {PromptIDs: []int{1}, Adapter: "nope"}} {
+		if _, err := e.Generate(context.Background(), bad); err == nil {
+			t.Errorf("request %+v accepted", bad)
+		}
+	}
+}
