@@ -146,10 +146,10 @@ type Store interface {
 	// AppendCheck (types against a Registry, events.Types by default).
 	// An ID already stored in another stream is ErrMalformed.
 	// Errors: ErrEmptyBatch, ErrTooLarge, ErrInvalidStream, ErrMalformed,
-	// ErrUnknownType, *WrongRevisionError, ErrClosed. On error nothing is
-	// written. If ctx ends while Append waits for durability it returns
-	// ctx.Err() and the events may or may not be stored; retrying with the
-	// same IDs is safe.
+	// ErrUnknownType, ErrUnknownSchema, *WrongRevisionError, ErrClosed.
+	// On error nothing is written. If ctx ends while Append waits for
+	// durability it returns ctx.Err() and the events may or may not be
+	// stored; retrying with the same IDs is safe.
 	Append(ctx context.Context, stream string, expected ExpectedRevision, evs ...Event) (AppendResult, error)
 
 	// ReadStream returns up to max events of stream starting at revision
