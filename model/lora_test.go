@@ -1,0 +1,176 @@
+package model
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+)
+
+func randomAdapter(t testing.TB, c Config, name string, seed uint64, std float64) *Adapter {
+	a, err := NewAdapter(name, c, LoRAConfig{Rank: 4, Alpha: 8, TargetModules: LoRAModules}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, 1))
+	for _, l := range a.layers {
+		for _, p := range l {
+			for i := range p.B {
+				p.B[i] = float32(r.NormFloat64() * std)
+			}
+		}
+	}
+	return a
+}
+
+func maxAbsDiff(a, b []float32) float64 {
+	var d float64
+	for i := range a {
+		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
+}
+
+func TestLoRAMergeMatchesAdapter(t *testing.T) {
+	m := engineTestModel(t)
+	b := &Batch{Tokens: []int{1, 2, 3, 4, 5, 6, 7, 8, 9}, SeqLens: []int{4, 5}}
+	base, _ := m.Logits(b, nil)
+
+	fresh, err := NewAdapter("fresh", m.Config, LoRAConfig{Rank: 8, Alpha: 16, TargetModules: []string{"q_proj", "v_proj"}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := m.Logits(b, fresh)
+	if d := maxAbsDiff(got, base); d != 0 {
+		t.Errorf("fresh adapter (B=0) changed logits by %g", d)
+	}
+
+	a := randomAdapter(t, m.Config, "a", 2, 0.05)
+	withA, _ := m.Logits(b, a)
+	if d := maxAbsDiff(withA, base); d < 1e-3 {
+		t.Fatalf("adapter has no effect (%g)", d)
+	}
+	orig := slices.Clone(m.Params)
+	if err := m.MergeLoRA(a); err != nil {
+		t.Fatal(err)
+	}
+	merged, _ := m.Logits(b, nil)
+	if d := maxAbsDiff(merged, withA); d > 1e-5 {
+		t.Errorf("merged logits differ from base+adapter by %g (> 1e-5)", d)
+	}
+	if err := m.UnmergeLoRA(a); err != nil {
+		t.Fatal(err)
+	}
+	if d := maxAbsDiff(m.Params, orig); d > 1e-6 {
+		t.Errorf("unmerge left a difference of %g", d)
+	}
+	other := tinyConfig()
+	if err := m.MergeLoRA(randomAdapter(t, other, "x", 1, 0.1)); err == nil {
+		t.Error("merged an adapter made for another architecture")
+	}
+}
+
+func TestLoRATrainingFreezesBase(t *testing.T) {
+	m := engineTestModel(t)
+	orig := slices.Clone(m.Params)
+	a, err := NewAdapter("t", m.Config, LoRAConfig{Rank: 4, Alpha: 8, TargetModules: []string{"q_proj", "k_proj", "v_proj", "o_proj", "down_proj"}}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTrainer(m, a, TrainConfig{LR: 1e-2, GradClip: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NextTokenBatch([][]int{{1, 7, 3, 9, 2, 8}, {4, 4, 5, 5, 6}}, nil, nil)
+	var first, last float64
+	for i := 0; i < 60; i++ {
+		st, err := tr.Step(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = st.Loss
+		}
+		last = st.Loss
+	}
+	if !slices.Equal(m.Params, orig) {
+		t.Error("LoRA training changed base weights")
+	}
+	if last > first*0.5 {
+		t.Errorf("adapter did not learn: %.3f -> %.3f", first, last)
+	}
+}
+
+func TestEngineAdapters(t *testing.T) {
+	m := engineTestModel(t)
+	e := NewEngine(m, EngineConfig{})
+	defer e.Close()
+	a1 := randomAdapter(t, m.Config, "a1", 5, 0.2)
+	a2 := randomAdapter(t, m.Config, "a2", 6, 0.2)
+	if err := e.RegisterAdapter("x", a1); err != nil {
+		t.Fatal(err)
+	}
+	req := Request{PromptIDs: []int{3, 1, 4, 1, 5}, MaxTokens: 30, Temperature: 1, Seed: 42, Adapter: "x"}
+	ref, err := e.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := recomputeLogprobs(t, m, a1, req.PromptIDs, ref, 1)
+	for j, tok := range ref.Tokens {
+		if math.Abs(float64(tok.Logprob-want[j])) > 1e-4 {
+			t.Fatalf("token %d: engine %.6f, forward with adapter %.6f", j, tok.Logprob, want[j])
+		}
+	}
+	baseReq := req
+	baseReq.Adapter = ""
+	baseRes, _ := e.Generate(context.Background(), baseReq)
+	if slices.Equal(baseRes.IDs(), ref.IDs()) {
+		t.Fatal("adapter did not change the sample")
+	}
+
+	// Re-register "x" while a request using it is in flight: it must finish with a1.
+	var wg sync.WaitGroup
+	started := make(chan struct{})
+	var inflight, mixedBase *Result
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		r := req
+		once := sync.Once{}
+		r.OnToken = func(Token) { once.Do(func() { close(started) }) }
+		inflight, _ = e.Generate(context.Background(), r)
+	}()
+	go func() {
+		defer wg.Done()
+		<-started
+		mixedBase, _ = e.Generate(context.Background(), baseReq) // shares the batch with "x"
+	}()
+	<-started
+	if err := e.RegisterAdapter("x", a2); err != nil {
+		t.Fatal(err)
+	}
+	a1.Params[0] += 100 // the engine holds a copy
+	wg.Wait()
+	if !slices.Equal(inflight.IDs(), ref.IDs()) {
+		t.Errorf("in-flight request changed after re-registration")
+	}
+	if !slices.Equal(mixedBase.IDs(), baseRes.IDs()) {
+		t.Errorf("base request changed when batched with an adapter request")
+	}
+	after, _ := e.Generate(context.Background(), req)
+	want2 := recomputeLogprobs(t, m, a2, req.PromptIDs, after, 1)
+	for j, tok := range after.Tokens {
+		if math.Abs(float64(tok.Logprob-want2[j])) > 1e-4 {
+			t.Fatalf("after re-registration, token %d: %.6f vs %.6f", j, tok.Logprob, want2[j])
+		}
+	}
+	e.RemoveAdapter("x")
+	if _, err := e.Generate(context.Background(), req); err == nil {
+		t.Error("removed adapter still served")
+	}
+	if got := e.Adapters(); len(got) != 0 {
+		t.Errorf("adapters %v", got)
+	}
+}
