@@ -1,0 +1,257 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+
+	"citizen/model/kernels"
+	"github.com/google/uuid"
+)
+
+// EmbeddedConfig configures the embedded index.
+type EmbeddedConfig struct {
+	// ExactLimit is the number of points up to which a collection is
+	// searched by exact scan; beyond it an HNSW graph is built and kept.
+	// Default 20,000.
+	ExactLimit int
+	// M and EfConstruction shape the HNSW graph (defaults 16 and 200);
+	// EfSearch is the search breadth (default 128, raised to k if smaller).
+	M, EfConstruction, EfSearch int
+	// Seed makes graph construction reproducible.
+	Seed uint64
+}
+
+func (c *EmbeddedConfig) defaults() {
+	if c.ExactLimit <= 0 {
+		c.ExactLimit = 20000
+	}
+	if c.M <= 0 {
+		c.M = 16
+	}
+	if c.EfConstruction <= 0 {
+		c.EfConstruction = 200
+	}
+	if c.EfSearch <= 0 {
+		c.EfSearch = 128
+	}
+}
+
+// Embedded is the in-process Index. Searches of one collection run
+// concurrently; writes to it are serialised.
+type Embedded struct {
+	cfg  EmbeddedConfig
+	mu   sync.RWMutex
+	cols map[string]*collection
+}
+
+// NewEmbedded returns an empty embedded index.
+func NewEmbedded(cfg EmbeddedConfig) *Embedded {
+	cfg.defaults()
+	return &Embedded{cfg: cfg, cols: map[string]*collection{}}
+}
+
+type collection struct {
+	mu       sync.RWMutex
+	schema   Schema
+	ids      []string // slot -> id; "" marks a deleted slot
+	slots    map[string]int32
+	vecs     []float32 // slot*dim
+	payloads []Payload
+	graph    *hnsw
+	cfg      EmbeddedConfig
+}
+
+func (c *collection) vec(slot int32) []float32 {
+	d := c.schema.Dim
+	return c.vecs[int(slot)*d : int(slot+1)*d]
+}
+
+func sameSchema(a, b Schema) bool { return a.Dim == b.Dim && maps.Equal(a.Fields, b.Fields) }
+
+// EnsureCollection implements Index.
+func (e *Embedded) EnsureCollection(_ context.Context, name string, s Schema) error {
+	if name == "" || s.Dim <= 0 {
+		return fmt.Errorf("memory: collection needs a name and a positive dimension")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.cols[name]; ok {
+		if !sameSchema(c.schema, s) {
+			return fmt.Errorf("%w: %s", ErrExists, name)
+		}
+		return nil
+	}
+	e.cols[name] = &collection{schema: Schema{Dim: s.Dim, Fields: maps.Clone(s.Fields)}, slots: map[string]int32{}, cfg: e.cfg}
+	return nil
+}
+
+func (e *Embedded) col(name string) (*collection, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	c, ok := e.cols[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownCollection, name)
+	}
+	return c, nil
+}
+
+// Upsert implements Index: every point is validated before any is written.
+func (e *Embedded) Upsert(_ context.Context, collection string, pts []Point) error {
+	c, err := e.col(collection)
+	if err != nil {
+		return err
+	}
+	norm := make([][]float32, len(pts))
+	for i, p := range pts {
+		if _, err := uuid.Parse(p.ID); err != nil {
+			return fmt.Errorf("%w: %q is not a UUID", ErrBadID, p.ID)
+		}
+		if norm[i], err = validateVector(p.Vector, c.schema.Dim); err != nil {
+			return fmt.Errorf("point %s: %w", p.ID, err)
+		}
+		if err := c.schema.validatePayload(p.Payload); err != nil {
+			return fmt.Errorf("point %s: %w", p.ID, err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, p := range pts {
+		if old, ok := c.slots[p.ID]; ok {
+			// Replace: tombstone the old slot (the graph keeps it as a
+			// waypoint) and add a fresh one.
+			c.ids[old] = ""
+			c.payloads[old] = nil
+		}
+		slot := int32(len(c.ids))
+		c.ids = append(c.ids, p.ID)
+		c.vecs = append(c.vecs, norm[i]...)
+		c.payloads = append(c.payloads, maps.Clone(p.Payload))
+		c.slots[p.ID] = slot
+		if c.graph != nil {
+			c.graph.insert(slot)
+		}
+	}
+	if c.graph == nil && len(c.slots) > c.cfg.ExactLimit {
+		c.buildGraph()
+	}
+	return nil
+}
+
+// buildGraph indexes every live slot. Caller holds c.mu.
+func (c *collection) buildGraph() {
+	c.graph = newHNSW(c.cfg.M, c.cfg.EfConstruction, c.cfg.Seed, c.vec)
+	for slot, id := range c.ids {
+		if id != "" {
+			c.graph.insert(int32(slot))
+		}
+	}
+}
+
+// Delete implements Index.
+func (e *Embedded) Delete(_ context.Context, collection string, ids []string) error {
+	c, err := e.col(collection)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if slot, ok := c.slots[id]; ok {
+			c.ids[slot] = ""
+			c.payloads[slot] = nil
+			delete(c.slots, id)
+		}
+	}
+	return nil
+}
+
+// Search implements Index.
+func (e *Embedded) Search(ctx context.Context, collection string, v []float32, k int, f Filter) ([]Hit, error) {
+	c, err := e.col(collection)
+	if err != nil {
+		return nil, err
+	}
+	q, err := validateVector(v, c.schema.Dim)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.schema.validateFilter(f); err != nil {
+		return nil, err
+	}
+	if k <= 0 {
+		return nil, nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var best []cand
+	if c.graph != nil {
+		ef := max(c.cfg.EfSearch, k)
+		top := newTopK(k)
+		for _, cd := range c.graph.search(q, ef) {
+			if c.ids[cd.slot] != "" && f.Match(c.payloads[cd.slot]) {
+				top.offer(cd.d, cd.slot)
+			}
+		}
+		best = top.sorted()
+		if len(best) < k && len(best) < len(c.slots) {
+			// A selective filter starved the graph walk: fall back to an
+			// exact scan so results are complete.
+			best = c.scan(q, k, f)
+		}
+	} else {
+		best = c.scan(q, k, f)
+	}
+	hits := make([]Hit, len(best))
+	for i, b := range best {
+		hits[i] = Hit{ID: c.ids[b.slot], Score: 1 - b.d, Payload: maps.Clone(c.payloads[b.slot])}
+	}
+	return hits, ctx.Err()
+}
+
+// scan is the exact search. Caller holds c.mu (read).
+func (c *collection) scan(q []float32, k int, f Filter) []cand {
+	top := newTopK(k)
+	all := len(f.Must) == 0
+	for slot, id := range c.ids {
+		if id == "" || !all && !f.Match(c.payloads[slot]) {
+			continue
+		}
+		top.offer(1-kernels.Dot(q, c.vec(int32(slot))), int32(slot))
+	}
+	return top.sorted()
+}
+
+// Count implements Index.
+func (e *Embedded) Count(_ context.Context, collection string, f Filter) (int, error) {
+	c, err := e.col(collection)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.schema.validateFilter(f); err != nil {
+		return 0, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(f.Must) == 0 {
+		return len(c.slots), nil
+	}
+	n := 0
+	for slot, id := range c.ids {
+		if id != "" && f.Match(c.payloads[slot]) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Close implements Index.
+func (e *Embedded) Close() error { return nil }
+
+// PointID derives a stable point UUID from any key (an interaction id).
+func PointID(key string) string {
+	return uuid.NewSHA1(pointNamespace, []byte(key)).String()
+}
+
+var pointNamespace = uuid.MustParse("0b7f3c52-9d2e-4a61-8c1e-5a2f7d9e4b30")
