@@ -1,20 +1,12 @@
 package kernels
 
-import (
-	"sync"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 // gemmFunc is a generated microkernel: C[mr × nv·W] (+)= A·B over kc steps.
 // A element (i,p) at a + i·ia + p·sa bytes (broadcast), B row p at b + p·ldb
 // bytes (nv vectors), C row i at c + i·ldc bytes. load adds the old C.
 type gemmFunc func(kc int, a *float32, sa, ia int, b *float32, ldb int, c *float32, ldc int, load bool)
 
-// dotNTFunc stores the r×4 inner products of r rows of A (stride lda bytes)
-// with 4 rows of B (stride ldb bytes) over k16 elements (a positive multiple
-// of the lane count) to out[i*4+j].
-type dotNTFunc func(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)
 
 // simd is one SIMD level of the implementation.
 type simd struct {
@@ -22,7 +14,11 @@ type simd struct {
 	mr    int // microkernel rows
 	nvMax int // microkernel vectors per row
 	kern  func(mr, nv int) gemmFunc
-	dotNT []dotNTFunc // index r = rows of A, 1..len-1
+	// dotRows is how many rows of A the level's dotNT kernels take: they
+	// store the r×4 inner products of r ≤ dotRows rows of A (stride lda
+	// bytes) with 4 rows of B (stride ldb bytes) over k16 elements (a
+	// positive multiple of the lane count) to out[i*4+j].
+	dotRows int
 	dot   func(a, b *float32, n int) float32
 	axpy  func(alpha float32, x, y *float32, n int)
 	scale func(alpha float32, x *float32, n int)
@@ -38,24 +34,40 @@ const (
 
 // ntDotMaxM: MatMulNT with at most this many rows uses the packing-free
 // inner-product kernels (decode: m=1 or a small batch).
-var ntDotMaxM = 4
+var ntDotMaxM = 16
 
 type scratch struct {
 	b []float32 // kcBlock × ncBlock
 	a []float32 // kcBlock × mr
 }
 
-var scratchPool = sync.Pool{New: func() any {
-	return &scratch{b: make([]float32, kcBlock*ncBlock), a: make([]float32, kcBlock*8)}
-}}
+// scratchFree keeps packing buffers across calls (a sync.Pool would hand
+// its 512 KB buffers to the garbage collector every cycle).
+var scratchFree = make(chan *scratch, 8)
+
+func getScratch() *scratch {
+	select {
+	case sc := <-scratchFree:
+		return sc
+	default:
+		return &scratch{b: make([]float32, kcBlock*ncBlock), a: make([]float32, kcBlock*8)}
+	}
+}
+
+func putScratch(sc *scratch) {
+	select {
+	case scratchFree <- sc:
+	default:
+	}
+}
 
 var (
 	avx512 = &simd{lanes: 16, mr: 6, nvMax: 4,
 		kern:  func(mr, nv int) gemmFunc { return gemmavx512Tab[mr][nv] },
-		dotNT: dotNTavx512Tab, dot: dotavx512, axpy: axpyavx512, scale: scaleavx512}
+		dotRows: dotNTavx512Rows, dot: dotavx512, axpy: axpyavx512, scale: scaleavx512}
 	avx2 = &simd{lanes: 8, mr: 6, nvMax: 2,
 		kern:  func(mr, nv int) gemmFunc { return gemmavx2Tab[mr][nv] },
-		dotNT: dotNTavx2Tab, dot: dotavx2, axpy: axpyavx2, scale: scaleavx2}
+		dotRows: dotNTavx2Rows, dot: dotavx2, axpy: axpyavx2, scale: scaleavx2}
 )
 
 func init() {
@@ -120,13 +132,17 @@ func (s *simd) mm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0
 // time stay in L1 while every row of A passes over them.
 func (s *simd) ntDot(c, a, b []float32, k, n int, acc bool, i0, i1, j0, j1 int) {
 	k16 := k / s.lanes * s.lanes
-	rmax := len(s.dotNT) - 1
+	rmax := s.dotRows
 	var out [16]float32
 	for j := j0; j < j1; j += 4 {
 		for i := i0; i < i1; i += rmax {
 			r := min(rmax, i1-i)
-			if k16 > 0 {
-				s.dotNT[r](&a[i*k], k*4, &b[j*k], k*4, k16, &out[0])
+			if k16 > 0 && s.lanes == 16 {
+				// Direct calls keep out on the stack (go:noescape does not
+				// survive a call through a func value).
+				dotNTavx512(r, &a[i*k], k*4, &b[j*k], k*4, k16, &out[0])
+			} else if k16 > 0 {
+				dotNTavx2(r, &a[i*k], k*4, &b[j*k], k*4, k16, &out[0])
 			} else {
 				out = [16]float32{}
 			}
@@ -152,8 +168,8 @@ func (s *simd) ntDot(c, a, b []float32, k, n int, acc bool, i0, i1, j0, j1 int) 
 // gemm computes C[i0:i1, j0:j1] (j1-j0 a multiple of the lane count) with
 // packed B blocks and the register-blocked microkernels.
 func (s *simd) gemm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0, j1 int) {
-	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
+	sc := getScratch()
+	defer putScratch(sc)
 	W := s.lanes
 	NR := s.nvMax * W
 	MR := s.mr
@@ -194,11 +210,19 @@ func packB(kind int, dst, b []float32, k, n, pc, kc, jc, nc, NR int) {
 		w := min(NR, nc-q)
 		pan := dst[q*kc : q*kc+w*kc]
 		if kind == kindNT {
-			// B is [n×k]: transpose.
-			for jj := range w {
-				src := b[(jc+q+jj)*k+pc : (jc+q+jj)*k+pc+kc]
-				for p, v := range src {
-					pan[p*w+jj] = v
+			// B is [n×k]: transpose, 8×8 blocks in assembly (w is a
+			// multiple of 8), the last kc%8 rows in Go.
+			kc8 := kc / 8 * 8
+			for jj := 0; jj < w; jj += 8 {
+				if kc8 > 0 {
+					_ = b[(jc+q+jj+7)*k+pc+kc8-1] // bounds for the assembly
+					transpose8(&b[(jc+q+jj)*k+pc], k*4, &pan[jj], w*4, kc8/8)
+				}
+				for r := jj; r < jj+8; r++ {
+					src := b[(jc+q+r)*k+pc+kc8 : (jc+q+r)*k+pc+kc]
+					for p, v := range src {
+						pan[(kc8+p)*w+r] = v
+					}
 				}
 			}
 		} else {

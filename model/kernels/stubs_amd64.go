@@ -97,7 +97,23 @@ func dotNTavx512_3(a *float32, lda int, b *float32, ldb int, k16 int, out *float
 //go:noescape
 func dotNTavx512_4(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)
 
-var dotNTavx512Tab = []dotNTFunc{nil, dotNTavx512_1, dotNTavx512_2, dotNTavx512_3, dotNTavx512_4}
+// dotNTavx512 calls dotNTavx512_r; r in 1..4.
+func dotNTavx512(r int, a *float32, lda int, b *float32, ldb int, k16 int, out *float32) {
+	switch r {
+	case 1:
+		dotNTavx512_1(a, lda, b, ldb, k16, out)
+	case 2:
+		dotNTavx512_2(a, lda, b, ldb, k16, out)
+	case 3:
+		dotNTavx512_3(a, lda, b, ldb, k16, out)
+	case 4:
+		dotNTavx512_4(a, lda, b, ldb, k16, out)
+	default:
+		panic("kernels: bad dotNT rows")
+	}
+}
+
+const dotNTavx512Rows = 4
 
 //go:noescape
 func dotavx512(a, b *float32, n int) float32
@@ -159,7 +175,19 @@ func dotNTavx2_1(a *float32, lda int, b *float32, ldb int, k16 int, out *float32
 //go:noescape
 func dotNTavx2_2(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)
 
-var dotNTavx2Tab = []dotNTFunc{nil, dotNTavx2_1, dotNTavx2_2}
+// dotNTavx2 calls dotNTavx2_r; r in 1..2.
+func dotNTavx2(r int, a *float32, lda int, b *float32, ldb int, k16 int, out *float32) {
+	switch r {
+	case 1:
+		dotNTavx2_1(a, lda, b, ldb, k16, out)
+	case 2:
+		dotNTavx2_2(a, lda, b, ldb, k16, out)
+	default:
+		panic("kernels: bad dotNT rows")
+	}
+}
+
+const dotNTavx2Rows = 2
 
 //go:noescape
 func dotavx2(a, b *float32, n int) float32
@@ -169,3 +197,6 @@ func axpyavx2(alpha float32, x, y *float32, n int)
 
 //go:noescape
 func scaleavx2(alpha float32, x *float32, n int)
+
+//go:noescape
+func transpose8(src *float32, lds int, dst *float32, ldd int, n8 int)

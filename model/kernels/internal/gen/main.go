@@ -71,16 +71,20 @@ func main() {
 		if x.reg == "Y" {
 			rmax = 2
 		}
-		tab := fmt.Sprintf("var dotNT%sTab = []dotNTFunc{nil", x.name)
+		// A switch of direct calls, not a table of func values: the
+		// go:noescape promise only holds for direct calls, and the caller's
+		// out buffer must stay on its stack.
+		sw := fmt.Sprintf("// dotNT%s calls dotNT%s_r; r in 1..%d.\nfunc dotNT%s(r int, a *float32, lda int, b *float32, ldb int, k16 int, out *float32) {\nswitch r {\n", x.name, x.name, rmax, x.name)
 		for r := 1; r <= rmax; r++ {
 			dotNT(x, r)
-			tab += fmt.Sprintf(", dotNT%s_%d", x.name, r)
+			sw += fmt.Sprintf("case %d:\ndotNT%s_%d(a, lda, b, ldb, k16, out)\n", r, x.name, r)
 		}
-		fmt.Fprintf(&g, "%s}\n\n", tab)
+		fmt.Fprintf(&g, "%sdefault:\npanic(\"kernels: bad dotNT rows\")\n}\n}\n\nconst dotNT%sRows = %d\n\n", sw, x.name, rmax)
 		dot(x)
 		axpy(x)
 		scale(x)
 	}
+	transpose8()
 	if err := os.WriteFile("kernels_amd64.s", s.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -347,6 +351,56 @@ func scale(x isa) {
 	}
 	p("\tADDQ $%d, AX", 4*x.lanes*4)
 	p("\tSUBQ $%d, CX", 4*x.lanes)
+	p("\tJNZ loop")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// transpose8 writes the AVX (VEX, ymm) 8×8 block transpose used to pack B
+// for MatMulNT: n8 blocks along the row direction.
+// func transpose8(src *float32, lds int, dst *float32, ldd int, n8 int)
+// Block t reads 8 rows of 8 floats at src + 32t + r·lds and writes row j of
+// the transpose at dst + (8t+j)·ldd (strides in bytes).
+func transpose8() {
+	fmt.Fprintf(&g, "//go:noescape\nfunc transpose8(src *float32, lds int, dst *float32, ldd int, n8 int)\n\n")
+	p("")
+	p("// func transpose8(src *float32, lds int, dst *float32, ldd int, n8 int)")
+	p("TEXT ·transpose8(SB), NOSPLIT, $0-40")
+	p("\tMOVQ src+0(FP), SI")
+	p("\tMOVQ lds+8(FP), R8")
+	p("\tMOVQ dst+16(FP), DI")
+	p("\tMOVQ ldd+24(FP), R9")
+	p("\tMOVQ n8+32(FP), CX")
+	p("\tLEAQ (R8)(R8*2), R10")
+	p("\tLEAQ (R9)(R9*2), R11")
+	p("loop:")
+	p("\tLEAQ (SI)(R8*4), R12")
+	in := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R10*1)", "(R12)", "(R12)(R8*1)", "(R12)(R8*2)", "(R12)(R10*1)"}
+	for i, a := range in {
+		p("\tVMOVUPS %s, Y%d", a, i)
+	}
+	for i := 0; i < 4; i++ {
+		p("\tVUNPCKLPS Y%d, Y%d, Y%d", 2*i+1, 2*i, 8+2*i)
+		p("\tVUNPCKHPS Y%d, Y%d, Y%d", 2*i+1, 2*i, 9+2*i)
+	}
+	// s0..s7 into Y0..Y7
+	sh := [][4]int{{8, 10, 0x44, 0}, {8, 10, 0xEE, 1}, {9, 11, 0x44, 2}, {9, 11, 0xEE, 3},
+		{12, 14, 0x44, 4}, {12, 14, 0xEE, 5}, {13, 15, 0x44, 6}, {13, 15, 0xEE, 7}}
+	for _, x := range sh {
+		p("\tVSHUFPS $0x%02X, Y%d, Y%d, Y%d", x[2], x[1], x[0], x[3])
+	}
+	p("\tLEAQ (DI)(R9*4), R13")
+	out := []string{"(DI)", "(DI)(R9*1)", "(DI)(R9*2)", "(DI)(R11*1)", "(R13)", "(R13)(R9*1)", "(R13)(R9*2)", "(R13)(R11*1)"}
+	for j := 0; j < 4; j++ {
+		p("\tVPERM2F128 $0x20, Y%d, Y%d, Y%d", 4+j, j, 8+j)
+		p("\tVPERM2F128 $0x31, Y%d, Y%d, Y%d", 4+j, j, 12+j)
+	}
+	for j := 0; j < 8; j++ {
+		p("\tVMOVUPS Y%d, %s", 8+j, out[j])
+	}
+	p("\tADDQ $32, SI")
+	p("\tLEAQ (DI)(R9*8), DI")
+	p("\tDECQ CX")
 	p("\tJNZ loop")
 	p("\tVZEROUPPER")
 	p("\tRET")
