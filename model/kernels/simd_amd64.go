@@ -7,7 +7,6 @@ import "golang.org/x/sys/cpu"
 // bytes (nv vectors), C row i at c + i·ldc bytes. load adds the old C.
 type gemmFunc func(kc int, a *float32, sa, ia int, b *float32, ldb int, c *float32, ldc int, load bool)
 
-
 // simd is one SIMD level of the implementation.
 type simd struct {
 	lanes int // float32 per vector
@@ -19,9 +18,9 @@ type simd struct {
 	// bytes) with 4 rows of B (stride ldb bytes) over k16 elements (a
 	// positive multiple of the lane count) to out[i*4+j].
 	dotRows int
-	dot   func(a, b *float32, n int) float32
-	axpy  func(alpha float32, x, y *float32, n int)
-	scale func(alpha float32, x *float32, n int)
+	dot     func(a, b *float32, n int) float32
+	axpy    func(alpha float32, x, y *float32, n int)
+	scale   func(alpha float32, x *float32, n int)
 }
 
 // Cache blocking: a packed B block is kcBlock×ncBlock floats (512 KB, half of
@@ -63,10 +62,10 @@ func putScratch(sc *scratch) {
 
 var (
 	avx512 = &simd{lanes: 16, mr: 6, nvMax: 4,
-		kern:  func(mr, nv int) gemmFunc { return gemmavx512Tab[mr][nv] },
+		kern:    func(mr, nv int) gemmFunc { return gemmavx512Tab[mr][nv] },
 		dotRows: dotNTavx512Rows, dot: dotavx512, axpy: axpyavx512, scale: scaleavx512}
 	avx2 = &simd{lanes: 8, mr: 6, nvMax: 2,
-		kern:  func(mr, nv int) gemmFunc { return gemmavx2Tab[mr][nv] },
+		kern:    func(mr, nv int) gemmFunc { return gemmavx2Tab[mr][nv] },
 		dotRows: dotNTavx2Rows, dot: dotavx2, axpy: axpyavx2, scale: scaleavx2}
 )
 
