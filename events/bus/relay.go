@@ -1,0 +1,229 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"citizen/events"
+)
+
+// RelayConfig configures a Relay. Zero fields take the defaults noted.
+type RelayConfig struct {
+	// Name of the relay's durable checkpoint in the store (default
+	// "relay"). Two relays with the same name must not run at once.
+	Name string
+	// Filter selects the events to publish (default: all).
+	Filter events.Filter
+	// Topic maps an event to its topic (default: Topic(ev.Type)).
+	Topic func(ev events.Event) string
+	// BatchSize bounds the events handed to one Publish call per topic
+	// (default 256). Events are batched only when they are already
+	// waiting; a lone event is published at once.
+	BatchSize int
+	// CheckpointEvery and CheckpointInterval: the checkpoint is saved
+	// once that many events were published since the last save, or that
+	// long after the first unsaved one (defaults 1024 and 1 s), and when
+	// Run returns. A restart republishes at most the unsaved events.
+	CheckpointEvery    int
+	CheckpointInterval time.Duration
+	// RetryInitial and RetryMax bound the backoff between failed Publish
+	// attempts (defaults 50 ms and 5 s). A failed publish is retried until
+	// it succeeds or ctx is cancelled; nothing is ever skipped.
+	RetryInitial, RetryMax time.Duration
+}
+
+func (c *RelayConfig) setDefaults() {
+	if c.Name == "" {
+		c.Name = "relay"
+	}
+	if c.Topic == nil {
+		c.Topic = func(ev events.Event) string { return Topic(ev.Type) }
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 256
+	}
+	if c.CheckpointEvery <= 0 {
+		c.CheckpointEvery = 1024
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = time.Second
+	}
+	if c.RetryInitial <= 0 {
+		c.RetryInitial = 50 * time.Millisecond
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 5 * time.Second
+	}
+}
+
+// Relay is the outbox: it publishes the store's events to the bus in
+// position order, at least once. It resumes after its durable checkpoint
+// (Store.Checkpoint under RelayConfig.Name), follows the store with
+// Store.Subscribe (catch-up, then live), publishes each event
+// (ToMessage) to its topic and saves the checkpoint only for events whose
+// Publish has returned. A crash or cancellation therefore can only make
+// it publish some events again after a restart, never skip one; consumers
+// dedupe by event id (the message UUID).
+type Relay struct {
+	store  events.Store
+	pub    message.Publisher
+	cfg    RelayConfig
+	logger *slog.Logger
+}
+
+// NewRelay returns a relay from store to pub. logger may be nil.
+func NewRelay(store events.Store, pub message.Publisher, cfg RelayConfig, logger *slog.Logger) (*Relay, error) {
+	if store == nil || pub == nil {
+		return nil, errors.New("bus: relay needs a store and a publisher")
+	}
+	cfg.setDefaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Relay{store: store, pub: pub, cfg: cfg, logger: logger.With("component", "relay", "relay", cfg.Name)}, nil
+}
+
+// Run relays until ctx is cancelled (it then saves the checkpoint of what
+// was published and returns nil) or the store fails (it returns the
+// error). It does not close the publisher.
+func (r *Relay) Run(ctx context.Context) error {
+	after, _, err := r.store.Checkpoint(ctx, r.cfg.Name)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("bus: relay %s: reading checkpoint: %w", r.cfg.Name, err)
+	}
+	r.logger.Info("relay starting", "after", after)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feed := make(chan events.Event, r.cfg.BatchSize)
+	subErr := make(chan error, 1)
+	go func() {
+		subErr <- r.store.Subscribe(ctx, after, r.cfg.Filter, func(ctx context.Context, ev events.Event) error {
+			select {
+			case feed <- ev:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+
+	saved, published := after, after
+	var timer <-chan time.Time
+	save := func(ctx context.Context) error {
+		if published == saved {
+			return nil
+		}
+		if err := r.store.SaveCheckpoint(ctx, r.cfg.Name, published); err != nil {
+			return err
+		}
+		saved, timer = published, nil
+		return nil
+	}
+	finish := func(err error) error {
+		// save what was published, even though ctx may be cancelled
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer scancel()
+		if serr := save(sctx); serr != nil {
+			r.logger.Warn("relay could not save its checkpoint on exit", "position", published, "err", serr)
+		}
+		return err
+	}
+
+	batch := make([]events.Event, 0, r.cfg.BatchSize)
+	for {
+		batch = batch[:0]
+		select {
+		case ev := <-feed:
+			batch = append(batch, ev)
+		case err := <-subErr:
+			cancel()
+			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+				return finish(nil)
+			}
+			return finish(fmt.Errorf("bus: relay %s: subscription: %w", r.cfg.Name, err))
+		case <-timer:
+			if err := save(ctx); err != nil && ctx.Err() == nil {
+				r.logger.Warn("relay could not save its checkpoint", "position", published, "err", err)
+				timer = time.After(r.cfg.CheckpointInterval)
+			}
+			continue
+		}
+	drain:
+		for len(batch) < r.cfg.BatchSize {
+			select {
+			case ev := <-feed:
+				batch = append(batch, ev)
+			default:
+				break drain
+			}
+		}
+		if err := r.publish(ctx, batch); err != nil {
+			cancel()
+			<-subErr
+			return finish(nil) // only ctx cancellation stops publish retries
+		}
+		published = batch[len(batch)-1].Position
+		if published-saved >= uint64(r.cfg.CheckpointEvery) {
+			if err := save(ctx); err != nil && ctx.Err() == nil {
+				r.logger.Warn("relay could not save its checkpoint", "position", published, "err", err)
+			}
+		}
+		if timer == nil && published != saved {
+			timer = time.After(r.cfg.CheckpointInterval)
+		}
+	}
+}
+
+// publish publishes batch (in position order) grouped by topic, keeping
+// the order within each topic, retrying until it succeeds or ctx ends.
+func (r *Relay) publish(ctx context.Context, batch []events.Event) error {
+	var topics []string
+	byTopic := map[string][]*message.Message{}
+	for _, ev := range batch {
+		msg, err := ToMessage(ev)
+		if err != nil {
+			// a store never returns such an event; refuse to skip it silently
+			return r.retry(ctx, func() error { return err })
+		}
+		t := r.cfg.Topic(ev)
+		if _, ok := byTopic[t]; !ok {
+			topics = append(topics, t)
+		}
+		byTopic[t] = append(byTopic[t], msg)
+	}
+	for _, t := range topics {
+		msgs := byTopic[t]
+		if err := r.retry(ctx, func() error { return r.pub.Publish(t, msgs...) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Relay) retry(ctx context.Context, f func() error) error {
+	wait := r.cfg.RetryInitial
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		r.logger.Error("relay publish failed, retrying", "wait", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, r.cfg.RetryMax)
+	}
+}
