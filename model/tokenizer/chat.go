@@ -7,32 +7,6 @@ import (
 	"strings"
 )
 
-// Chat template
-//
-// RenderChat turns a conversation into token ids as follows (⟨x⟩ is the
-// special token x, text is encoded with Encode, turns follow each other with
-// nothing in between):
-//
-//	⟨bos⟩
-//	system, developer:  ⟨system⟩ content ⟨end⟩
-//	user:               ⟨user⟩ content ⟨end⟩
-//	assistant:          ⟨assistant⟩ content CALL* ⟨end⟩
-//	                    CALL = ⟨tool_call⟩ {"name":NAME,"arguments":ARGS}
-//	tool:               ⟨tool⟩ NAME "\n" content ⟨end⟩    (NAME "\n" only if a name is known)
-//	generation prompt:  ⟨assistant⟩
-//
-// NAME is the JSON string of the tool name (no HTML escaping). ARGS is the
-// call's Arguments compacted when it is valid JSON other than a string, "{}"
-// when it is empty, and otherwise the JSON string holding Arguments verbatim.
-// A tool turn's name is Message.Name, or, when empty, the name of the earlier
-// assistant tool call whose ID equals ToolCallID. Tool-call IDs are not
-// rendered. Name is ignored for the other roles, ToolCalls for roles other
-// than assistant.
-//
-// The mask is true exactly on the tokens the assistant produced: the content,
-// the tool calls and the closing ⟨end⟩ of assistant turns, not their opening
-// ⟨assistant⟩ (which is part of the prompt).
-
 // Roles of chat messages.
 const (
 	RoleSystem    = "system"

@@ -11,20 +11,7 @@ import (
 	"path/filepath"
 )
 
-// File format (tokenizer.json), a single JSON object:
-//
-//	{
-//	  "format": "citizen-byte-bpe",
-//	  "version": 1,
-//	  "pretokenizer": "citizen-words-v1",
-//	  "specials": ["<|bos|>", ...],        // ids 256, 257, ...
-//	  "merges": [[a, b], ...],             // merge i creates id 256+len(specials)+i
-//	  "vocab": ["00", "01", ..., "3c7c626f737c3e", ...]
-//	}
-//
-// vocab lists, for every id in order, the hex encoding of the token's bytes
-// (a special token's text for specials). It is redundant with merges and is
-// checked on Load, which catches truncated or edited files.
+// Identifiers written in, and required of, tokenizer.json (see the package doc).
 const (
 	fileFormat   = "citizen-byte-bpe"
 	fileVersion  = 1

@@ -38,7 +38,7 @@ func FuzzRoundTrip(f *testing.F) {
 			if w == "" {
 				t.Fatalf("empty word in %q", s)
 			}
-			if len(w) > maxWord+3 {
+			if len(w) > maxWord {
 				t.Fatalf("word of %d bytes in %q", len(w), s)
 			}
 			joined += w

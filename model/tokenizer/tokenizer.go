@@ -34,6 +34,49 @@
 // pair whose merge was learned earliest is merged (all its occurrences, left to
 // right) until no learned pair remains. Results are cached per word. A
 // Tokenizer is immutable after Train or Load and safe for concurrent use.
+//
+// # Chat template
+//
+// RenderChat turns a conversation into token ids as follows (⟨x⟩ is the
+// special token x, text is encoded with Encode, turns follow each other with
+// nothing in between):
+//
+//	⟨bos⟩
+//	system, developer:  ⟨system⟩ content ⟨end⟩
+//	user:               ⟨user⟩ content ⟨end⟩
+//	assistant:          ⟨assistant⟩ content CALL* ⟨end⟩
+//	                    CALL = ⟨tool_call⟩ {"name":NAME,"arguments":ARGS}
+//	tool:               ⟨tool⟩ NAME "\n" content ⟨end⟩    (NAME "\n" only if a name is known)
+//	generation prompt:  ⟨assistant⟩
+//
+// NAME is the JSON string of the tool name (no HTML escaping). ARGS is the
+// call's Arguments compacted when it is valid JSON other than a string, "{}"
+// when it is empty, and otherwise the JSON string holding Arguments verbatim.
+// A tool turn's name is Message.Name, or, when empty, the name of the earlier
+// assistant tool call whose ID equals ToolCallID. Tool-call IDs are not
+// rendered. Name is ignored for the other roles, ToolCalls for roles other
+// than assistant.
+//
+// The mask is true exactly on the tokens the assistant produced: the content,
+// the tool calls and the closing ⟨end⟩ of assistant turns, not their opening
+// ⟨assistant⟩ (which is part of the prompt).
+//
+// # File format
+//
+// Save writes tokenizer.json, a single JSON object:
+//
+//	{
+//	  "format": "citizen-byte-bpe",
+//	  "version": 1,
+//	  "pretokenizer": "citizen-words-v1",
+//	  "specials": ["<|bos|>", ...],        // ids 256, 257, ...
+//	  "merges": [[a, b], ...],             // merge i creates id 256+len(specials)+i
+//	  "vocab": ["00", "01", ..., "3c7c626f737c3e", ...]
+//	}
+//
+// vocab lists, for every id in order, the hex encoding of the token's bytes
+// (a special token's text for specials). It is redundant with merges and is
+// checked on Load, which catches truncated or edited files.
 package tokenizer
 
 import (
@@ -365,9 +408,9 @@ func splitWords(s string, fn func(string)) {
 			}
 			if cls == clsSpace {
 				j := i + w
-				for j < n && j-start < maxWord {
+				for j < n {
 					c, cw := classAt(s, j)
-					if c != clsSpace {
+					if c != clsSpace || j+cw-start > maxWord {
 						break
 					}
 					j += cw
