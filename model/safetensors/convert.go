@@ -57,8 +57,15 @@ func (t Tensor) Float32() ([]float32, error) {
 	if len(t.Data)%size != 0 {
 		return nil, fmt.Errorf("%w: tensor %q has %d bytes", ErrSizeMismatch, t.Name, len(t.Data))
 	}
-	n := len(t.Data) / size
-	out := make([]float32, n)
+	out := make([]float32, len(t.Data)/size)
+	if err := t.float32Into(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// float32Into converts the data into out, which holds len(t.Data)/size values.
+func (t Tensor) float32Into(out []float32) error {
 	d := t.Data
 	switch t.DType {
 	case DTypeF32:
@@ -78,9 +85,9 @@ func (t Tensor) Float32() ([]float32, error) {
 			out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(d[8*i:])))
 		}
 	default:
-		return nil, fmt.Errorf("%w: %s to F32 (tensor %q)", ErrConversion, t.DType, t.Name)
+		return fmt.Errorf("%w: %s to F32 (tensor %q)", ErrConversion, t.DType, t.Name)
 	}
-	return out, nil
+	return nil
 }
 
 // BF16ToFloat32 converts a bfloat16 bit pattern to float32 (exact).

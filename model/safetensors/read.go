@@ -292,3 +292,22 @@ func (f *File) Float32(name string) ([]float32, []int, error) {
 	}
 	return v, t.Shape, nil
 }
+
+// ReadFloat32Into reads the named tensor converted to float32 into dst, which
+// must have exactly as many elements as the tensor (ErrSizeMismatch
+// otherwise). It lets a caller fill a view of a preallocated parameter
+// buffer. Dtypes are as for Float32.
+func (f *File) ReadFloat32Into(name string, dst []float32) error {
+	info, ok := f.infos[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if n := NumElements(info.Shape); n != len(dst) {
+		return fmt.Errorf("%w: tensor %q has %d elements, destination %d", ErrSizeMismatch, name, n, len(dst))
+	}
+	t, err := f.Tensor(name)
+	if err != nil {
+		return err
+	}
+	return t.float32Into(dst)
+}

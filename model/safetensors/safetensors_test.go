@@ -115,6 +115,16 @@ func TestRoundTripBitExact(t *testing.T) {
 	if err != nil || h[0] != 0.5 || h[1] != -65504 {
 		t.Errorf("half = %v %v", h, err)
 	}
+	into := make([]float32, 6)
+	if err := f.ReadFloat32Into("model.layers.0.self_attn.q_proj.weight", into); err != nil || into[5] != 6 {
+		t.Errorf("ReadFloat32Into = %v %v", into, err)
+	}
+	if err := f.ReadFloat32Into("weird", into[:5]); !errors.Is(err, ErrSizeMismatch) {
+		t.Errorf("ReadFloat32Into with a short destination: %v", err)
+	}
+	if err := f.ReadFloat32Into("nope", into); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ReadFloat32Into missing: %v", err)
+	}
 	if _, _, err := f.Float32("ids"); !errors.Is(err, ErrConversion) {
 		t.Errorf("I64 to F32: err = %v", err)
 	}
