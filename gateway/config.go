@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// Config configures the gateway. Zero fields take the defaults of
+// DefaultConfig when passed to New.
+type Config struct {
+	// Listen is the address Run listens on.
+	Listen string `yaml:"listen"`
+	// MaxBodyBytes bounds a request body; larger bodies get 413.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// DevMode enables the development key DevKey (tenant DevTenant):
+	// "auto" (the default) enables it only when Listen is a loopback
+	// address, "on" always, "off" never.
+	DevMode string `yaml:"dev_mode"`
+	// KeysFile is the JSON key file (see CreateKey); services sets it to
+	// <data dir>/keys.json. Used only when Deps.Keys is nil.
+	KeysFile string `yaml:"keys_file"`
+	// Limits are the default per-key limits (a key's own limits win).
+	Limits Limits `yaml:"limits"`
+	// StableVersion is the version "citizen" routes to before any rollout
+	// event; empty means the engine's first version.
+	StableVersion string `yaml:"stable_version"`
+	// ShutdownTimeout bounds the drain of in-flight requests in Run.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// RequestTimeout bounds one generation.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// RecordTimeout bounds the append of one interaction.
+	RecordTimeout time.Duration `yaml:"record_timeout"`
+	// IgnoreRollouts stops Start from following rollout.* events into the
+	// router (then only Router.SetRollout changes routing).
+	IgnoreRollouts bool `yaml:"ignore_rollouts"`
+}
+
+// Limits are per-key rate limits; 0 means unlimited.
+type Limits struct {
+	RequestsPerMinute int `yaml:"requests_per_minute"`
+	TokensPerMinute   int `yaml:"tokens_per_minute"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Listen:          "127.0.0.1:8080",
+		MaxBodyBytes:    4 << 20,
+		DevMode:         "auto",
+		ShutdownTimeout: 30 * time.Second,
+		RequestTimeout:  10 * time.Minute,
+		RecordTimeout:   30 * time.Second,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Listen == "" {
+		c.Listen = d.Listen
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.DevMode == "" {
+		c.DevMode = d.DevMode
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = d.RequestTimeout
+	}
+	if c.RecordTimeout == 0 {
+		c.RecordTimeout = d.RecordTimeout
+	}
+	return c
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("gateway: max_body_bytes must be at least 1024, got %d", c.MaxBodyBytes))
+	}
+	switch c.DevMode {
+	case "auto", "on", "off":
+	default:
+		errs = append(errs, fmt.Errorf("gateway: dev_mode must be auto, on or off, got %q", c.DevMode))
+	}
+	if c.Limits.RequestsPerMinute < 0 || c.Limits.TokensPerMinute < 0 {
+		errs = append(errs, errors.New("gateway: limits must be >= 0"))
+	}
+	if c.ShutdownTimeout < 0 || c.RequestTimeout < 0 || c.RecordTimeout < 0 {
+		errs = append(errs, errors.New("gateway: timeouts must be >= 0"))
+	}
+	return errors.Join(errs...)
+}
+
+// DevKeyEnabled reports whether the development key is accepted under this
+// configuration.
+func (c Config) DevKeyEnabled() bool {
+	switch c.DevMode {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return IsLoopback(c.Listen)
+}
+
+// IsLoopback reports whether a listen address binds only loopback
+// ("localhost:8080", "127.0.0.1:0", "[::1]:80"). ":8080" and "0.0.0.0"
+// are not loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
