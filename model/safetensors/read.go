@@ -100,9 +100,41 @@ func (f *File) Close() error {
 }
 
 type rawInfo struct {
-	DType       *string   `json:"dtype"`
-	Shape       *[]uint64 `json:"shape"`
-	DataOffsets *[]uint64 `json:"data_offsets"`
+	DType       *string
+	Shape       *[]uint64
+	DataOffsets *[]uint64
+}
+
+// decodeInfo decodes one tensor entry, matching the keys exactly (unlike
+// encoding/json's case-insensitive struct matching); unknown keys are ignored.
+func decodeInfo(dec *json.Decoder) (rawInfo, error) {
+	var m map[string]json.RawMessage
+	if err := dec.Decode(&m); err != nil {
+		return rawInfo{}, err
+	}
+	if m == nil {
+		return rawInfo{}, errors.New("not an object")
+	}
+	var ri rawInfo
+	if v, ok := m["dtype"]; ok {
+		ri.DType = new(string)
+		if err := json.Unmarshal(v, ri.DType); err != nil {
+			return rawInfo{}, fmt.Errorf("dtype: %v", err)
+		}
+	}
+	if v, ok := m["shape"]; ok {
+		ri.Shape = new([]uint64)
+		if err := json.Unmarshal(v, ri.Shape); err != nil || *ri.Shape == nil {
+			return rawInfo{}, fmt.Errorf("shape: not an array of non-negative integers")
+		}
+	}
+	if v, ok := m["data_offsets"]; ok {
+		ri.DataOffsets = new([]uint64)
+		if err := json.Unmarshal(v, ri.DataOffsets); err != nil || *ri.DataOffsets == nil {
+			return rawInfo{}, fmt.Errorf("data_offsets: not an array of non-negative integers")
+		}
+	}
+	return ri, nil
 }
 
 func (f *File) parseHeader(header []byte, dataLen int64) error {
@@ -143,8 +175,8 @@ func (f *File) parseHeader(header []byte, dataLen int64) error {
 		if name == "" {
 			return fmt.Errorf("%w: empty name", ErrInvalidName)
 		}
-		var ri rawInfo
-		if err := dec.Decode(&ri); err != nil {
+		ri, err := decodeInfo(dec)
+		if err != nil {
 			return fmt.Errorf("%w: tensor %q: %v", ErrInvalidHeader, name, err)
 		}
 		info, err := ri.check(name)

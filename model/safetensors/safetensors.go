@@ -28,7 +28,9 @@
 // offsets out of range, overlapping offsets, gaps between tensors or after the
 // last one, and duplicate names. Every error wraps one of the sentinel errors
 // below (test with errors.Is) and its message starts with "safetensors: ".
-// Memory allocated while parsing is bounded by the size of the input.
+// Keys inside a tensor entry match exactly; unknown keys there are ignored, as
+// the reference implementation does. Memory allocated while parsing is
+// bounded by the size of the input.
 //
 // Checkpoint digests: [FileSHA256] returns the hex SHA-256 of a file, the value
 // recorded as the artifact digest in weights.trained events.
