@@ -103,17 +103,12 @@ func (e *Embedded) Upsert(_ context.Context, collection string, pts []Point) err
 	if err != nil {
 		return err
 	}
+	if err := ValidatePoints(c.schema, pts); err != nil {
+		return err
+	}
 	norm := make([][]float32, len(pts))
 	for i, p := range pts {
-		if _, err := uuid.Parse(p.ID); err != nil {
-			return fmt.Errorf("%w: %q is not a UUID", ErrBadID, p.ID)
-		}
-		if norm[i], err = validateVector(p.Vector, c.schema.Dim); err != nil {
-			return fmt.Errorf("point %s: %w", p.ID, err)
-		}
-		if err := c.schema.validatePayload(p.Payload); err != nil {
-			return fmt.Errorf("point %s: %w", p.ID, err)
-		}
+		norm[i], _ = validateVector(p.Vector, c.schema.Dim)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -173,13 +168,10 @@ func (e *Embedded) Search(ctx context.Context, collection string, v []float32, k
 	if err != nil {
 		return nil, err
 	}
-	q, err := validateVector(v, c.schema.Dim)
-	if err != nil {
+	if err := ValidateQuery(c.schema, v, f); err != nil {
 		return nil, err
 	}
-	if err := c.schema.validateFilter(f); err != nil {
-		return nil, err
-	}
+	q, _ := validateVector(v, c.schema.Dim)
 	if k <= 0 {
 		return nil, nil
 	}

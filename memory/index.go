@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -213,4 +215,31 @@ func (f Filter) Match(p Payload) bool {
 		}
 	}
 	return true
+}
+
+// ValidatePoints checks a batch against a schema (vector size and values,
+// payload fields, UUID ids) as every backend must before writing.
+func ValidatePoints(s Schema, pts []Point) error {
+	for _, p := range pts {
+		if _, err := uuid.Parse(p.ID); err != nil {
+			return fmt.Errorf("%w: %q is not a UUID", ErrBadID, p.ID)
+		}
+		if _, err := validateVector(p.Vector, s.Dim); err != nil {
+			return fmt.Errorf("point %s: %w", p.ID, err)
+		}
+		if err := s.validatePayload(p.Payload); err != nil {
+			return fmt.Errorf("point %s: %w", p.ID, err)
+		}
+	}
+	return nil
+}
+
+// ValidateQuery checks a query vector (if not nil) and a filter.
+func ValidateQuery(s Schema, v []float32, f Filter) error {
+	if v != nil {
+		if _, err := validateVector(v, s.Dim); err != nil {
+			return err
+		}
+	}
+	return s.validateFilter(f)
 }
