@@ -194,7 +194,7 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	seen := map[int]bool{}
 	validCalls, toolErrors, toolTimeouts, timeoutDrops, budgetDrops := 0, 0, 0, 0, 0
-	completed, withFeedback, correct := 0, 0, 0
+	completed, withFeedback, correct, segmentFlips := 0, 0, 0, 0
 	for _, r := range recs {
 		if seen[r.Index] {
 			t.Fatalf("conversation %d logged twice", r.Index)
@@ -274,6 +274,13 @@ func TestRunEndToEnd(t *testing.T) {
 		if r.Abandoned && (r.Outcome != OutcomeAbandoned || !r.FeedbackSent) {
 			t.Errorf("abandoned record %d: outcome %q", r.Index, r.Outcome)
 		}
+		if r.Feedback != nil && r.Segment == "a" && r.Feedback.Verdict.Aspect == "length" {
+			// Segment a is terse until 300 (canonical answers are short enough), detailed after.
+			if r.Index < 300 {
+				t.Errorf("record %d: length complaint from terse segment a: %+v", r.Index, r.Feedback)
+			}
+			segmentFlips++
+		}
 		if r.Feedback != nil {
 			withFeedback++
 			if r.Feedback.Kind == "praise" && !r.Correct {
@@ -285,6 +292,9 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 	}
 	t.Logf("valid tool calls %d, errors %d, timeouts %d (drops %d), time-budget drops %d", validCalls, toolErrors, toolTimeouts, timeoutDrops, budgetDrops)
+	if segmentFlips == 0 {
+		t.Error("no length complaints from segment a after it flipped to detailed")
+	}
 	if toolErrors == 0 || toolTimeouts == 0 || timeoutDrops == 0 || timeoutDrops == toolTimeouts || budgetDrops == 0 {
 		t.Errorf("timeout drops %d of %d timeouts, budget drops %d", timeoutDrops, toolTimeouts, budgetDrops)
 	}
