@@ -18,7 +18,9 @@
 // Before BPE, text is split into words, and merges never cross a word
 // boundary. A word is one of
 //   - a run of letters, optionally preceded by one space (" hello");
-//   - a run of digits (Unicode numbers), optionally preceded by one space;
+//   - a single digit (Unicode number), optionally preceded by one space:
+//     numbers are spelled digit by digit, which helps a small model with
+//     arithmetic and costs little;
 //   - a run of other characters that are neither letters, digits nor white
 //     space (punctuation, symbols, bytes of invalid UTF-8), optionally
 //     preceded by one space;
@@ -425,10 +427,11 @@ func splitWords(s string, fn func(string)) {
 				continue
 			}
 		}
-		// A run of one class, possibly after a leading space.
-		for i < n && i-start < maxWord {
+		// A run of one class, possibly after a leading space. Digits stand
+		// alone.
+		for runes := 0; i < n && i-start < maxWord; runes++ {
 			c, cw := classAt(s, i)
-			if c != cls || i+cw-start > maxWord && i > start {
+			if c != cls || i+cw-start > maxWord && i > start || cls == clsDigit && runes == 1 {
 				break
 			}
 			i += cw
