@@ -186,19 +186,19 @@ func TestEngineStopsAndCancel(t *testing.T) {
 		t.Errorf("context window: %d tokens %s", len(res.Tokens), res.FinishReason)
 	}
 
-	// streaming, then cancellation from the callback
+	// streaming, then cancellation (from the logit hook, which runs in step with the engine)
 	ctx, cancel := context.WithCancel(context.Background())
 	var streamed []int
 	r = base
 	r.MaxTokens = 0
-	r.OnToken = func(tok Token) {
-		streamed = append(streamed, tok.ID)
-		if len(streamed) == 4 {
+	r.OnToken = func(tok Token) { streamed = append(streamed, tok.ID) }
+	r.LogitMask = func(gen []int, _ []float32) {
+		if len(gen) == 4 {
 			cancel()
 		}
 	}
 	res, err = e.Generate(ctx, r)
-	if !errors.Is(err, context.Canceled) || res.FinishReason != FinishCancelled || len(res.Tokens) >= m.Config.MaxPositionEmbeddings-3 {
+	if !errors.Is(err, context.Canceled) || res.FinishReason != FinishCancelled || len(res.Tokens) != 5 {
 		t.Errorf("cancel: err %v finish %s tokens %d", err, res.FinishReason, len(res.Tokens))
 	}
 	if !slices.Equal(streamed, res.IDs()) {

@@ -240,7 +240,7 @@ func headsToRows(dst, src []float32, T, nh, hd int, pos []int, rt *ropeTable) {
 
 // ---- SwiGLU: h = silu(g) ⊙ u ----------------------------------------------------------------------
 
-func sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
+func sigmoid(x float32) float32 { return 1 / (1 + expf(-x)) }
 
 func swigluForward(h, g, u []float32, n int) {
 	parallelRows(n, 8, func(lo, hi int) {
