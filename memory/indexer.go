@@ -1,0 +1,181 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"citizen/events"
+)
+
+// StreamReader is the part of events.Store the indexer reads.
+type StreamReader interface {
+	ReadStream(ctx context.Context, stream string, from uint64, dir events.Direction, max int) ([]events.Event, error)
+}
+
+// InteractionsCollection is the collection the indexer fills.
+const InteractionsCollection = "interactions"
+
+// Indexer keeps the interactions collection in step with the event store:
+// for each interaction.recorded, interaction.evaluated or
+// feedback.interpreted it folds the interaction's stream into its latest
+// state and upserts one point (id PointID(interaction id)) whose vector
+// embeds the prompt and answer and whose payload carries tenant, type,
+// version, reward, feedback polarity, the correction and the time.
+// Handling is idempotent: the same stream gives the same point.
+type Indexer struct {
+	ix       Index
+	emb      Embedder
+	store    StreamReader
+	mu       sync.Mutex
+	lag      time.Duration
+	failures *FailureLog
+}
+
+// NewIndexer ensures the collection exists and returns the indexer. fl,
+// if not nil, receives every low-reward interaction for failure mining.
+func NewIndexer(ctx context.Context, ix Index, emb Embedder, store StreamReader, fl *FailureLog) (*Indexer, error) {
+	if err := ix.EnsureCollection(ctx, InteractionsCollection, InteractionSchema(emb.Dim())); err != nil {
+		return nil, err
+	}
+	return &Indexer{ix: ix, emb: emb, store: store, failures: fl}, nil
+}
+
+// Lag is the age of the last event handled when it was handled (the
+// indexer's lag metric).
+func (in *Indexer) Lag() time.Duration {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.lag
+}
+
+// InteractionView is the indexer's fold of one interaction's stream.
+type InteractionView struct {
+	ID, Tenant, Type, LabelSource, Version string
+	Prompt, Answer                         string
+	Time                                   time.Time
+	Reward                                 *float64
+	Polarity                               *float64
+	Correction, Hint                       string
+	Aspects                                []string
+}
+
+// Text is what gets embedded: the last user turn and the answer.
+func (v InteractionView) Text() string { return v.Prompt + "\n" + v.Answer }
+
+// Fold reads an interaction stream into its latest view.
+func Fold(evs []events.Event) (InteractionView, error) {
+	var v InteractionView
+	for i := range evs {
+		p, err := events.Decode(&evs[i])
+		if err != nil {
+			return v, err
+		}
+		switch x := p.(type) {
+		case *events.InteractionRecorded:
+			v.ID, v.Tenant, v.Version, v.Time = x.InteractionID, x.Tenant, x.ModelVersion, evs[i].Time
+			v.Type, v.LabelSource = x.TaskType, "given"
+			if v.Type == "" {
+				v.Type, v.LabelSource = Unknown, "none"
+			}
+			for _, m := range x.Messages {
+				if m.Role == "user" {
+					v.Prompt = m.Content
+				}
+			}
+			if len(x.Choices) > 0 {
+				v.Answer = x.Choices[0].Message.Content
+			}
+		case *events.InteractionEvaluated:
+			r := x.Reward
+			v.Reward = &r
+			if v.LabelSource != "given" && x.TaskType != "" {
+				v.Type, v.LabelSource = x.TaskType, "inferred"
+			}
+		case *events.FeedbackInterpreted:
+			pol := x.Polarity
+			v.Polarity = &pol
+			if x.Correction != "" {
+				v.Correction = x.Correction
+			}
+			if x.Hint != "" {
+				v.Hint = x.Hint
+			}
+			v.Aspects = append(v.Aspects, x.Aspects...)
+		}
+	}
+	if v.ID == "" {
+		return v, errors.New("memory: stream has no interaction.recorded")
+	}
+	return v, nil
+}
+
+// Handle is a bus.HandlerFunc; it derives no events.
+func (in *Indexer) Handle(ctx context.Context, ev events.Event) ([]events.Event, error) {
+	switch ev.Type {
+	case events.TypeInteractionRecorded, events.TypeInteractionEvaluated, events.TypeFeedbackInterpreted:
+	default:
+		return nil, nil
+	}
+	evs, err := in.store.ReadStream(ctx, ev.Stream, 0, events.Forward, 10000)
+	if err != nil {
+		return nil, fmt.Errorf("memory: indexer reading %s: %w", ev.Stream, err)
+	}
+	view, err := Fold(evs)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Index(ctx, view); err != nil {
+		return nil, err
+	}
+	in.mu.Lock()
+	in.lag = time.Since(ev.Time)
+	in.mu.Unlock()
+	return nil, nil
+}
+
+// Index upserts the point of one interaction view.
+func (in *Indexer) Index(ctx context.Context, v InteractionView) error {
+	vecs, err := in.emb.Embed(ctx, []string{v.Text()})
+	if err != nil {
+		return err
+	}
+	pl := Payload{
+		"tenant": v.Tenant, "type": v.Type, "version": v.Version, "label_source": v.LabelSource,
+		"time": float64(v.Time.Unix()), "_interaction": v.ID, "_prompt": truncateText(v.Prompt, 2000),
+		"_answer": truncateText(v.Answer, 2000),
+	}
+	if v.Reward != nil && !math.IsNaN(*v.Reward) {
+		pl["reward"] = *v.Reward
+	}
+	if v.Polarity != nil {
+		pl["polarity"] = *v.Polarity
+	}
+	if v.Correction != "" {
+		pl["_correction"] = truncateText(v.Correction, 2000)
+	}
+	if v.Hint != "" {
+		pl["_hint"] = truncateText(v.Hint, 2000)
+	}
+	if len(v.Aspects) > 0 {
+		pl["_aspects"] = strings.Join(v.Aspects, ",")
+	}
+	if err := in.ix.Upsert(ctx, InteractionsCollection, []Point{{ID: PointID(v.ID), Vector: vecs[0], Payload: pl}}); err != nil {
+		return err
+	}
+	if in.failures != nil && v.Reward != nil {
+		in.failures.Observe(v, vecs[0])
+	}
+	return nil
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
