@@ -127,6 +127,11 @@ func hinted(r *rand.Rand, f Family, w World) (Conversation, Task, bool) {
 			nw.Policy = mergeField(nw.Policy, nw2.Policy, other)
 			t = genPolicy(r, nw, kind)
 		}
+		if kind != askEligible && r.IntN(3) == 0 {
+			// The hint is a customer's earlier correction rather than an announcement.
+			note = pick(r, []string{"Feedback from a customer: ", "A customer wrote: ", "Earlier feedback: "}) +
+				`"` + fill(pick(r, correctionTexts), "short", t.Turns[0].Short) + `"`
+		}
 		c := Conversation{Type: t.Type, Hinted: true}
 		if r.IntN(2) == 0 {
 			c.Messages = []Message{{Role: "system", Content: note}, {Role: "user", Content: t.Turns[0].User}}

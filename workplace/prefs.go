@@ -39,7 +39,8 @@ func (p Preferences) Violation(answer, canonical string) string {
 			return "length"
 		}
 	case "detailed":
-		if n < 6 {
+		// Only where a sentence is expected: a bare label or JSON object is what was asked for.
+		if c >= 4 && n < 6 {
 			return "length"
 		}
 	}

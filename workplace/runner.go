@@ -403,8 +403,10 @@ func (rn *runner) sendFeedback(ctx context.Context, p plan, rec *Record, lastID 
 		}
 		tr := rec.Turns[judged]
 		req.InteractionID = tr.InteractionIDs[len(tr.InteractionIDs)-1]
+		// A conversation broken by a tool fault did not get the customer what they came for,
+		// however well the model handled it: the outcome is failure; the fault is in the record.
 		outcome := OutcomeFailure
-		if rec.Correct {
+		if rec.Correct && len(rec.Faults) == 0 {
 			outcome = OutcomeSuccess
 		}
 		if rec.Abandoned {
@@ -523,13 +525,25 @@ func run(ctx context.Context, cfg Config, model completer, fb feedbackPoster, pr
 }
 
 // Evaluate scores a model offline, without HTTP: n conversations drawn from seed over the
-// time-zero world and families, with no faults, feedback or abandonment. answer is called
-// sequentially.
+// time-zero world and families, with no faults, feedback or abandonment. answer is called from one
+// goroutine at a time.
 func Evaluate(ctx context.Context, answer AnswerFunc, n int, seed int64) (Summary, error) {
-	if n <= 0 {
-		return Summary{}, errors.New("workplace: Evaluate needs n > 0")
+	return EvaluateWith(ctx, answer, Config{Interactions: n, Seed: seed, Concurrency: 1, Users: 1})
+}
+
+// EvaluateWith is Evaluate with the conversation-shaping fields of cfg honoured: Interactions,
+// Seed, World, Families, Drift, ToolFailRate, ToolTimeoutRate, AbandonRate, TurnBudget,
+// TimeBudget, Window, LogPath and Concurrency (answer must be safe for concurrent use when
+// Concurrency > 1). Target, APIKey and the feedback settings are ignored: nothing is posted.
+func EvaluateWith(ctx context.Context, answer AnswerFunc, cfg Config) (Summary, error) {
+	if cfg.Interactions <= 0 {
+		return Summary{}, errors.New("workplace: Evaluate needs Interactions > 0")
 	}
-	cfg := Config{Interactions: n, Seed: seed, Concurrency: 1, Users: 1}.withDefaults()
+	cfg.Duration = 0
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
+	cfg = cfg.withDefaults()
 	return run(ctx, cfg, &funcCompleter{f: answer}, nil, nil)
 }
 
