@@ -85,12 +85,19 @@ func (rt *Router) Route(model, stickyKey string, known func(string) bool) (versi
 	return "", errUnknownModel
 }
 
-// StickyFraction maps a key to [0,1) with FNV-1a (64 bit), stable across
-// processes and releases.
+// StickyFraction maps a key to [0,1): FNV-1a (64 bit) followed by the
+// splitmix64 finalizer (FNV alone leaves the high bits of similar short
+// keys correlated). Stable across processes and releases.
 func StickyFraction(key string) float64 {
 	h := fnv.New64a()
 	h.Write([]byte(key))
-	return float64(h.Sum64()>>11) / (1 << 53)
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / (1 << 53)
 }
 
 // Apply updates the routing state from a rollout.* event; other events are
