@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Evaluate runs a forward pass over b (with adapter lora, or nil) and returns the objective of
 // Batch, the mean NLL and the per-position log-probabilities of b.Targets under the model's own
@@ -23,7 +26,7 @@ func (m *Model) Logits(b *Batch, lora *Adapter) ([]float32, error) {
 	}
 	var a acts
 	m.forward(&a, b, lora, true)
-	return a.logits, nil
+	return slices.Clone(a.logits), nil
 }
 
 func (m *Model) check(b *Batch, lora *Adapter, targets bool) error {

@@ -15,8 +15,10 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 		r, s = lora.Config.Rank, lora.Scale()
 	}
 	n := T*C*2 + a.M*C + T*qD*3 + T*kvD*4 + T*I*3 + T*r
-	var ar arena
-	ar.buf = make([]float32, n)
+	if cap(a.dbuf) < n {
+		a.dbuf = make([]float32, n)
+	}
+	ar := arena{buf: a.dbuf[:n]}
 	dres, dln := ar.take(T*C), ar.take(T*C)
 	dlnfRows := ar.take(a.M * C)
 	dq, datto, drows := ar.take(T*qD), ar.take(T*qD), ar.take(T*qD)

@@ -508,7 +508,7 @@ func (e *Engine) sample(s *genSeq, z, lp []float32) {
 		req.LogitMask(s.generated, z)
 	}
 	logSoftmaxT(lp, z, req.Temperature)
-	tok := sampleToken(lp, req.Temperature <= 0, req.TopP, s.rng, e.bufs.idx)
+	tok := sampleToken(lp, req.Temperature <= 0, req.TopP, s.rng, &e.bufs.idx)
 	t := Token{ID: tok, Logprob: lp[tok], TopLogprobs: topLogprobs(lp, req.TopLogprobs)}
 	if len(s.generated) == 0 {
 		s.first = time.Since(s.start)

@@ -225,3 +225,55 @@ func TestEngineStopsAndCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineDeterministicPreset repeats the batching-invariance check on the ~3M preset, whose
+// dimensions take the kernels' blocked (packed) paths for batched rows but not for single rows.
+func TestEngineDeterministicPreset(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	m, err := NewRandom(Tiny3M(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	reqs := make([]Request, n)
+	for i := range reqs {
+		reqs[i] = Request{PromptIDs: prompt(3+5*i, m.Config.VocabSize, i), MaxTokens: 16, Temperature: 1, Seed: uint64(i), TopLogprobs: 1}
+	}
+	solo := NewEngine(m, EngineConfig{MaxBatch: 1})
+	want := make([]*Result, n)
+	for i, r := range reqs {
+		want[i], err = solo.Generate(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	solo.Close()
+	e := NewEngine(m, EngineConfig{MaxBatch: n, PrefillChunk: 7})
+	defer e.Close()
+	got := make([]*Result, n)
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = e.Generate(context.Background(), r)
+		}()
+	}
+	wg.Wait()
+	var worst float64
+	for i := range reqs {
+		if !slices.Equal(got[i].IDs(), want[i].IDs()) {
+			t.Errorf("request %d: batched %v, solo %v", i, got[i].IDs(), want[i].IDs())
+			continue
+		}
+		for j := range got[i].Tokens {
+			worst = math.Max(worst, math.Abs(float64(got[i].Tokens[j].Logprob-want[i].Tokens[j].Logprob)))
+		}
+	}
+	t.Logf("largest logprob difference batched vs solo: %g", worst)
+	if worst > 1e-4 {
+		t.Errorf("logprobs differ by %g between batched and solo runs", worst)
+	}
+}

@@ -138,7 +138,8 @@ type acts struct {
 	lnfRows  []float32 // [M, C] rows of lnf that have logits
 	logits   []float32 // [M, V] logits, then probabilities
 	lse      []float64 // [M] log-partition per logit row
-	buf      []float32 // backing arena
+	buf      []float32 // backing arena of the activations
+	dbuf     []float32 // backing arena of backward scratch
 	// forward scratch
 	qrows, krows, vrows []float32
 }

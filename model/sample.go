@@ -40,7 +40,7 @@ func logSoftmaxT(lp, z []float32, temp float32) {
 // most-likely tokens whose probability reaches topP (whole vocabulary when topP ≤ 0 or ≥ 1),
 // renormalised. Exactly one uniform number is drawn from rng per call, so a request's random
 // stream does not depend on anything but its own choices.
-func sampleToken(lp []float32, greedy bool, topP float32, rng *rand.Rand, idx []int) int {
+func sampleToken(lp []float32, greedy bool, topP float32, rng *rand.Rand, idxBuf *[]int) int {
 	u := rng.Float64()
 	if greedy {
 		best := 0
@@ -52,7 +52,8 @@ func sampleToken(lp []float32, greedy bool, topP float32, rng *rand.Rand, idx []
 		return best
 	}
 	if topP > 0 && topP < 1 {
-		idx = idx[:0]
+		idx := (*idxBuf)[:0]
+		defer func() { *idxBuf = idx }()
 		for i, v := range lp {
 			if !math.IsInf(float64(v), -1) {
 				idx = append(idx, i)
