@@ -1,0 +1,703 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"citizen/events"
+
+	"github.com/google/uuid"
+)
+
+// Config configures Open.
+type Config struct {
+	// Dir holds the segments and checkpoints; created if missing.
+	Dir string
+	// SegmentSize is the size at which a new segment file is started
+	// (default 256 MiB, at least 4 KiB). A batch never spans two segments;
+	// one larger than SegmentSize gets a segment of its own.
+	SegmentSize int64
+	// Check validates appends; its zero value checks types strictly
+	// against events.Types.
+	Check events.AppendCheck
+	// Logger reports recovery on open (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// ErrLocked: another Store (in this or another process) has the directory
+// open.
+var ErrLocked = errors.New("events: eventlog: directory in use")
+
+// Stats are counters since Open.
+type Stats struct {
+	// Appends is the number of Append calls committed (retries included);
+	// Events the events written; Groups the group commits (one write
+	// each); Syncs the fdatasync calls.
+	Appends, Events, Groups, Syncs uint64
+	// Recovered is the number of events found on Open; TruncatedBytes what
+	// was cut from a torn tail.
+	Recovered      uint64
+	TruncatedBytes int64
+}
+
+// entry locates one event; entries[p-1] is position p.
+type entry struct {
+	seg, off, size uint32
+	stream, typ    uint32
+}
+
+const chunkBits = 16
+
+type streamInfo struct {
+	name      string
+	positions []uint64 // by revision
+}
+
+// request is one Append on its way through the writer and syncer.
+type request struct {
+	ctx      context.Context
+	stream   string
+	expected events.ExpectedRevision
+	ids      []uuid.UUID
+	buf      []byte // records, unsealed
+	offs     []int  // record offsets in buf
+	res      events.AppendResult
+	err      error
+	done     chan struct{}
+}
+
+type syncJob struct {
+	segs    []*segment
+	last    uint64 // last position written by the job
+	reqs    []*request
+	nEvents int
+}
+
+// Store is the embedded durable events.Store: append-only segment files of
+// checksummed records, a single writer goroutine that commits groups of
+// appends with one write and one fdatasync, and in-memory indexes rebuilt
+// by scanning on Open. Safe for concurrent use; one Store per directory.
+type Store struct {
+	dir   string
+	cfg   Config
+	log   *slog.Logger
+	lockF *os.File
+
+	// mu guards the index below. The writer goroutine is its only
+	// mutator; readers take it shared.
+	mu         sync.RWMutex
+	entries    [][]entry
+	streams    map[string]uint32
+	streamList []*streamInfo
+	types      map[string]uint32
+	typeList   []string
+	ids        map[uuid.UUID]uint64
+	segs       []*segment
+	next       uint64 // next position the writer assigns
+
+	durable atomic.Uint64 // last position that is synced and visible
+	broken  atomic.Pointer[error]
+
+	notifyMu sync.Mutex
+	notify   chan struct{}
+
+	// closeMu orders Close against calls in flight: calls hold it shared
+	// while they use files or submit requests.
+	closeMu sync.RWMutex
+	closed  bool
+	reqs    chan *request
+	syncs   chan *syncJob
+	wdone   chan struct{} // writer and syncer have exited
+	done    chan struct{} // closed by Close for subscribers
+
+	ckMu        sync.Mutex
+	checkpoints map[string]uint64
+
+	stats struct {
+		appends, events, groups, syncs atomic.Uint64
+	}
+	recovered uint64
+	truncated int64
+}
+
+var _ events.Store = (*Store)(nil)
+
+// Open opens or creates the store in cfg.Dir. It scans every segment,
+// verifying every record's checksum and the positions and revisions they
+// carry; a torn tail of the last segment (an append that crashed before
+// its fsync returned) is cut at the last complete batch. Corruption
+// anywhere else fails with events.ErrCorrupt. ErrLocked if the directory
+// is in use.
+func Open(cfg Config) (*Store, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("events: eventlog: Config.Dir is empty")
+	}
+	if cfg.SegmentSize <= 0 {
+		cfg.SegmentSize = 256 << 20
+	}
+	// A batch larger than a segment gets a segment of its own, so offsets
+	// stay below SegmentSize + MaxBatchSize.
+	if cfg.SegmentSize < 4096 || cfg.SegmentSize > math.MaxUint32-2*events.MaxBatchSize {
+		return nil, fmt.Errorf("events: eventlog: SegmentSize %d out of range", cfg.SegmentSize)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	lockF, err := os.OpenFile(filepath.Join(cfg.Dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockDir(lockF); err != nil {
+		lockF.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, cfg.Dir, err)
+	}
+	s := &Store{
+		dir: cfg.Dir, cfg: cfg, log: cfg.Logger.With("component", "eventlog"), lockF: lockF,
+		streams: map[string]uint32{}, types: map[string]uint32{}, ids: map[uuid.UUID]uint64{},
+		next: 1, notify: make(chan struct{}),
+		reqs: make(chan *request, 1024), syncs: make(chan *syncJob, 64),
+		wdone: make(chan struct{}), done: make(chan struct{}),
+	}
+	if err := s.recover(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	if err := s.loadCheckpoints(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	s.durable.Store(s.next - 1)
+	go s.writer()
+	return s, nil
+}
+
+func (s *Store) closeFiles() {
+	for _, seg := range s.segs {
+		seg.f.Close()
+	}
+	s.lockF.Close()
+}
+
+// recover rebuilds the index from the segments.
+func (s *Store) recover() error {
+	firsts, err := listSegments(s.dir)
+	if err != nil {
+		return err
+	}
+	type pend struct {
+		e  entry
+		h  header
+		id uuid.UUID
+	}
+	var batch []pend
+	for i, first := range firsts {
+		last := i == len(firsts)-1
+		path := filepath.Join(s.dir, segName(first))
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		seg := &segment{index: len(s.segs), first: first, path: path, f: f}
+		if first != s.next {
+			f.Close()
+			return fmt.Errorf("%w: segment %s starts at %d, want %d", events.ErrCorrupt, path, first, s.next)
+		}
+		batch = batch[:0]
+		good := int64(segHeaderSize)
+		end, err := scanSegment(seg, func(r *scanned) error {
+			want := s.next + uint64(len(batch))
+			if r.h.position != want {
+				return fmt.Errorf("%w: position %d at offset %d, want %d", events.ErrCorrupt, r.h.position, r.off, want)
+			}
+			batch = append(batch, pend{e: entry{seg: uint32(seg.index), off: uint32(r.off), size: uint32(r.n)}, h: r.h, id: r.h.id})
+			b := &batch[len(batch)-1]
+			b.h.stream = append([]byte(nil), r.h.stream...)
+			b.h.typ = append([]byte(nil), r.h.typ...)
+			if r.h.flags&flagBatchEnd == 0 {
+				return nil
+			}
+			// Batch complete: apply it.
+			for k := range batch {
+				p := &batch[k]
+				si, ok := s.streams[string(p.h.stream)]
+				if !ok {
+					si = uint32(len(s.streamList))
+					s.streams[string(p.h.stream)] = si
+					s.streamList = append(s.streamList, &streamInfo{name: string(p.h.stream)})
+				}
+				st := s.streamList[si]
+				if p.h.revision != uint64(len(st.positions)) {
+					return fmt.Errorf("%w: %q revision %d at position %d, want %d", events.ErrCorrupt, st.name, p.h.revision, p.h.position, len(st.positions))
+				}
+				if _, dup := s.ids[p.id]; dup {
+					return fmt.Errorf("%w: id %s stored twice (position %d)", events.ErrCorrupt, p.id, p.h.position)
+				}
+				p.e.stream = si
+				p.e.typ = s.typeIndex(string(p.h.typ))
+				st.positions = append(st.positions, p.h.position)
+				s.ids[p.id] = p.h.position
+				s.addEntry(p.e)
+				s.next++
+			}
+			batch = batch[:0]
+			good = r.off + int64(r.n)
+			return nil
+		})
+		if err == nil && len(batch) > 0 {
+			err = fmt.Errorf("%w: segment ends inside a batch", errShort)
+		}
+		if err != nil && errors.Is(err, errShort) && good == segHeaderSize && end < segHeaderSize && last {
+			// A segment whose creation did not finish: remove it.
+			f.Close()
+			s.log.Warn("removing incomplete segment", "path", path)
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			return syncDir(s.dir)
+		}
+		if err != nil {
+			if !last {
+				f.Close()
+				return fmt.Errorf("eventlog: segment %s at offset %d: %w", path, end, corrupt(err))
+			}
+			fi, serr := f.Stat()
+			if serr != nil {
+				f.Close()
+				return serr
+			}
+			cut := fi.Size() - good
+			s.log.Warn("truncating torn tail", "path", path, "offset", good, "bytes", cut, "reason", err)
+			if err := f.Truncate(good); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return err
+			}
+			s.truncated += cut
+		}
+		seg.size = good
+		s.segs = append(s.segs, seg)
+	}
+	s.recovered = s.next - 1
+	if len(s.segs) == 0 {
+		seg, err := createSegment(s.dir, s.next, 0)
+		if err != nil {
+			return err
+		}
+		s.segs = append(s.segs, seg)
+	}
+	return nil
+}
+
+// corrupt makes sure a scan error is reported as ErrCorrupt.
+func corrupt(err error) error {
+	if errors.Is(err, events.ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", events.ErrCorrupt, err)
+}
+
+func (s *Store) typeIndex(t string) uint32 {
+	ti, ok := s.types[t]
+	if !ok {
+		ti = uint32(len(s.typeList))
+		s.types[t] = ti
+		s.typeList = append(s.typeList, t)
+	}
+	return ti
+}
+
+func (s *Store) addEntry(e entry) {
+	n := s.next - 1 // index of position s.next
+	c := n >> chunkBits
+	if int(c) == len(s.entries) {
+		s.entries = append(s.entries, make([]entry, 0, 1<<chunkBits))
+	}
+	s.entries[c] = append(s.entries[c], e)
+}
+
+func (s *Store) entry(pos uint64) entry {
+	n := pos - 1
+	return s.entries[n>>chunkBits][n&(1<<chunkBits-1)]
+}
+
+// Stats returns counters since Open.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Appends: s.stats.appends.Load(), Events: s.stats.events.Load(),
+		Groups: s.stats.groups.Load(), Syncs: s.stats.syncs.Load(),
+		Recovered: s.recovered, TruncatedBytes: s.truncated,
+	}
+}
+
+func (s *Store) brokenErr() error {
+	if p := s.broken.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Append implements events.Store. Validation and encoding happen on the
+// caller's goroutine; the writer goroutine checks the expected revision
+// and ids against the index, assigns positions and commits the request
+// with everything else pending in one write and one fdatasync.
+func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Event) (events.AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return events.AppendResult{}, err
+	}
+	if err := s.cfg.Check.Validate(stream, evs); err != nil {
+		return events.AppendResult{}, err
+	}
+	req := &request{ctx: ctx, stream: stream, expected: expected, done: make(chan struct{}),
+		ids: make([]uuid.UUID, len(evs)), offs: make([]int, len(evs))}
+	size := 0
+	for i := range evs {
+		size += encodedSize(stream, &evs[i])
+	}
+	req.buf = make([]byte, 0, size)
+	for i := range evs {
+		ev := evs[i]
+		ev.Time = ev.Time.UTC()
+		req.ids[i] = ev.ID
+		req.offs[i] = len(req.buf)
+		req.buf = appendRecord(req.buf, stream, &ev)
+	}
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return events.AppendResult{}, events.ErrClosed
+	}
+	if err := s.brokenErr(); err != nil {
+		s.closeMu.RUnlock()
+		return events.AppendResult{}, err
+	}
+	s.reqs <- req
+	s.closeMu.RUnlock()
+	select {
+	case <-req.done:
+		return req.res, req.err
+	case <-ctx.Done():
+		return events.AppendResult{}, ctx.Err()
+	}
+}
+
+const (
+	maxGroupBytes = 8 << 20
+	maxGroupReqs  = 4096
+)
+
+// writer is the single goroutine that orders appends. It gathers every
+// request that is waiting, checks and places them against the index,
+// writes them with one call and hands the group to the syncer, so the next
+// group is prepared while the previous one is being synced.
+func (s *Store) writer() {
+	syncDone := make(chan struct{})
+	go s.syncer(syncDone)
+	defer func() {
+		close(s.syncs)
+		<-syncDone
+		close(s.wdone)
+	}()
+	var group []*request
+	var buf []byte
+	for {
+		req, ok := <-s.reqs
+		if !ok {
+			return
+		}
+		group = append(group[:0], req)
+		bytes := len(req.buf)
+	gather:
+		for len(group) < maxGroupReqs && bytes < maxGroupBytes {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break gather
+				}
+				group = append(group, r)
+				bytes += len(r.buf)
+			default:
+				break gather
+			}
+		}
+		buf = s.commit(group, buf[:0])
+	}
+}
+
+// commit places a group against the index, writes it and hands it to the
+// syncer. buf is scratch space; it returns it for reuse.
+func (s *Store) commit(group []*request, buf []byte) []byte {
+	if err := s.brokenErr(); err != nil {
+		for _, r := range group {
+			finish(r, err)
+		}
+		return buf
+	}
+	job := &syncJob{}
+	seg := s.segs[len(s.segs)-1]
+	start := seg.size // file offset of buf[0]
+	var ioErr error
+
+	s.mu.Lock()
+	for gi, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			finish(r, err)
+			continue
+		}
+		st, lastNew, err := s.check(r)
+		if err != nil {
+			finish(r, err)
+			continue
+		}
+		if lastNew < 0 { // every event stored already: acknowledge with this group
+			job.reqs = append(job.reqs, r)
+			continue
+		}
+		// Start a new segment if this request does not fit; the old one is
+		// written and synced first so that only the last segment can ever
+		// have a torn tail.
+		if start+int64(len(buf)+len(r.buf)) > s.cfg.SegmentSize && start+int64(len(buf)) > segHeaderSize {
+			ns, err := s.roll(seg, start, buf)
+			if err != nil {
+				ioErr = err
+				for _, r := range group[gi:] {
+					finish(r, err)
+				}
+				break
+			}
+			seg, start, buf = ns, ns.size, buf[:0]
+		}
+		if st == nil {
+			si := uint32(len(s.streamList))
+			st = &streamInfo{name: r.stream}
+			s.streams[r.stream] = si
+			s.streamList = append(s.streamList, st)
+		}
+		si := s.streams[r.stream]
+		first := true
+		for i, id := range r.ids {
+			pos, stored := s.ids[id]
+			if !stored {
+				end := len(r.buf)
+				if i+1 < len(r.ids) {
+					end = r.offs[i+1]
+				}
+				rec := r.buf[r.offs[i]:end]
+				pos = s.next
+				var flags byte
+				if i == lastNew {
+					flags = flagBatchEnd
+				}
+				sealRecord(rec, pos, uint64(len(st.positions)), flags)
+				s.addEntry(entry{seg: uint32(seg.index), off: uint32(start + int64(len(buf))), size: uint32(len(rec)),
+					stream: si, typ: s.typeIndex(recordType(rec))})
+				buf = append(buf, rec...)
+				st.positions = append(st.positions, pos)
+				s.ids[id] = pos
+				s.next++
+				job.nEvents++
+			}
+			if first {
+				r.res.FirstPosition = pos
+				first = false
+			}
+			r.res.LastPosition = pos
+		}
+		r.res.NextRevision = uint64(len(st.positions) - 1)
+		r.buf = nil
+		job.reqs = append(job.reqs, r)
+	}
+	job.last = s.next - 1
+	s.mu.Unlock()
+
+	if ioErr == nil && len(buf) > 0 {
+		if _, err := seg.f.WriteAt(buf, start); err != nil {
+			ioErr = err
+		}
+		seg.size = start + int64(len(buf))
+		job.segs = append(job.segs, seg)
+	}
+	if ioErr != nil {
+		err := s.fail(ioErr)
+		for _, r := range job.reqs {
+			finish(r, err)
+		}
+		return buf
+	}
+	s.stats.groups.Add(1)
+	s.syncs <- job
+	return buf
+}
+
+func finish(r *request, err error) {
+	r.err = err
+	close(r.done)
+}
+
+// recordType returns the type field of an encoded record (the writer's
+// own bytes, so well formed).
+func recordType(rec []byte) string {
+	var h header
+	decodeHeader(rec[frameHeader:], &h) //nolint:errcheck // sealed by us
+	return string(h.typ)
+}
+
+// check decides r against the index (writer, under mu). lastNew is the
+// index of r's last event that is not stored yet, -1 if all are (then
+// r.res holds the stored copies' result). st is nil for a new stream.
+func (s *Store) check(r *request) (st *streamInfo, lastNew int, err error) {
+	if si, ok := s.streams[r.stream]; ok {
+		st = s.streamList[si]
+	}
+	lastNew = -1
+	for i, id := range r.ids {
+		p, ok := s.ids[id]
+		if !ok {
+			lastNew = i
+			continue
+		}
+		if got := s.streamList[s.entry(p).stream]; got != st {
+			return nil, 0, fmt.Errorf("%w: id %s is already stored in stream %q", events.ErrMalformed, id, got.name)
+		}
+	}
+	if lastNew < 0 {
+		first, last := s.ids[r.ids[0]], s.ids[r.ids[len(r.ids)-1]]
+		rev, _ := slices.BinarySearch(st.positions, last)
+		r.res = events.AppendResult{FirstPosition: first, LastPosition: last, NextRevision: uint64(rev)}
+		return st, -1, nil
+	}
+	cur, exists := uint64(0), st != nil && len(st.positions) > 0
+	if exists {
+		cur = uint64(len(st.positions) - 1)
+	}
+	if !r.expected.Check(cur, exists) {
+		return nil, 0, &events.WrongRevisionError{Stream: r.stream, Expected: r.expected, Actual: cur, Exists: exists}
+	}
+	return st, lastNew, nil
+}
+
+// roll writes and syncs buf at off in seg, then starts the next segment.
+func (s *Store) roll(seg *segment, off int64, buf []byte) (*segment, error) {
+	if len(buf) > 0 {
+		if _, err := seg.f.WriteAt(buf, off); err != nil {
+			return nil, err
+		}
+		seg.size = off + int64(len(buf))
+	}
+	if err := fdatasync(seg.f); err != nil {
+		return nil, err
+	}
+	ns, err := createSegment(s.dir, s.next, len(s.segs))
+	if err != nil {
+		return nil, err
+	}
+	s.segs = append(s.segs, ns)
+	return ns, nil
+}
+
+// fail marks the store broken after an I/O error: what was written but
+// not synced is in doubt, so every later Append fails until the store is
+// reopened (which recovers from the files).
+func (s *Store) fail(err error) error {
+	wrapped := fmt.Errorf("events: eventlog: write failed, reopen the store: %w", err)
+	s.broken.CompareAndSwap(nil, &wrapped)
+	s.log.Error("store failed", "err", err)
+	return s.brokenErr()
+}
+
+// syncer makes groups durable: it takes every job waiting, fdatasyncs
+// their segments once, publishes the new durable position, acknowledges
+// the requests and wakes subscribers.
+func (s *Store) syncer(done chan<- struct{}) {
+	defer close(done)
+	var jobs []*syncJob
+	var segs []*segment
+	for job := range s.syncs {
+		jobs = append(jobs[:0], job)
+	drain:
+		for {
+			select {
+			case j, ok := <-s.syncs:
+				if !ok {
+					break drain
+				}
+				jobs = append(jobs, j)
+			default:
+				break drain
+			}
+		}
+		segs = segs[:0]
+		for _, j := range jobs {
+			for _, sg := range j.segs {
+				if !slices.Contains(segs, sg) {
+					segs = append(segs, sg)
+				}
+			}
+		}
+		err := s.brokenErr()
+		for _, sg := range segs {
+			if err != nil {
+				break
+			}
+			if serr := fdatasync(sg.f); serr != nil {
+				err = s.fail(serr)
+			}
+			s.stats.syncs.Add(1)
+		}
+		nEvents, nReqs := 0, 0
+		if err == nil {
+			s.durable.Store(jobs[len(jobs)-1].last)
+		}
+		for _, j := range jobs {
+			nEvents += j.nEvents
+			nReqs += len(j.reqs)
+			for _, r := range j.reqs {
+				finish(r, err)
+			}
+		}
+		if err == nil {
+			s.stats.events.Add(uint64(nEvents))
+			s.stats.appends.Add(uint64(nReqs))
+			s.notifyMu.Lock()
+			close(s.notify)
+			s.notify = make(chan struct{})
+			s.notifyMu.Unlock()
+		}
+	}
+}
+
+func (s *Store) notifyChan() chan struct{} {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	return s.notify
+}
+
+// Close implements events.Store: appends already submitted are committed,
+// subscribers return ErrClosed, files are closed.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return events.ErrClosed
+	}
+	s.closed = true
+	close(s.reqs)
+	s.closeMu.Unlock()
+	<-s.wdone
+	close(s.done)
+	s.closeFiles()
+	return nil
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package eventlog
+
+import "os"
+
+func fdatasync(f *os.File) error { return f.Sync() }
+
+// lockDir is not implemented off Linux: a second process opening the same
+// directory is not prevented.
+func lockDir(*os.File) error { return nil }
