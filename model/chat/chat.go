@@ -1,0 +1,156 @@
+// Package chat serves the embedded model as a chat model: OpenAI-style
+// messages in, an assistant message out (content and tool calls) with the
+// exact prompt and completion token ids and the behaviour policy's
+// logprobs. It joins the tokenizer's chat template with the model's
+// continuous-batching engine, and it owns the checkpoint directory layout
+// (model.safetensors, config.json, tokenizer.json). The gateway's embedded
+// engine, the pretraining evaluation and the distiller's teacher all go
+// through it, so they render and parse conversations identically.
+//
+// Tools: the embedded model is not shown tool schemas in its prompt (a
+// small model learns its tools from training data); tool calls and tool
+// results are rendered by the template.
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"citizen/model"
+	"citizen/model/safetensors"
+	"citizen/model/tokenizer"
+)
+
+// TokenizerFile is the tokenizer's file name inside a checkpoint directory.
+const TokenizerFile = "tokenizer.json"
+
+// Model is a chat model: a tokenizer and an engine over one base model.
+// Safe for concurrent use.
+type Model struct {
+	Tok    *tokenizer.Tokenizer
+	Engine *model.Engine
+	// Dir is the checkpoint directory it was loaded from ("" if built in memory).
+	Dir string
+}
+
+// New wraps an engine and tokenizer.
+func New(tok *tokenizer.Tokenizer, eng *model.Engine) *Model { return &Model{Tok: tok, Engine: eng} }
+
+// Open loads a checkpoint directory (model.safetensors, config.json,
+// tokenizer.json) and starts an engine over it. Close stops the engine.
+func Open(dir string, cfg model.EngineConfig) (*Model, error) {
+	m, err := model.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.LoadFile(filepath.Join(dir, TokenizerFile))
+	if err != nil {
+		return nil, err
+	}
+	if tok.VocabSize() > m.Config.VocabSize {
+		return nil, fmt.Errorf("chat: tokenizer has %d tokens, model vocabulary %d", tok.VocabSize(), m.Config.VocabSize)
+	}
+	cm := New(tok, model.NewEngine(m, cfg))
+	cm.Dir = dir
+	return cm, nil
+}
+
+// Save writes the base model and tokenizer to dir and returns the
+// artifacts with their sha256.
+func Save(dir string, m *model.Model, tok *tokenizer.Tokenizer) ([]model.Artifact, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	arts, err := m.Save(dir)
+	if err != nil {
+		return nil, err
+	}
+	p := filepath.Join(dir, TokenizerFile)
+	if err := tok.SaveFile(p); err != nil {
+		return nil, err
+	}
+	sum, err := safetensors.FileSHA256(p)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	return append(arts, model.Artifact{Path: p, SHA256: sum, Size: st.Size()}), nil
+}
+
+// Close stops the engine.
+func (m *Model) Close() { m.Engine.Close() }
+
+// Request is one chat completion request.
+type Request struct {
+	Messages    []tokenizer.Message
+	MaxTokens   int     // default 128
+	Temperature float32 // ≤ 0: greedy
+	TopP        float32
+	Seed        uint64
+	TopLogprobs int
+	Adapter     string // registered LoRA adapter, "" for the base
+	// LogitMask and OnToken are passed to the engine (see model.Request).
+	LogitMask func(generated []int, logits []float32)
+	OnToken   func(model.Token)
+}
+
+// Completion is a finished completion.
+type Completion struct {
+	Message   tokenizer.Message
+	PromptIDs []int
+	// Tokens are every sampled token (the end-of-turn token included when
+	// the model produced it), with logprobs.
+	Tokens       []model.Token
+	FinishReason model.FinishReason
+}
+
+// ErrPromptTooLong is returned when the rendered prompt leaves no room to
+// generate.
+var ErrPromptTooLong = errors.New("chat: prompt too long for the model's context")
+
+// Complete renders the conversation, generates until end of turn (or
+// MaxTokens) and parses the answer.
+func (m *Model) Complete(ctx context.Context, r Request) (*Completion, error) {
+	ids, _, err := m.Tok.RenderChat(r.Messages, true)
+	if err != nil {
+		return nil, err
+	}
+	ctxLen := m.Engine.Model().Config.MaxPositionEmbeddings
+	if len(ids) >= ctxLen-1 {
+		return nil, fmt.Errorf("%w: %d tokens, context %d", ErrPromptTooLong, len(ids), ctxLen)
+	}
+	maxTok := r.MaxTokens
+	if maxTok <= 0 {
+		maxTok = 128
+	}
+	maxTok = min(maxTok, ctxLen-len(ids))
+	res, err := m.Engine.Generate(ctx, model.Request{
+		PromptIDs: ids, MaxTokens: maxTok, Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed,
+		StopIDs: []int{tokenizer.TokenEnd, tokenizer.TokenEOS}, TopLogprobs: r.TopLogprobs, Adapter: r.Adapter,
+		LogitMask: r.LogitMask, OnToken: r.OnToken,
+	})
+	if err != nil {
+		return nil, err
+	}
+	gen := res.IDs()
+	msg, perr := m.Tok.ParseAssistant(gen)
+	if perr != nil {
+		// ParseAssistant keeps malformed tool calls as text; any other
+		// failure still yields the decoded text.
+		msg = tokenizer.Message{Role: tokenizer.RoleAssistant, Content: m.Tok.Decode(stripStop(gen))}
+	}
+	return &Completion{Message: msg, PromptIDs: ids, Tokens: res.Tokens, FinishReason: res.FinishReason}, nil
+}
+
+func stripStop(ids []int) []int {
+	if n := len(ids); n > 0 && (ids[n-1] == tokenizer.TokenEnd || ids[n-1] == tokenizer.TokenEOS) {
+		return ids[:n-1]
+	}
+	return ids
+}
