@@ -48,5 +48,26 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		// Parsing arbitrary text as an assistant turn with a tool call never panics.
 		_, _ = tok.ParseAssistant(append(append([]int{TokenToolCall}, ids...), TokenToolCall))
+
+		// Any text survives the chat template as assistant content, and any
+		// arguments text yields a well-formed call.
+		rendered, mask, err := tok.RenderChat([]Message{{Role: RoleAssistant, Content: s,
+			ToolCalls: []ToolCall{{Name: "f", Arguments: s}}}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gen []int
+		for i, id := range rendered {
+			if mask[i] {
+				gen = append(gen, id)
+			}
+		}
+		m, err := tok.ParseAssistant(gen)
+		if err != nil || m.Content != s || len(m.ToolCalls) != 1 || m.ToolCalls[0].Name != "f" {
+			t.Fatalf("template round trip of %q: %+v, %v", s, m, err)
+		}
+		if args := canonicalArgs(s); args[0] != '"' && m.ToolCalls[0].Arguments != args {
+			t.Fatalf("arguments %q came back as %q", s, m.ToolCalls[0].Arguments)
+		}
 	})
 }
