@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // CorpusOptions tune Corpus. Zero values take the defaults.
@@ -147,7 +149,10 @@ func hinted(r *rand.Rand, f Family, w World) (Conversation, Task, bool) {
 	if turn.Tool != nil {
 		return Conversation{}, Task{}, false
 	}
-	wrong := f.Generate(r, w).Turns[0].Answer
+	wrong, ok := perturb(r, turn.Answer)
+	if !ok || turn.Check(wrong).Correct {
+		wrong = f.Generate(r, w).Turns[0].Answer
+	}
 	if turn.Check(wrong).Correct {
 		return Conversation{}, Task{}, false
 	}
@@ -215,4 +220,36 @@ func mergeField(dst, src Policy, kind int) Policy {
 func pickOther[T comparable](r *rand.Rand, xs []T, not T) T {
 	alts := slices.DeleteFunc(slices.Clone(xs), func(x T) bool { return x == not })
 	return pick(r, alts)
+}
+
+// perturb turns a right answer into a near miss by changing the last number it states (off by a
+// little, by a factor of ten, or with a slipped decimal), as a small model's mistakes tend to be.
+func perturb(r *rand.Rand, answer string) (string, bool) {
+	ns := numbers(answer)
+	for i := len(ns) - 1; i >= 0; i-- {
+		loc := numRe.FindStringIndex(answer[ns[i].pos:])
+		if loc == nil || loc[0] != 0 {
+			continue // a number word
+		}
+		end := ns[i].pos + loc[1]
+		v := ns[i].val
+		var nv float64
+		switch r.IntN(3) {
+		case 0:
+			nv = v + float64(1+r.IntN(5))*pick(r, []float64{-1, 1})
+		case 1:
+			nv = v * 10
+		default:
+			nv = v / 10
+		}
+		if nv == v || nv < 0 {
+			nv = v + 1
+		}
+		s := fmtNum(nv)
+		if strings.HasSuffix(answer[:ns[i].pos], "$") {
+			s = strconv.FormatFloat(nv, 'f', 2, 64)
+		}
+		return answer[:ns[i].pos] + s + answer[end:], true
+	}
+	return "", false
 }

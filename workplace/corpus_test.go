@@ -2,6 +2,7 @@ package workplace
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -150,5 +151,35 @@ func TestCorpusOpenAIShape(t *testing.T) {
 				t.Fatalf("bad tool message %v (faults disabled)", m)
 			}
 		}
+	}
+}
+
+// Near misses made for correction examples are wrong answers of the same shape.
+func TestPerturb(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	w := InitialWorld()
+	made := 0
+	for _, name := range []string{"arithmetic", "unit_conversion", "policy", "json_extract", "percentage"} {
+		f := FamilyByName(name)
+		for i := 0; i < 200; i++ {
+			turn := f.Generate(r, w).Turns[0]
+			p, ok := perturb(r, turn.Answer)
+			if !ok {
+				continue
+			}
+			made++
+			if p == turn.Answer {
+				t.Errorf("%s: perturb left %q unchanged", name, p)
+			}
+			if len(vals(p)) != len(vals(turn.Answer)) {
+				t.Errorf("%s: perturb changed the shape: %q -> %q", name, turn.Answer, p)
+			}
+		}
+	}
+	if made < 800 {
+		t.Errorf("only %d perturbations", made)
+	}
+	if p, _ := perturb(rand.New(rand.NewPCG(1, 1)), "The total is $12.50."); !strings.HasPrefix(p, "The total is $") || len(p) < len("The total is $1.25.") {
+		t.Errorf("money perturbation %q", p)
 	}
 }

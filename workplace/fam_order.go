@@ -56,7 +56,10 @@ func orderID(r *rand.Rand) string {
 func (orderFamily) Generate(r *rand.Rand, w World) Task {
 	id := orderID(r)
 	status := pick(r, orderStatuses)
-	date := baseDate.AddDate(0, 0, r.IntN(40)-15).Format("2006-01-02")
+	date := baseDate.AddDate(0, 0, 1+r.IntN(20)).Format("2006-01-02") // an ETA ahead
+	if status == "delivered" {
+		date = baseDate.AddDate(0, 0, -r.IntN(20)).Format("2006-01-02") // a day past
+	}
 	result := map[string]string{"order_id": id, "status": status}
 	var answer, short string
 	switch status {
