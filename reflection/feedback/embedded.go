@@ -1,0 +1,824 @@
+package feedback
+
+import (
+	"context"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// EmbeddedVersion identifies the rules of the embedded interpreter; bump it
+// whenever the lexicon or the rules change, so that re-interpretation of
+// history can be told apart.
+const EmbeddedVersion = "lexicon-1"
+
+// MaxTextBytes bounds the feedback text an interpreter reads. Longer text is
+// not interpreted (low-confidence neutral, Note "too-large").
+const MaxTextBytes = 64 << 10
+
+// Embedded is the deterministic, dependency-free interpreter: a lexicon with
+// negation, intensifiers and diminishers, contrast ("but", "though",
+// "however": the clause after dominates), sarcasm cues, aspect patterns and
+// correction extraction, combined with a structured rating or outcome. It is
+// safe for concurrent use and never returns an error.
+type Embedded struct{}
+
+// NewEmbedded returns the embedded interpreter.
+func NewEmbedded() *Embedded { return &Embedded{} }
+
+// Interpret implements Interpreter. It never fails; ctx is not consulted.
+func (e *Embedded) Interpret(_ context.Context, in Input) (Interpretation, error) {
+	return e.interpret(in), nil
+}
+
+// wtok is a word token with its position.
+type wtok struct {
+	w             string
+	sent, clause  int
+	clauseEndNext bool // the next token ends the clause (or the text ends)
+}
+
+// contrib is one polar piece of evidence.
+type contrib struct {
+	v   float64
+	at  int // word index
+	pos bool
+	// interj: a sarcasm-prone interjection ("great," "thanks.")
+	interj bool
+}
+
+// textAnalysis is what the rules found in the text alone.
+type textAnalysis struct {
+	score     float64
+	evidence  int
+	aspects   map[string]bool
+	sarcasm   bool
+	contrast  bool
+	emphasis  bool
+	imperativ string // an imperative sentence usable as a hint
+	note      string
+	words     []string
+}
+
+func (e *Embedded) interpret(in Input) Interpretation {
+	ta := analyzeText(in.Text)
+	out := Interpretation{Version: EmbeddedVersion, Note: ta.note}
+	aspects := ta.aspects
+	if aspects == nil {
+		aspects = map[string]bool{}
+	}
+
+	// correction: explicit beats extracted
+	var ex extraction
+	if c := strings.TrimSpace(in.Correction); c != "" && utf8.ValidString(c) {
+		if len(c) > 1024 {
+			c = c[:1024]
+		}
+		ex = extraction{value: c, hint: "The correct answer is " + c + "."}
+	} else if ta.note == "" {
+		ex = extractCorrection(in.Text)
+		if ex.value != "" && in.AnswerText != "" && ta.score >= 0 && confirms(in.AnswerText, ex.value) {
+			// "it's 42" said of an answer that was 42 is a confirmation
+			ex = extraction{}
+		}
+	}
+
+	type term struct{ p, c float64 }
+	var terms []term
+	if ta.note == "" && (ta.evidence > 0 || ex.value != "") {
+		s := ta.score
+		if ex.value != "" && in.Correction == "" {
+			s -= 0.8
+		}
+		conf := math.Min(0.9, 0.35+0.15*float64(ta.evidence))
+		if ta.sarcasm {
+			conf *= 0.8
+		}
+		if ta.contrast {
+			conf *= 0.9
+		}
+		terms = append(terms, term{math.Tanh(s), conf})
+	}
+	if in.Rating != nil && !math.IsNaN(*in.Rating) && !math.IsInf(*in.Rating, 0) {
+		terms = append(terms, term{ratingPolarity(*in.Rating), 0.9})
+	}
+	if p, w := outcomePolarity(in.Outcome); w > 0 {
+		terms = append(terms, term{p, w})
+	}
+	if in.Correction != "" {
+		terms = append(terms, term{-0.6, 0.8})
+	}
+	if ex.value != "" {
+		aspects[AspectCorrectness] = true
+		out.Correction = ex.value
+	}
+
+	if len(terms) == 0 {
+		out.Confidence = 0.2
+		if ta.note != "" {
+			out.Confidence = 0.05
+		}
+		out.Aspects = sortAspects(aspects)
+		out.Hint = hintFor(ta, aspects, ex, 0)
+		return out
+	}
+	var num, den, miss float64 = 0, 0, 1
+	for _, t := range terms {
+		num += t.p * t.c
+		den += t.c
+		miss *= 1 - t.c
+	}
+	out.Polarity = clamp(num/den, -1, 1)
+	if math.Abs(out.Polarity) < 1e-9 {
+		out.Polarity = 0
+	}
+	out.Confidence = clamp(1-miss, 0, 0.95)
+	st := math.Abs(out.Polarity)
+	if ta.emphasis {
+		st *= 1.25
+	}
+	out.Strength = clamp(st, 0, 1)
+	out.Aspects = sortAspects(aspects)
+	out.Hint = hintFor(ta, aspects, ex, out.Polarity)
+	return out
+}
+
+// confirms reports whether the answer already says v.
+func confirms(answer, v string) bool {
+	a := " " + NormalizeCorrection(answer) + " "
+	n := NormalizeCorrection(v)
+	return n != "" && (strings.TrimSpace(a) == n || strings.Contains(a, " "+n+" "))
+}
+
+// hintFor builds teacher context from the interpretation.
+func hintFor(ta textAnalysis, aspects map[string]bool, ex extraction, pol float64) string {
+	if ex.hint != "" {
+		return ex.hint
+	}
+	if ta.imperativ != "" {
+		return ta.imperativ
+	}
+	if pol >= 0 {
+		return ""
+	}
+	has := func(ws ...string) bool {
+		for _, w := range ta.words {
+			for _, x := range ws {
+				if w == x {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch {
+	case aspects[AspectLength] && has("short", "detail", "details", "more"):
+		return "Give more detail."
+	case aspects[AspectLength]:
+		return "Be more concise."
+	case aspects[AspectFormat] && has("json"):
+		return "Answer with valid JSON only."
+	case aspects[AspectFormat]:
+		return "Follow the requested output format exactly."
+	case aspects[AspectTone] && has("formal"):
+		return "Use a friendlier, less formal tone."
+	case aspects[AspectTone] && has("casual", "emojis", "emoji"):
+		return "Use a more formal, professional tone."
+	case aspects[AspectTone]:
+		return "Be polite and respectful."
+	case aspects[AspectToolUse]:
+		return "Call tools only when needed, with valid arguments."
+	case aspects[AspectCompleteness]:
+		return "Answer every part of the question completely."
+	case aspects[AspectCorrectness]:
+		return "The previous answer was wrong; check the facts before answering."
+	}
+	return ""
+}
+
+var (
+	reStarRating = regexp.MustCompile(`^(\d+(?:\.\d+)?)/(5|10)$`)
+	reAllCaps    = regexp.MustCompile(`\b[A-Z]{4,}\b`)
+)
+
+// analyzeText applies the lexicon rules to text.
+func analyzeText(text string) textAnalysis {
+	ta := textAnalysis{aspects: map[string]bool{}}
+	switch {
+	case strings.TrimSpace(text) == "":
+		ta.note = "empty"
+		return ta
+	case len(text) > MaxTextBytes:
+		ta.note = "too-large"
+		return ta
+	case looksBinary(text):
+		ta.note = "binary"
+		return ta
+	}
+	toks := tokenize(normalizeText(text))
+	var ws []wtok
+	sent, clause := 0, 0
+	for i, t := range toks {
+		if t.punct {
+			if sentenceEnd(t) {
+				sent++
+			}
+			if clauseEnd(t) {
+				clause++
+			}
+			continue
+		}
+		next := i+1 >= len(toks) || (toks[i+1].punct && clauseEnd(toks[i+1]))
+		ws = append(ws, wtok{w: canonical(t.w), sent: sent, clause: clause, clauseEndNext: next})
+		_ = i
+	}
+	for _, w := range ws {
+		ta.words = append(ta.words, w.w)
+	}
+	if notEnglish(text, ws) {
+		ta.note = "not-english"
+		return ta
+	}
+	ta.emphasis = strings.Contains(text, "!!") || reAllCaps.MatchString(text)
+
+	contribs := scan(ws)
+	detectAspects(ws, contribs, ta.aspects)
+
+	// clause diminishers: "i guess", "i suppose"
+	for i := 0; i+1 < len(ws); i++ {
+		if ws[i].w == "i" && (ws[i+1].w == "guess" || ws[i+1].w == "suppose") {
+			for k := range contribs {
+				if ws[contribs[k].at].sent == ws[i].sent {
+					contribs[k].v *= 0.6
+				}
+			}
+		}
+	}
+
+	// imperatives: a request to change is mild dissatisfaction
+	ta.imperativ = ""
+	for sIdx := 0; sIdx <= sent; sIdx++ {
+		first := -1
+		var sw []string
+		for i, w := range ws {
+			if w.sent == sIdx {
+				if first < 0 {
+					first = i
+				}
+				sw = append(sw, w.w)
+			}
+		}
+		if first < 0 || hasSeq(sw, s("keep it up")) {
+			continue
+		}
+		imp := imperativeStarts[sw[0]]
+		for _, p := range imperativeAnywhere {
+			if hasSeq(sw, p) {
+				imp = true
+			}
+		}
+		if imp && !hasSeq(sw, s("thank you")) {
+			contribs = append(contribs, contrib{v: -0.4, at: first})
+			if ta.imperativ == "" {
+				ta.imperativ = sentenceText(text, sIdx)
+			}
+		}
+	}
+
+	ta.sarcasm = detectSarcasm(ws, contribs)
+	if ta.sarcasm {
+		for k := range contribs {
+			if contribs[k].v > 0 {
+				contribs[k].v *= -0.7
+			}
+		}
+		contribs = append(contribs, contrib{v: -0.3, at: 0})
+	}
+
+	// contrast: each marker followed by evidence discounts what precedes it
+	markers := contrastPositions(ws)
+	var weights = make([]float64, len(contribs))
+	for k, c := range contribs {
+		weights[k] = 1
+		for _, m := range markers {
+			if m <= c.at {
+				continue
+			}
+			after := false
+			for _, c2 := range contribs {
+				if c2.at >= m && c2.v != 0 {
+					after = true
+					break
+				}
+			}
+			if after {
+				weights[k] *= 0.3
+				ta.contrast = true
+			}
+		}
+	}
+	for k, c := range contribs {
+		ta.score += weights[k] * c.v
+		if c.v != 0 {
+			ta.evidence++
+		}
+	}
+	return ta
+}
+
+// sentenceText returns the idx-th sentence of the original text, trimmed,
+// capitalised and ending with a period (empty if not found).
+func sentenceText(text string, idx int) string {
+	parts := reSentence.Split(strings.ReplaceAll(text, "tl;dr", "tldr"), -1)
+	n := 0
+	for _, p := range parts {
+		if strings.TrimSpace(p) == "" {
+			continue
+		}
+		if n == idx {
+			h := sentenceHint(p)
+			if len(h) > 200 {
+				return ""
+			}
+			return h
+		}
+		n++
+	}
+	return ""
+}
+
+// canonical maps a word to its lexicon form: typos, elongations and
+// one-edit misspellings of long lexicon words.
+func canonical(w string) string {
+	if t, ok := typos[w]; ok {
+		return t
+	}
+	if known(w) {
+		return w
+	}
+	for _, n := range []int{2, 1} {
+		if c := collapseRuns(w, n); c != w && known(c) {
+			return c
+		}
+	}
+	if len(w) >= 5 {
+		for _, t := range fuzzyTargets {
+			if (len(t) >= 7 || len(w) <= len(t)) && oneEdit(w, t) {
+				return t
+			}
+		}
+	}
+	return w
+}
+
+func known(w string) bool {
+	if _, ok := wordValence[w]; ok {
+		return true
+	}
+	if _, ok := negators[w]; ok {
+		return true
+	}
+	_, ok := phrasesByFirst[w]
+	return ok || englishWords[w]
+}
+
+// looksBinary reports invalid UTF-8 or a noticeable share of control
+// characters.
+func looksBinary(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	ctrl, n := 0, 0
+	for _, r := range s {
+		n++
+		if r == 0 || (unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t') {
+			ctrl++
+		}
+	}
+	return ctrl > 0 && ctrl*100 >= n
+}
+
+// notEnglish: mostly non-Latin letters, or three or more words none of
+// which is English.
+func notEnglish(text string, ws []wtok) bool {
+	letters, foreign := 0, 0
+	for _, r := range text {
+		if unicode.IsLetter(r) {
+			letters++
+			if r > unicode.MaxLatin1 && !unicode.In(r, unicode.Latin) {
+				foreign++
+			}
+		}
+	}
+	if letters > 0 && foreign*10 > letters*3 {
+		return true
+	}
+	nw := 0
+	for _, w := range ws {
+		hasLetter := false
+		for _, r := range w.w {
+			if unicode.IsLetter(r) {
+				hasLetter = true
+				break
+			}
+		}
+		if !hasLetter {
+			continue
+		}
+		nw++
+		if known(w.w) || isEnglishish(w.w) {
+			return false
+		}
+	}
+	return nw >= 3
+}
+
+// isEnglishish accepts words that the lexicon does not list but that are
+// common in English feedback.
+func isEnglishish(w string) bool {
+	switch w {
+	case "answer", "response", "reply", "question", "code", "help", "thing", "one", "bot", "model", "time",
+		"he", "she", "they", "them", "his", "her", "its", "from", "by", "as", "about", "there", "here", "where":
+		return true
+	}
+	return strings.HasSuffix(w, "ing") && len(w) > 5 || strings.HasSuffix(w, "'t") || strings.HasSuffix(w, "'s")
+}
+
+// matchPhrase returns the longest phrase starting at ws[i] within the clause.
+func matchPhrase(ws []wtok, i int) (phrase, int) {
+	for _, p := range phrasesByFirst[ws[i].w] {
+		if i+len(p.words) > len(ws) {
+			continue
+		}
+		ok := true
+		for k, pw := range p.words {
+			if ws[i+k].w != pw || (k > 0 && ws[i+k].sent != ws[i].sent) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return p, len(p.words)
+		}
+	}
+	return phrase{}, 0
+}
+
+var (
+	copulas     = map[string]bool{"is": true, "was": true, "are": true, "were": true, "it's": true, "that's": true, "something's": true, "seems": true, "looks": true, "'s": true, "be": true, "been": true, "felt": true, "feels": true}
+	offDegree   = map[string]bool{"way": true, "slightly": true, "bit": true, "little": true, "totally": true, "completely": true, "quite": true, "bit's": true, "somewhat": true, "all": true, "still": true}
+	likeSubject = map[string]bool{"i": true, "we": true, "they": true, "you": true, "really": true, "do": true, "did": true, "would": true, "i'd": true, "we'd": true, "i'll": true, "customers": true, "users": true}
+)
+
+// scan walks the words and returns polar evidence after negation and
+// intensity modifiers.
+func scan(ws []wtok) []contrib {
+	var out []contrib
+	negLeft, negF := 0, 0.0
+	mult, multLeft := 1.0, 0
+	apply := func(v float64, negatable bool) float64 {
+		v *= mult
+		mult, multLeft = 1, 0
+		if negLeft > 0 && negatable {
+			negLeft = 0
+			if v > 0 {
+				return v * negF
+			}
+			if negF == 0 {
+				return 0
+			}
+			return -v * negatedNegative
+		}
+		return v
+	}
+	prevClause := -1
+	for i := 0; i < len(ws); {
+		if ws[i].clause != prevClause {
+			negLeft, mult, multLeft = 0, 1, 0
+			prevClause = ws[i].clause
+		}
+		w := ws[i].w
+		prev, next := "", ""
+		if i > 0 && ws[i-1].clause == ws[i].clause {
+			prev = ws[i-1].w
+		}
+		if i+1 < len(ws) && ws[i+1].clause == ws[i].clause {
+			next = ws[i+1].w
+		}
+		// star ratings in text: "4/5", "1/10", "5 stars"
+		if m := reStarRating.FindStringSubmatch(w); m != nil {
+			r, _ := strconv.ParseFloat(m[1], 64)
+			mx, _ := strconv.ParseFloat(m[2], 64)
+			if r <= mx {
+				out = append(out, contrib{v: clamp(2*r/mx-1, -1, 1), at: i, pos: r/mx > 0.5})
+			}
+			i++
+			continue
+		}
+		if (next == "stars" || next == "star") && len(w) == 1 && w[0] >= '0' && w[0] <= '5' {
+			r := float64(w[0] - '0')
+			out = append(out, contrib{v: clamp((r-3)/2, -1, 1), at: i, pos: r > 3})
+			i += 2
+			continue
+		}
+		if p, n := matchPhrase(ws, i); n > 0 {
+			if p.v != 0 {
+				v := apply(p.v, p.negatable || negLeft > 0 && p.v > 0)
+				out = append(out, contrib{v: v, at: i, pos: p.v > 0})
+			} else if negLeft > 0 {
+				negLeft--
+			}
+			i += n
+			continue
+		}
+		if w == "no" {
+			// "no complaints" negates; a bare "no" is a negative interjection
+			if next != "" && isPolarStart(ws, i+1) {
+				negLeft, negF = 2, negators["no"]
+			} else {
+				out = append(out, contrib{v: apply(-0.6, false), at: i})
+			}
+			i++
+			continue
+		}
+		if f, ok := negators[w]; ok {
+			negLeft, negF = 3, f
+			i++
+			continue
+		}
+		if f, ok := intensifiers[w]; ok && w != "exactly" || ok && next != "" && isPolarStart(ws, i+1) {
+			mult *= f
+			multLeft = 2
+			i++
+			continue
+		}
+		if f, ok := diminishers[w]; ok {
+			mult *= f
+			multLeft = 2
+			i++
+			continue
+		}
+		v, polar := wordValence[w]
+		switch w {
+		case "right", "correct":
+			if answerNouns[next] || prev == "the" {
+				v = 0
+			}
+		case "off":
+			polar = copulas[prev] || offDegree[prev] || ws[i].clauseEndNext && prev != "turn" && prev != "turned" && prev != "log" && prev != "switch"
+		case "like", "liked", "love":
+			if w != "love" || next == "how" {
+				if _, neg := negators[prev]; !(likeSubject[prev] || neg) {
+					polar = false
+				}
+			}
+		case "long", "slow", "shorter":
+			// fine as is
+		}
+		if polar && v > 0 && (prev == "more" || prev == "less") {
+			v = 0 // "be more polite" asks for a quality
+		}
+		if polar && v != 0 {
+			out = append(out, contrib{v: apply(v, true), at: i, pos: v > 0, interj: sarcasticInterjections[w]})
+		} else {
+			if negLeft > 0 {
+				negLeft--
+			}
+			if multLeft > 0 {
+				if multLeft--; multLeft == 0 {
+					mult = 1
+				}
+			}
+		}
+		i++
+	}
+	return out
+}
+
+// isPolarStart reports whether a polar word or phrase starts at ws[i].
+func isPolarStart(ws []wtok, i int) bool {
+	if i >= len(ws) {
+		return false
+	}
+	if p, n := matchPhrase(ws, i); n > 0 && p.v != 0 {
+		return true
+	}
+	v, ok := wordValence[ws[i].w]
+	if ok && v != 0 {
+		return true
+	}
+	if _, ok := intensifiers[ws[i].w]; ok {
+		return isPolarStart(ws, i+1)
+	}
+	return false
+}
+
+// hasSeq reports whether ws contains the word sequence p.
+func hasSeq(ws []string, p []string) bool {
+	for i := 0; i+len(p) <= len(ws); i++ {
+		ok := true
+		for k := range p {
+			if ws[i+k] != p[k] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+var sarcasmFillers = map[string]bool{"oh": true, "wow": true, "yeah": true, "well": true, "just": true, "ah": true, "sure": true, "ok": true, "okay": true}
+
+// detectSarcasm looks for sarcasm cues said of a bad outcome.
+func detectSarcasm(ws []wtok, contribs []contrib) bool {
+	words := make([]string, len(ws))
+	for i, w := range ws {
+		words[i] = w.w
+	}
+	for _, p := range strongSarcasm {
+		if hasSeq(words, p) {
+			return true
+		}
+	}
+	// a sentence that is only "not" after something positive: "so helpful. Not."
+	for i, w := range ws {
+		if w.w == "not" && (i == 0 || ws[i-1].sent != w.sent) && (i+1 == len(ws) || ws[i+1].sent != w.sent) && i > 0 {
+			return true
+		}
+	}
+	negative := func(except int) bool {
+		for _, c := range contribs {
+			if c.v < 0 && c.at != except {
+				return true
+			}
+		}
+		return false
+	}
+	repeat := false
+	for _, w := range words {
+		if repeatCue[w] {
+			repeat = true
+		}
+	}
+	for i, w := range ws {
+		sentStart := i == 0 || ws[i-1].sent != w.sent
+		if !sentStart {
+			continue
+		}
+		j, filler := i, false
+		for j < len(ws) && ws[j].sent == w.sent && sarcasmFillers[ws[j].w] {
+			j++
+			filler = true
+		}
+		if j >= len(ws) || ws[j].sent != w.sent {
+			continue
+		}
+		x := ws[j].w
+		next := ""
+		if j+1 < len(ws) && ws[j+1].sent == w.sent {
+			next = ws[j+1].w
+		}
+		if howCue[x] && next == "how" && negative(-1) {
+			return true
+		}
+		if !sarcasticInterjections[x] {
+			continue
+		}
+		if ws[j].clauseEndNext || filler {
+			if negative(j) || (filler && (ws[i].w == "oh" || ws[i].w == "wow") && repeat) {
+				return true
+			}
+		}
+	}
+	// ", thanks." or "Great." closing a complaint
+	for i, w := range ws {
+		if !sarcasticInterjections[w.w] || !w.clauseEndNext {
+			continue
+		}
+		clauseStart := i == 0 || ws[i-1].clause != w.clause
+		lastOfSentence := i+1 == len(ws) || ws[i+1].sent != w.sent
+		if clauseStart && lastOfSentence && i > 0 {
+			// evidence before it must be negative
+			sum := 0.0
+			for _, c := range contribs {
+				if c.at < i {
+					sum += c.v
+				}
+			}
+			if sum < 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// contrastPositions returns the word indices from which the contrasting
+// clause starts.
+func contrastPositions(ws []wtok) []int {
+	var out []int
+	for i, w := range ws {
+		if !contrastMarkers[w.w] {
+			continue
+		}
+		sentStart := i == 0 || ws[i-1].sent != w.sent
+		switch {
+		case (w.w == "though" || w.w == "however") && w.clauseEndNext && !sentStart:
+			// "wrong number though": the clause ending in the marker is the contrast
+			k := i
+			for k > 0 && ws[k-1].clause == w.clause {
+				k--
+			}
+			out = append(out, k)
+		case (w.w == "although" || w.w == "though") && sentStart:
+			// "Although X, Y": Y is the contrast
+			k := i
+			for k < len(ws) && ws[k].clause == w.clause {
+				k++
+			}
+			out = append(out, k)
+		case w.w == "otherwise" || w.w == "except":
+			out = append(out, i)
+		default:
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// aspect keywords.
+var aspectWords = map[string]string{
+	"long": AspectLength, "lengthy": AspectLength, "verbose": AspectLength, "wordy": AspectLength,
+	"concise": AspectLength, "brief": AspectLength, "shorter": AspectLength, "short": AspectLength, "tldr": AspectLength,
+	"fluff": AspectLength, "rambling": AspectLength, "paragraphs": AspectLength, "essay": AspectLength,
+	"succinct": AspectLength, "length": AspectLength, "greeting": AspectLength, "long-winded": AspectLength,
+	"tone": AspectTone, "rude": AspectTone, "formal": AspectTone, "casual": AspectTone, "polite": AspectTone,
+	"impolite": AspectTone, "condescending": AspectTone, "robotic": AspectTone, "friendly": AspectTone, "warm": AspectTone,
+	"professional": AspectTone, "emojis": AspectTone, "emoji": AspectTone, "style": AspectTone, "sarcastic": AspectTone,
+	"aggressive": AspectTone, "harsh": AspectTone, "respectful": AspectTone, "patronizing": AspectTone, "patronising": AspectTone,
+	"json": AspectFormat, "yaml": AspectFormat, "csv": AspectFormat, "xml": AspectFormat, "format": AspectFormat,
+	"formatting": AspectFormat, "formatted": AspectFormat, "bullet": AspectFormat, "bullets": AspectFormat,
+	"markdown": AspectFormat, "table": AspectFormat, "columns": AspectFormat, "fences": AspectFormat, "parser": AspectFormat,
+	"schema": AspectFormat, "indentation": AspectFormat, "numbered": AspectFormat,
+	"slow": AspectSpeed, "fast": AspectSpeed, "quick": AspectSpeed, "quickly": AspectSpeed, "ages": AspectSpeed,
+	"forever": AspectSpeed, "timeout": AspectSpeed, "seconds": AspectSpeed, "instantly": AspectSpeed, "instant": AspectSpeed,
+	"latency": AspectSpeed, "responds": AspectSpeed, "turnaround": AspectSpeed, "lightning": AspectSpeed, "speed": AspectSpeed,
+	"delay": AspectSpeed, "timed": AspectSpeed,
+	"tool": AspectToolUse, "tools": AspectToolUse, "tool's": AspectToolUse, "api": AspectToolUse,
+	"wrong": AspectCorrectness, "incorrect": AspectCorrectness, "correct": AspectCorrectness, "accurate": AspectCorrectness,
+	"inaccurate": AspectCorrectness, "false": AspectCorrectness, "mistake": AspectCorrectness, "mistakes": AspectCorrectness,
+	"hallucinated": AspectCorrectness, "hallucinating": AspectCorrectness, "invented": AspectCorrectness, "invent": AspectCorrectness,
+	"misleading": AspectCorrectness, "outdated": AspectCorrectness, "deprecated": AspectCorrectness, "contradicts": AspectCorrectness,
+	"confused": AspectCorrectness, "compile": AspectCorrectness, "compiles": AspectCorrectness, "crashed": AspectCorrectness,
+	"error": AspectCorrectness, "math": AspectCorrectness, "accuracy": AspectCorrectness, "wrongly": AspectCorrectness,
+	"incomplete": AspectCompleteness, "complete": AspectCompleteness, "missing": AspectCompleteness, "missed": AspectCompleteness,
+	"misses": AspectCompleteness, "forgot": AspectCompleteness, "lacks": AspectCompleteness, "lacking": AspectCompleteness,
+	"detail": AspectCompleteness, "details": AspectCompleteness, "vague": AspectCompleteness, "halfway": AspectCompleteness,
+	"stops": AspectCompleteness, "covers": AspectCompleteness, "thorough": AspectCompleteness, "partial": AspectCompleteness,
+}
+
+var aspectPhrases = []struct {
+	p []string
+	a string
+}{
+	{s("to the point"), AspectLength}, {s("too much text"), AspectLength}, {s("one line"), AspectLength},
+	{s("timed out"), AspectSpeed}, {s("took ages"), AspectSpeed}, {s("time out"), AspectSpeed}, {s("took about"), AspectSpeed},
+	{s("left out"), AspectCompleteness}, {s("edge cases"), AspectCompleteness}, {s("second part"), AspectCompleteness},
+	{s("made up"), AspectCorrectness}, {s("add up"), AspectCorrectness}, {s("spot on"), AspectCorrectness},
+	{s("on the money"), AspectCorrectness}, {s("way off"), AspectCorrectness}, {s("by a mile"), AspectCorrectness},
+	{s("function call"), AspectToolUse},
+}
+
+// detectAspects fills set from keywords, phrases and polar context.
+func detectAspects(ws []wtok, contribs []contrib, set map[string]bool) {
+	words := make([]string, len(ws))
+	for i, w := range ws {
+		words[i] = w.w
+	}
+	for _, w := range words {
+		if a, ok := aspectWords[w]; ok {
+			set[a] = true
+		}
+	}
+	for _, ap := range aspectPhrases {
+		if hasSeq(words, ap.p) {
+			set[ap.a] = true
+		}
+	}
+	for _, c := range contribs {
+		switch words[c.at] {
+		case "right", "off", "wrnog":
+			set[AspectCorrectness] = true
+		}
+	}
+	// "the list is missing item 3" is completeness, "the spot on tone" is tone
+	if set[AspectCorrectness] && hasSeq(words, s("spot on")) && set[AspectTone] {
+		delete(set, AspectCorrectness)
+	}
+}

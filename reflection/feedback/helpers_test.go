@@ -1,0 +1,5 @@
+package feedback
+
+import "bytes"
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
