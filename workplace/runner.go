@@ -121,7 +121,8 @@ type TurnRecord struct {
 	Expected       string   `json:"expected"`
 	ToolCalls      []string `json:"tool_calls,omitempty"` // name(arguments)
 	ToolCallOK     *bool    `json:"tool_call_ok,omitempty"`
-	Fault          string   `json:"fault,omitempty"`
+	Fault          string   `json:"fault,omitempty"`       // an injected tool fault in this turn
+	AfterFault     bool     `json:"after_fault,omitempty"` // the answer followed a failed lookup (graded as such)
 	Correct        bool     `json:"correct"`
 	Score          float64  `json:"score"`
 	Reason         string   `json:"reason,omitempty"`
@@ -278,13 +279,13 @@ turns:
 				rec.ToolCalls++
 				tr.ToolCalls = append(tr.ToolCalls, call.Function.Name+"("+call.Function.Arguments+")")
 				content, fault, drop := rn.toolResult(p, turn, call)
-				if fault == "" && turn.Tool != nil && turn.Tool.CheckCall(call) == nil {
-					toolOK = true
+				if turn.Tool != nil && turn.Tool.CheckCall(call) == nil {
+					// A valid call; a retry after a fault that succeeds clears the fault.
+					toolOK, faulted = true, fault != ""
 				}
 				if fault != "" {
 					tr.Fault = fault
 					rec.Faults = append(rec.Faults, fault)
-					toolOK, faulted = true, true
 				}
 				if turn.Tool != nil {
 					ok := toolOK
@@ -303,6 +304,7 @@ turns:
 		tr.Answer = final.Content
 		var g Grade
 		if faulted {
+			tr.AfterFault = true
 			g = turn.Tool.CheckFault(final.Content)
 			tr.Expected = turn.Tool.FaultAnswer
 		} else {
@@ -405,9 +407,11 @@ func (rn *runner) sendFeedback(ctx context.Context, p plan, rec *Record, lastID 
 		req.InteractionID = tr.InteractionIDs[len(tr.InteractionIDs)-1]
 		// A conversation broken by a tool fault did not get the customer what they came for,
 		// however well the model handled it: the outcome is failure; the fault is in the record.
-		outcome := OutcomeFailure
-		if rec.Correct && len(rec.Faults) == 0 {
-			outcome = OutcomeSuccess
+		outcome := OutcomeSuccess
+		for _, tr := range rec.Turns {
+			if !tr.Correct || tr.AfterFault {
+				outcome = OutcomeFailure
+			}
 		}
 		if rec.Abandoned {
 			outcome = OutcomeAbandoned
@@ -415,7 +419,7 @@ func (rn *runner) sendFeedback(ctx context.Context, p plan, rec *Record, lastID 
 		if p.r.Float64() < rn.cfg.FeedbackRate {
 			turn := p.task.Turns[judged]
 			g := Grade{Correct: tr.Correct, Score: tr.Score}
-			fb := p.user.Write(p.r, p.user.Judge(g, tr.Answer, tr.Expected, p.prefs, tr.Fault != ""), turn, p.prefs)
+			fb := p.user.Write(p.r, p.user.Judge(g, tr.Answer, tr.Expected, p.prefs, tr.AfterFault), turn, p.prefs)
 			rec.Feedback = &fb
 			req.Text, req.Rating, req.Correction, req.Outcome = fb.Text, fb.Rating, fb.Correction, outcome
 		} else if rec.Abandoned || p.r.Float64() < rn.cfg.OutcomeRate {

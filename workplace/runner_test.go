@@ -29,6 +29,7 @@ type scriptedModel struct {
 	pCorrect float64
 	hangOn   func(index int, msgs []Message) bool // block until the client gives up
 	spam     func(index int) bool                 // call the tool forever
+	retry    bool                                 // call the tool once more after a failed lookup
 
 	mu        sync.Mutex
 	calls     int
@@ -107,6 +108,9 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case m.spam != nil && m.spam(index) && turn.Tool != nil:
 		out = Message{Role: "assistant", ToolCalls: []ToolCall{{ID: "call_x", Type: "function",
 			Function: FunctionCall{Name: turn.Tool.Name, Arguments: turn.Tool.CallJSON()}}}}
+	case m.retry && good && last.Role == "tool" && strings.Contains(last.Content, "error") && countRole(req.Messages, "tool") == 1:
+		out = Message{Role: "assistant", ToolCalls: []ToolCall{{ID: "call_retry", Type: "function",
+			Function: FunctionCall{Name: turn.Tool.Name, Arguments: turn.Tool.CallJSON()}}}}
 	case turn.Tool != nil && last.Role == "user":
 		args := turn.Tool.CallJSON()
 		if !good {
@@ -133,6 +137,57 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(VersionHeader, version)
 	json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "chat.completion", "model": "citizen",
 		"choices": []map[string]any{{"index": 0, "message": out, "finish_reason": "stop"}}})
+}
+
+func countRole(msgs []Message, role string) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Role == role {
+			n++
+		}
+	}
+	return n
+}
+
+// A model that retries a failed lookup and then gets the result is graded on the real answer,
+// and the outcome is success; one whose retry fails too must apologise, and the outcome is failure.
+func TestRunRetryAfterFault(t *testing.T) {
+	cfg := Config{APIKey: "test-key", Interactions: 120, Seed: 6, Families: []string{"order_status"},
+		ToolFailRate: 0.5, OutcomeRate: 1, LogPath: filepath.Join(t.TempDir(), "log.jsonl")}
+	m := newScripted(t, cfg, 1)
+	m.retry = true
+	srv := httptest.NewServer(m)
+	defer srv.Close()
+	cfg.Target = srv.URL
+	if _, err := Run(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	recovered, failedTwice := 0, 0
+	for _, r := range readLog(t, cfg.LogPath) {
+		tr := r.Turns[0]
+		if !r.Correct || r.Dropped {
+			t.Errorf("record %d: correct=%v dropped=%v %+v", r.Index, r.Correct, r.Dropped, tr)
+		}
+		switch {
+		case tr.AfterFault:
+			failedTwice++
+			if r.Outcome != OutcomeFailure || r.ToolCalls != 2 || tr.Expected != m.rn.plan(r.Index).task.Turns[0].Tool.FaultAnswer {
+				t.Errorf("record %d: after two faults outcome %q, %d calls", r.Index, r.Outcome, r.ToolCalls)
+			}
+		case tr.Fault != "":
+			recovered++
+			if r.Outcome != OutcomeSuccess || r.ToolCalls != 2 {
+				t.Errorf("record %d: recovered, outcome %q, %d calls", r.Index, r.Outcome, r.ToolCalls)
+			}
+		default:
+			if r.Outcome != OutcomeSuccess || r.ToolCalls != 1 {
+				t.Errorf("record %d: outcome %q, %d calls", r.Index, r.Outcome, r.ToolCalls)
+			}
+		}
+	}
+	if recovered == 0 || failedTwice == 0 {
+		t.Errorf("recovered %d, failed twice %d", recovered, failedTwice)
+	}
 }
 
 func readLog(t *testing.T, path string) []Record {
