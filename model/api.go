@@ -67,3 +67,30 @@ func (m *Model) gradients(b *Batch, lora *Adapter, base bool) (LossResult, []flo
 }
 
 var _ = fmt.Sprintf
+
+// SequenceLogprobs returns, for each sequence, lp[j] = log p(ids[j] | ids[<j]) under the model
+// (with adapter lora, or nil) at temperature 1, lp[0] = 0: the per-token log-probabilities a
+// reference or behaviour policy assigns, aligned with the tokens (as AddSequence expects). The
+// sequences run as one packed batch. Safe for concurrent use with other readers.
+func (m *Model) SequenceLogprobs(seqs [][]int, lora *Adapter) ([][]float32, error) {
+	b := &Batch{}
+	for _, s := range seqs {
+		if len(s) == 0 {
+			return nil, fmt.Errorf("%w: empty sequence", ErrBatch)
+		}
+		b.AddSequence(s, nil, nil, nil, 1)
+	}
+	res, err := m.Evaluate(b, lora)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(seqs))
+	off := 0
+	for i, s := range seqs {
+		lp := make([]float32, len(s))
+		copy(lp[1:], res.Logprobs[off:off+len(s)-1])
+		out[i] = lp
+		off += len(s)
+	}
+	return out, nil
+}

@@ -337,3 +337,54 @@ func (m *Model) loss(a *acts, b *Batch) LossResult {
 	})
 	return res
 }
+
+// AddSequence appends one sequence to b, with per-TOKEN annotations (index j refers to ids[j],
+// the token being predicted, which is how recorded interactions store them):
+// mask[j] makes ids[j] a target (nil: every token but the first); weights[j] is its loss weight
+// (nil: 1); refLogprobs[j] its reference log-probability for the KL term (nil: none, which needs
+// KLCoef 0 for the whole batch); seqWeight multiplies the whole sequence. Token 0 is never a
+// target. b must have been built only with AddSequence (or be empty).
+func (b *Batch) AddSequence(ids []int, mask []bool, weights, refLogprobs []float32, seqWeight float32) {
+	if len(ids) == 0 {
+		return
+	}
+	start := len(b.Tokens)
+	b.SeqLens = append(b.SeqLens, len(ids))
+	b.SeqWeights = append(b.SeqWeights, seqWeight)
+	for j, id := range ids {
+		b.Tokens = append(b.Tokens, id)
+		tgt, w, ref := -1, float32(1), float32(0)
+		if j+1 < len(ids) && (mask == nil || mask[j+1]) {
+			tgt = ids[j+1]
+			if weights != nil {
+				w = weights[j+1]
+			}
+			if refLogprobs != nil {
+				ref = refLogprobs[j+1]
+			}
+		}
+		b.Targets = append(b.Targets, tgt)
+		if weights != nil || b.Weights != nil {
+			for len(b.Weights) < start+j {
+				b.Weights = append(b.Weights, 1)
+			}
+			b.Weights = append(b.Weights, w)
+		}
+		if refLogprobs != nil || b.RefLogprobs != nil {
+			for len(b.RefLogprobs) < start+j {
+				b.RefLogprobs = append(b.RefLogprobs, 0)
+			}
+			b.RefLogprobs = append(b.RefLogprobs, ref)
+		}
+	}
+	if b.Weights != nil {
+		for len(b.Weights) < len(b.Tokens) {
+			b.Weights = append(b.Weights, 1)
+		}
+	}
+	if b.RefLogprobs != nil {
+		for len(b.RefLogprobs) < len(b.Tokens) {
+			b.RefLogprobs = append(b.RefLogprobs, 0)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -44,5 +45,43 @@ func TestOverfitFixedBatch(t *testing.T) {
 	t.Logf("loss %.4f -> %.4f (grad norm %.3g)", first.Loss, last.Loss, last.GradNorm)
 	if first.Loss < 3 || last.Loss > 0.02 {
 		t.Fatalf("did not overfit: loss %.4f -> %.4f", first.Loss, last.Loss)
+	}
+}
+
+func TestAddSequenceAndSequenceLogprobs(t *testing.T) {
+	m := engineTestModel(t)
+	seqs := [][]int{{1, 2, 3, 4}, {5, 6, 7}}
+	lps, err := m.SequenceLogprobs(seqs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// each sequence alone, through Logits
+	for i, s := range seqs {
+		logits, _ := m.Logits(&Batch{Tokens: s}, nil)
+		V := m.Config.VocabSize
+		lp := make([]float32, V)
+		if lps[i][0] != 0 {
+			t.Errorf("lp[0] = %v", lps[i][0])
+		}
+		for j := 1; j < len(s); j++ {
+			logSoftmaxT(lp, logits[(j-1)*V:j*V], 1)
+			if math.Abs(float64(lp[s[j]]-lps[i][j])) > 1e-5 {
+				t.Errorf("seq %d token %d: %v vs %v", i, j, lps[i][j], lp[s[j]])
+			}
+		}
+	}
+	// AddSequence with per-token annotations equals the hand-built position-aligned batch.
+	var b Batch
+	b.AddSequence(seqs[0], []bool{false, false, true, true}, []float32{9, 9, 0.5, 2}, nil, 1)
+	b.AddSequence(seqs[1], nil, nil, []float32{0, -1, -2}, -1)
+	want := Batch{
+		Tokens: []int{1, 2, 3, 4, 5, 6, 7}, SeqLens: []int{4, 3}, SeqWeights: []float32{1, -1},
+		Targets:     []int{-1, 3, 4, -1, 6, 7, -1},
+		Weights:     []float32{1, 0.5, 2, 1, 1, 1, 1},
+		RefLogprobs: []float32{0, 0, 0, 0, -1, -2, 0},
+	}
+	if !slices.Equal(b.Tokens, want.Tokens) || !slices.Equal(b.SeqLens, want.SeqLens) || !slices.Equal(b.Targets, want.Targets) ||
+		!slices.Equal(b.Weights, want.Weights) || !slices.Equal(b.RefLogprobs, want.RefLogprobs) || !slices.Equal(b.SeqWeights, want.SeqWeights) {
+		t.Errorf("AddSequence built %+v, want %+v", b, want)
 	}
 }
