@@ -147,7 +147,7 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	log := NewLogger(cfg.Log, env.Stderr)
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	app := &App{Config: cfg, Log: log}
 	log.Info("citizen starting", "version", Version, "target", strings.Join(cfg.Target, ","), "data_dir", cfg.DataDir)
@@ -258,4 +258,9 @@ func printResult(w io.Writer, v fmt.Stringer, asJSON bool) error {
 	}
 	_, err := fmt.Fprint(w, v.String())
 	return err
+}
+
+// signalContext is cancelled on SIGINT or SIGTERM.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }

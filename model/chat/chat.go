@@ -139,18 +139,8 @@ func (m *Model) Complete(ctx context.Context, r Request) (*Completion, error) {
 		return nil, err
 	}
 	gen := res.IDs()
-	msg, perr := m.Tok.ParseAssistant(gen)
-	if perr != nil {
-		// ParseAssistant keeps malformed tool calls as text; any other
-		// failure still yields the decoded text.
-		msg = tokenizer.Message{Role: tokenizer.RoleAssistant, Content: m.Tok.Decode(stripStop(gen))}
-	}
+	// ParseAssistant always returns a usable message: a malformed tool
+	// call stays in the content as text (its error only says so).
+	msg, _ := m.Tok.ParseAssistant(gen)
 	return &Completion{Message: msg, PromptIDs: ids, Tokens: res.Tokens, FinishReason: res.FinishReason}, nil
-}
-
-func stripStop(ids []int) []int {
-	if n := len(ids); n > 0 && (ids[n-1] == tokenizer.TokenEnd || ids[n-1] == tokenizer.TokenEOS) {
-		return ids[:n-1]
-	}
-	return ids
 }
