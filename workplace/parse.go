@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -232,9 +233,15 @@ func hasWord(s, w string) bool {
 
 // hasPhrase reports whether phrase occurs in s at word boundaries, ignoring case.
 func hasPhrase(s, phrase string) bool {
-	re := regexp.MustCompile(`(?i)\b` + regexp.QuoteMeta(phrase) + `\b`)
-	return re.MatchString(s)
+	re, ok := phraseRes.Load(phrase)
+	if !ok {
+		re, _ = phraseRes.LoadOrStore(phrase, regexp.MustCompile(`(?i)\b`+regexp.QuoteMeta(phrase)+`\b`))
+	}
+	return re.(*regexp.Regexp).MatchString(s)
 }
+
+// phraseRes caches hasPhrase's compiled patterns; safe for concurrent use.
+var phraseRes sync.Map
 
 // fmtNum formats a number with at most two decimals and no trailing zeros.
 func fmtNum(f float64) string {
