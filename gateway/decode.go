@@ -52,6 +52,11 @@ type chatMessageIn struct {
 	ToolCalls  []toolCallIn    `json:"tool_calls,omitempty"`
 	ToolCallID *string         `json:"tool_call_id,omitempty"`
 	Refusal    *string         `json:"refusal,omitempty"`
+	// Fields of a response message that clients echo back when they append
+	// the assistant's message to the conversation; accepted and ignored.
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Audio        json.RawMessage `json:"audio,omitempty"`
+	FunctionCall json.RawMessage `json:"function_call,omitempty"`
 }
 
 type contentPartIn struct {
