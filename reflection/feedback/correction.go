@@ -13,7 +13,7 @@ import (
 // reliability; the first that yields an acceptable value wins.
 
 // end of a captured value: sentence punctuation followed by space or end.
-const valueTail = `(.+?)(?:[.!?;]+(?:\s|$)|\n|$)`
+const valueTail = `(?:['"]([^'"\n]{1,120})['"]|(.+?)(?:[.!?;]+(?:\s|$)|\n|$))`
 
 var (
 	// the correct answer is X / right answer: X
@@ -21,7 +21,7 @@ var (
 	// the answer is X / answer: X
 	reAnswer = regexp.MustCompile(`(?i)\banswer\s*(?:is|was|should be|should have been|would be|=|:)\s*` + valueTail)
 	// should be X / should have said X / should return X
-	reShould = regexp.MustCompile(`(?i)\bsh(?:ou|u)?ld\s+(?:have\s+)?(?:be|been|read|say|said|answer|answered|return|returned|equal|give|given|output|print)\b\s*:?\s*` + valueTail)
+	reShould = regexp.MustCompile(`(?i)\bsh(?:ou|u)?l?d(?:'ve\s+|\s+have\s+|\s+of\s+|\s+)(?:be|been|read|say|said|answer|answered|return|returned|equal|give|given|output|print)\b\s*:?\s*` + valueTail)
 	// use X instead
 	reInstead = regexp.MustCompile(`(?i)\buse\s+(.{1,60}?)\s+instead\b`)
 	// expected X but got Y
@@ -37,10 +37,12 @@ var (
 	// a quoted value
 	reQuoted = regexp.MustCompile(`(?:^|[\s:(])['"]([^'"\n]{1,120})['"](?:$|[\s.,;:!?)])`)
 	// words that make "it's X" / "subject is X" a correction rather than a remark
-	reTrigger = regexp.MustCompile(`(?i)\b(?:no|nope|nah|not|wrong|incorrect|actually|now|changed|should|close|hmm|think|sorry|bzzt|correct|correction|update|updated|fix|rather|instead|you said|but|since|anymore|oops)\b`)
+	reTrigger  = regexp.MustCompile(`(?i)\b(?:no|nope|nah|not|wrong|incorrect|actually|now|changed|should|close|hmm|think|sorry|bzzt|correct|correction|update|updated|fix|rather|instead|you said|but|since|anymore|oops)\b`)
 	reNow      = regexp.MustCompile(`(?i)\bnow\b`)
 	reSentence = regexp.MustCompile(`[.!?;]+(?:\s+|$)|\n`)
-	reStrongNo = regexp.MustCompile(`(?i)^\s*(?:no|nope|nah|wrong|incorrect|not quite|actually)\b`)
+	// Nope, Mercury is the closest planet: the subject is the answer
+	reSubjectIs = regexp.MustCompile(`^(?i:no|nope|nah|wrong|incorrect|actually)\b[\s,!.:-]+(\p{Lu}[\p{L}\p{N}.'-]*(?:\s+\p{Lu}[\p{L}\p{N}.'-]*)*)\s+(?:is|was|are|were)\s+the\b`)
+	reStrongNo  = regexp.MustCompile(`(?i)^\s*(?:no|nope|nah|wrong|incorrect|not quite|actually)\b`)
 )
 
 // leading and trailing filler removed from a captured value.
@@ -48,7 +50,7 @@ var (
 	leadFiller  = []string{"actually", "obviously", "clearly", "simply", "just", "now", "really", "only", "still", "currently", "definitely", "certainly", "literally", "of course"}
 	trailFiller = []string{"now", "actually", "though", "then", "anymore", "instead", "obviously", "lol", "please", "thanks", "thank you", "btw", "tbh", "already", "either", "too"}
 	// a value is cut before these words.
-	cutWords = []string{" not ", " you said ", " you wrote ", " you gave ", " but ", " though", " since ", " please", " instead", " rather than ", " because ", " which ", " as of ", " from now", " not", " - ", " so ", " and you", " and not", " when ", " according ", " at sea", " per ", " thanks", " thank "}
+	cutWords = []string{" not ", " you said ", " you wrote ", " you gave ", " but ", " though", " since ", " please", " instead", " rather than ", " because ", " which ", " as of ", " from now", " not", " - ", " so ", " and you", " and not", " when ", " according ", " at sea", " thanks", " thank "}
 	// words that mean the "value" is a judgement or a style request.
 	rejectWords = map[string]bool{"more": true, "less": true, "shorter": true, "longer": true, "better": true, "worse": true,
 		"clearer": true, "simpler": true, "faster": true, "slower": true, "json": true, "yaml": true, "csv": true, "xml": true,
@@ -58,13 +60,35 @@ var (
 		"it": true, "that": true, "this": true, "something": true, "nothing": true, "anything": true, "buried": true,
 		"there": true, "here": true, "what": true, "how": true, "why": true, "a": true, "an": true, "the": true, "one": true,
 		"off": true, "slow": true, "long": true, "short": true, "spot": true, "too": true, "way": true, "so": true, "very": true,
-		"used": true, "using": true, "true": false}
+		"used": true, "using": true, "out": true, "up": true, "not": true, "no": true, "true": false}
 )
 
 // extraction is a found correction and the sentence to use as a hint.
 type extraction struct {
 	value string
 	hint  string
+	// weak: found by a pattern that also matches plain statements ("the
+	// total is 430 euros"); the caller drops it when the text is praise.
+	weak bool
+}
+
+// tail returns the value captured by a valueTail starting at group i: the
+// quoted alternative (quoted true) or the plain one.
+func tail(m []string, i int) (string, bool) {
+	if m[i] != "" {
+		return m[i], true
+	}
+	return m[i+1], false
+}
+
+// accept cleans a captured value; quoted values are taken as they are.
+func accept(m []string, i int, needValueLike bool) (string, bool) {
+	v, quoted := tail(m, i)
+	if quoted {
+		v = strings.TrimSpace(v)
+		return v, v != ""
+	}
+	return cleanValue(v, needValueLike)
 }
 
 // extractCorrection finds the right answer stated in text, if any.
@@ -75,10 +99,10 @@ func extractCorrection(text string) extraction {
 	t := strings.NewReplacer("’", "'", "‘", "'", "“", "\"", "”", "\"", "–", " - ", "—", " - ", "`", "'").Replace(text)
 	hasTrigger := reTrigger.MatchString(t)
 
-	// 1-3: labelled answers and "should be"
+	// labelled answers and "should be"
 	for _, re := range []*regexp.Regexp{reLabelled, reAnswer, reShould} {
 		for _, m := range re.FindAllStringSubmatch(t, -1) {
-			if v, ok := cleanValue(m[1], false); ok {
+			if v, ok := accept(m, 1, false); ok {
 				return extraction{value: v, hint: "The correct answer is " + v + "."}
 			}
 		}
@@ -93,6 +117,11 @@ func extractCorrection(text string) extraction {
 			return extraction{value: v, hint: "The correct answer is " + v + "."}
 		}
 	}
+	if m := reSubjectIs.FindStringSubmatch(t); m != nil {
+		if v, ok := cleanValue(m[1], true); ok {
+			return extraction{value: v, hint: declarativeHint(t, 0, v)}
+		}
+	}
 	// "X, not Y": walk back over value-like words before the marker.
 	for _, loc := range reNotY.FindAllStringSubmatchIndex(t, -1) {
 		y := t[loc[4]:loc[5]]
@@ -104,18 +133,18 @@ func extractCorrection(text string) extraction {
 		}
 	}
 	if m := reNotDash.FindStringSubmatch(t); m != nil {
-		if v, ok := cleanValue(m[2], true); ok {
+		if v, ok := accept(m, 2, true); ok {
 			return extraction{value: v, hint: "The correct answer is " + v + "."}
 		}
 	}
 	if hasTrigger {
 		for _, m := range reItIs.FindAllStringSubmatch(t, -1) {
-			if v, ok := cleanValue(m[1], true); ok {
+			if v, ok := accept(m, 1, true); ok {
 				now := ""
 				if reNow.MatchString(m[0]) {
 					now = "now "
 				}
-				return extraction{value: v, hint: "The correct answer is " + now + v + "."}
+				return extraction{value: v, hint: "The correct answer is " + now + v + ".", weak: true}
 			}
 		}
 	}
@@ -136,8 +165,8 @@ func extractCorrection(text string) extraction {
 		if m[1] == "" && !hasTrigger {
 			continue
 		}
-		if v, ok := cleanValue(m[3], needValue); ok && len(strings.Fields(v)) <= 6 {
-			return extraction{value: v, hint: sentenceHint(cl)}
+		if v, ok := accept(m, 3, needValue); ok && len(strings.Fields(v)) <= 6 {
+			return extraction{value: v, hint: sentenceHint(cl), weak: !hasTrigger}
 		}
 	}
 	return extraction{}
@@ -226,7 +255,7 @@ func cleanValue(raw string, needValueLike bool) (string, bool) {
 		if val, ok := wordValence[w]; ok && (val > 0.5 || val < -0.5) {
 			return "", false
 		}
-		if _, ok := negators[w]; ok {
+		if _, ok := negators[w]; ok && !valueLike(strings.Fields(v)[i]) {
 			return "", false
 		}
 	}
@@ -240,6 +269,13 @@ func cleanValue(raw string, needValueLike bool) (string, bool) {
 // a capital letter (a name), and is not just the pronoun "I".
 func valueLike(v string) bool {
 	v = strings.TrimSpace(v)
+	low := strings.ToLower(v)
+	for _, a := range []string{"about ", "around ", "roughly ", "approximately ", "approx ", "nearly ", "almost ", "over ", "under ", "~"} {
+		if strings.HasPrefix(low, a) {
+			v = strings.TrimSpace(v[len(a):])
+			break
+		}
+	}
 	if v == "" {
 		return false
 	}

@@ -53,6 +53,7 @@ type contrib struct {
 // textAnalysis is what the rules found in the text alone.
 type textAnalysis struct {
 	score     float64
+	pos, neg  float64 // weighted positive and negative parts of score
 	evidence  int
 	aspects   map[string]bool
 	sarcasm   bool
@@ -80,6 +81,10 @@ func (e *Embedded) interpret(in Input) Interpretation {
 		ex = extraction{value: c, hint: "The correct answer is " + c + "."}
 	} else if ta.note == "" {
 		ex = extractCorrection(in.Text)
+		if ex.weak && ta.score > 0 {
+			// "exactly right, the total is 430 euros" restates, not corrects
+			ex = extraction{}
+		}
 		if ex.value != "" && in.AnswerText != "" && ta.score >= 0 && confirms(in.AnswerText, ex.value) {
 			// "it's 42" said of an answer that was 42 is a confirmation
 			ex = extraction{}
@@ -91,7 +96,9 @@ func (e *Embedded) interpret(in Input) Interpretation {
 	if ta.note == "" && (ta.evidence > 0 || ex.value != "") {
 		s := ta.score
 		if ex.value != "" && in.Correction == "" {
-			s -= 0.8
+			// a stated right answer means the answer was wrong: praise of
+			// other qualities counts for less
+			s = ta.neg + 0.3*ta.pos - 0.8
 		}
 		conf := math.Min(0.9, 0.35+0.15*float64(ta.evidence))
 		if ta.sarcasm {
@@ -274,21 +281,24 @@ func analyzeText(text string) textAnalysis {
 		if first < 0 || hasSeq(sw, s("keep it up")) {
 			continue
 		}
-		imp := imperativeStarts[sw[0]]
+		imp, at := imperativeStarts[sw[0]], first
 		for _, p := range imperativeAnywhere {
-			if hasSeq(sw, p) {
+			if k := seqIndex(sw, p); k >= 0 {
+				if !imp {
+					at = first + k
+				}
 				imp = true
 			}
 		}
 		if imp && !hasSeq(sw, s("thank you")) {
-			contribs = append(contribs, contrib{v: -0.4, at: first})
+			contribs = append(contribs, contrib{v: -0.4, at: at})
 			if ta.imperativ == "" {
 				ta.imperativ = sentenceText(text, sIdx)
 			}
 		}
 	}
 
-	ta.sarcasm = detectSarcasm(ws, contribs)
+	ta.sarcasm = detectSarcasm(ws, contribs) || scareQuoted(text)
 	if ta.sarcasm {
 		for k := range contribs {
 			if contribs[k].v > 0 {
@@ -322,6 +332,11 @@ func analyzeText(text string) textAnalysis {
 	}
 	for k, c := range contribs {
 		ta.score += weights[k] * c.v
+		if c.v > 0 {
+			ta.pos += weights[k] * c.v
+		} else {
+			ta.neg += weights[k] * c.v
+		}
 		if c.v != 0 {
 			ta.evidence++
 		}
@@ -444,7 +459,12 @@ func isEnglishish(w string) bool {
 		"he", "she", "they", "them", "his", "her", "its", "from", "by", "as", "about", "there", "here", "where":
 		return true
 	}
-	return strings.HasSuffix(w, "ing") && len(w) > 5 || strings.HasSuffix(w, "'t") || strings.HasSuffix(w, "'s")
+	for _, suf := range []string{"'t", "'s", "'ve", "'ll", "'re", "'d", "'m"} {
+		if strings.HasSuffix(w, suf) {
+			return true
+		}
+	}
+	return strings.HasSuffix(w, "ing") && len(w) > 5
 }
 
 // matchPhrase returns the longest phrase starting at ws[i] within the clause.
@@ -549,7 +569,7 @@ func scan(ws []wtok) []contrib {
 			i++
 			continue
 		}
-		if f, ok := intensifiers[w]; ok && w != "exactly" || ok && next != "" && isPolarStart(ws, i+1) {
+		if f, ok := intensifiers[w]; ok && w != "exactly" && w != "perfectly" || ok && next != "" && isPolarStart(ws, i+1) || w == "perfectly" && next != "" {
 			mult *= f
 			multLeft = 2
 			i++
@@ -578,8 +598,19 @@ func scan(ws []wtok) []contrib {
 		case "long", "slow", "shorter":
 			// fine as is
 		}
-		if polar && v > 0 && (prev == "more" || prev == "less") {
-			v = 0 // "be more polite" asks for a quality
+		if polar && v > 0 && (prev == "more" || prev == "less" || prev == "be" && i >= 2 && (ws[i-2].w == "should" || ws[i-2].w == "must" || ws[i-2].w == "to")) {
+			v = 0 // "be more polite", "should be valid" ask for a quality
+		}
+		if w == "well" && i > 0 && ws[i-1].sent == ws[i].sent && (strings.HasSuffix(prev, "ed") || strings.HasSuffix(next, "ed")) {
+			v, polar = 0.5, true // "used well", "well commented"
+		}
+		if negOnly[w] && negLeft > 0 {
+			v, polar = 0.5, true
+		}
+		if w == "took" && i+2 < len(ws) && startsDigit(next) && timeUnits[ws[i+2].w] {
+			out = append(out, contrib{v: apply(-0.5, false), at: i})
+			i += 3
+			continue
 		}
 		if polar && v != 0 {
 			out = append(out, contrib{v: apply(v, true), at: i, pos: v > 0, interj: sarcasticInterjections[w]})
@@ -617,7 +648,10 @@ func isPolarStart(ws []wtok, i int) bool {
 }
 
 // hasSeq reports whether ws contains the word sequence p.
-func hasSeq(ws []string, p []string) bool {
+func hasSeq(ws []string, p []string) bool { return seqIndex(ws, p) >= 0 }
+
+// seqIndex returns the index of the first occurrence of p in ws, or -1.
+func seqIndex(ws []string, p []string) int {
 	for i := 0; i+len(p) <= len(ws); i++ {
 		ok := true
 		for k := range p {
@@ -627,10 +661,10 @@ func hasSeq(ws []string, p []string) bool {
 			}
 		}
 		if ok {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 var sarcasmFillers = map[string]bool{"oh": true, "wow": true, "yeah": true, "well": true, "just": true, "ah": true, "sure": true, "ok": true, "okay": true}
@@ -760,7 +794,7 @@ var aspectWords = map[string]string{
 	"succinct": AspectLength, "length": AspectLength, "greeting": AspectLength, "long-winded": AspectLength,
 	"tone": AspectTone, "rude": AspectTone, "formal": AspectTone, "casual": AspectTone, "polite": AspectTone,
 	"impolite": AspectTone, "condescending": AspectTone, "robotic": AspectTone, "friendly": AspectTone, "warm": AspectTone,
-	"professional": AspectTone, "emojis": AspectTone, "emoji": AspectTone, "style": AspectTone, "sarcastic": AspectTone,
+	"professional": AspectTone, "robot": AspectTone, "stiff": AspectTone, "emojis": AspectTone, "emoji": AspectTone, "style": AspectTone, "sarcastic": AspectTone,
 	"aggressive": AspectTone, "harsh": AspectTone, "respectful": AspectTone, "patronizing": AspectTone, "patronising": AspectTone,
 	"json": AspectFormat, "yaml": AspectFormat, "csv": AspectFormat, "xml": AspectFormat, "format": AspectFormat,
 	"formatting": AspectFormat, "formatted": AspectFormat, "bullet": AspectFormat, "bullets": AspectFormat,
@@ -769,7 +803,7 @@ var aspectWords = map[string]string{
 	"slow": AspectSpeed, "fast": AspectSpeed, "quick": AspectSpeed, "quickly": AspectSpeed, "ages": AspectSpeed,
 	"forever": AspectSpeed, "timeout": AspectSpeed, "seconds": AspectSpeed, "instantly": AspectSpeed, "instant": AspectSpeed,
 	"latency": AspectSpeed, "responds": AspectSpeed, "turnaround": AspectSpeed, "lightning": AspectSpeed, "speed": AspectSpeed,
-	"delay": AspectSpeed, "timed": AspectSpeed,
+	"delay": AspectSpeed, "timed": AspectSpeed, "minutes": AspectSpeed, "respond": AspectSpeed,
 	"tool": AspectToolUse, "tools": AspectToolUse, "tool's": AspectToolUse, "api": AspectToolUse,
 	"wrong": AspectCorrectness, "incorrect": AspectCorrectness, "correct": AspectCorrectness, "accurate": AspectCorrectness,
 	"inaccurate": AspectCorrectness, "false": AspectCorrectness, "mistake": AspectCorrectness, "mistakes": AspectCorrectness,
@@ -821,4 +855,21 @@ func detectAspects(ws []wtok, contribs []contrib, set map[string]bool) {
 	if set[AspectCorrectness] && hasSeq(words, s("spot on")) && set[AspectTone] {
 		delete(set, AspectCorrectness)
 	}
+}
+
+var timeUnits = map[string]bool{"seconds": true, "secs": true, "minutes": true, "mins": true, "minute": true, "hours": true, "hour": true, "s": true}
+
+func startsDigit(w string) bool { return w != "" && w[0] >= '0' && w[0] <= '9' }
+
+// reScareQuotes finds a quoted single word ("thanks for the 'help'").
+var reScareQuotes = regexp.MustCompile(`['"]\s*([\p{L}]+)\s*['"]`)
+
+// scareQuoted reports a positive word in scare quotes.
+func scareQuoted(text string) bool {
+	for _, m := range reScareQuotes.FindAllStringSubmatch(normalizeText(text), -1) {
+		if wordValence[m[1]] > 0 || m[1] == "help" || m[1] == "answer" || m[1] == "solution" || m[1] == "fix" {
+			return true
+		}
+	}
+	return false
 }

@@ -7,7 +7,7 @@ import "strings"
 
 var wordValence = map[string]float64{
 	// positive
-	"perfect": 1, "perfectly": 0.6, "excellent": 1, "great": 0.9, "awesome": 1, "amazing": 1, "fantastic": 1,
+	"perfect": 1, "perfectly": 0.7, "excellent": 1, "great": 0.9, "awesome": 1, "amazing": 1, "fantastic": 1,
 	"brilliant": 1, "superb": 1, "outstanding": 1, "love": 0.9, "loved": 0.9, "best": 0.9, "lifesaver": 1,
 	"wonderful": 1, "impressive": 0.9, "impressed": 0.9, "nailed": 1, "flawless": 1, "exceptional": 1,
 	"incredible": 0.9, "a+": 1, "good": 0.7, "gud": 0.7, "gr8": 0.9, "helpful": 0.8, "useful": 0.8, "correct": 0.8,
@@ -21,7 +21,10 @@ var wordValence = map[string]float64{
 	"pass": 0.3, "relevant": 0.5, "precise": 0.7, "succinct": 0.7, "brief": 0.4, "readable": 0.5, "smooth": 0.5,
 	"superb!": 1, "lovely": 0.8, "excellently": 1, "neat": 0.6, "elegant": 0.7, "complete": 0.5,
 	"exactly": 0.4, "enjoyed": 0.8, "like": 0.6, "liked": 0.6, "👍": 0.9, "🙂": 0.6, "😊": 0.7, "❤️": 0.8, "🎉": 0.8,
-	"10/10": 1, "5/5": 1, "lightning": 0.3, "sweet": 0.5, "wow": 0.5, "beautiful": 0.8, "fine": 0.2,
+	"10/10": 1, "5/5": 1, "lightning": 0.3, "sweet": 0.5, "wow": 0.5, "beautiful": 0.8,
+	"compile": 0.5, "help": 0.4, "helps": 0.6, "helped": 0.7, "solve": 0.6, "decent": 0.5, "joy": 0.7, "clean": 0.5,
+	"reliable": 0.7, "clarified": 0.6, "sorted": 0.5, "pointless": -0.9, "dead": -0.6, "repeating": -0.5,
+	"repeated": -0.4, "repeats": -0.5, "whatever": -0.5, "yikes": -0.7, "robot": -0.5, "stiff": -0.5,
 	// negative
 	"wrong": -1, "wrnog": -1, "incorrect": -1, "useless": -1, "terrible": -1, "awful": -1, "horrible": -1,
 	"worst": -1, "garbage": -1, "rubbish": -1, "nonsense": -1, "false": -0.9, "hallucinated": -1,
@@ -41,7 +44,7 @@ var wordValence = map[string]float64{
 	"sucks": -0.9, "weak": -0.6, "lazy": -0.7, "irrelevant": -0.7, "repetitive": -0.5, "generic": -0.4,
 	"unclear": -0.6, "messy": -0.6, "clunky": -0.5, "overkill": -0.5, "forever": -0.6, "ages": -0.5,
 	"timeout": -0.6, "unfortunately": -0.5, "problematic": -0.6, "long": -0.4, "lengthy": -0.5,
-	"shorter": -0.3, "stops": -0.3, "halfway": -0.4, "apology": -0.4, "guessing": -0.5, "disaster": -1,
+	"shorter": -0.3, "stops": -0.5, "halfway": -0.4, "apology": -0.4, "guessing": -0.5, "disaster": -1,
 	"👎": -0.9, "🙁": -0.6, "😡": -0.9, "😠": -0.9, "1/10": -1, "0/10": -1, "1/5": -1, "mediocre": -0.5,
 	"so-so": -0.4, "dissatisfied": -0.9, "unhappy": -0.8, "sloppy": -0.7, "off": -0.7,
 }
@@ -85,7 +88,7 @@ var intensifiers = map[string]float64{
 	"very": 1.4, "really": 1.3, "extremely": 1.6, "so": 1.3, "totally": 1.4, "completely": 1.4,
 	"absolutely": 1.5, "super": 1.4, "highly": 1.4, "incredibly": 1.5, "utterly": 1.5, "truly": 1.3,
 	"way": 1.3, "exactly": 1.2, "quite": 1.1, "seriously": 1.3, "entirely": 1.4, "pretty": 1.0, "most": 1.2,
-	"simply": 1.1,
+	"simply": 1.1, "perfectly": 1.3, "unbelievably": 1.5,
 }
 
 var diminishers = map[string]float64{
@@ -141,7 +144,10 @@ var phraseList = []phrase{
 	{words: s("nobody wants"), v: -0.6}, {words: s("nobody reads"), v: -0.5}, {words: s("happens a lot"), v: -0.4},
 	{words: s("third time"), v: -0.4}, {words: s("went wrong"), v: -0.8}, {words: s("doesn't exist"), v: -0.7},
 	{words: s("don't exist"), v: -0.7}, {words: s("does not exist"), v: -0.7}, {words: s("not quite"), v: -0.6},
-	{words: s("not exactly"), v: -0.6}, {words: s("too long"), v: -0.8, negatable: true},
+	{words: s("instead of"), v: -0.4}, {words: s("out of date"), v: -0.8}, {words: s("you're right"), v: 0.8},
+	{words: s("my mistake"), v: 0}, {words: s("my bad"), v: 0}, {words: s("off the rails"), v: -0.9},
+	{words: s("nobody asked"), v: -0.7}, {words: s("not even close"), v: -0.9}, {words: s("lot of text"), v: -0.5},
+	{words: s("i'd like"), v: 0}, {words: s("would like"), v: 0}, {words: s("too long"), v: -0.8, negatable: true},
 	{words: s("too short"), v: -0.7, negatable: true}, {words: s("too slow"), v: -0.8, negatable: true},
 	{words: s("too formal"), v: -0.7, negatable: true}, {words: s("too casual"), v: -0.7, negatable: true},
 	{words: s("too verbose"), v: -0.8, negatable: true}, {words: s("too wordy"), v: -0.8, negatable: true},
@@ -209,10 +215,20 @@ var englishWords = map[string]bool{
 	"did": true, "have": true, "has": true, "should": true, "would": true, "could": true, "at": true, "but": true,
 	"so": true, "too": true, "very": true, "again": true, "answer": true, "yes": true, "ok": true, "okay": true,
 	"see": true, "if": true, "just": true, "all": true, "more": true, "less": true, "one": true, "now": true,
+	"been": true, "yours": true, "were": true, "am": true, "he": true, "she": true, "they": true, "them": true,
+	"there": true, "here": true, "when": true, "then": true, "than": true, "as": true, "by": true, "from": true,
+	"about": true, "out": true, "up": true, "get": true, "got": true, "make": true, "made": true, "said": true,
+	"only": true, "also": true, "some": true, "any": true, "every": true, "which": true, "who": true, "its": true,
 }
 
 // imperative cues: a request to change something is mild dissatisfaction.
 var imperativeStarts = map[string]bool{"please": true, "stop": true, "don't": true, "use": true, "avoid": true,
 	"keep": true, "be": true, "make": true, "lead": true, "cut": true, "skip": true, "drop": true, "remove": true, "shorten": true}
-var imperativeAnywhere = [][]string{s("next time"), s("could you"), s("you could"), s("you should"), s("make sure"),
+var imperativeAnywhere = [][]string{s("i'd like"), s("i would like"), s("i want"), s("we need"), s("should be"), s("next time"), s("could you"), s("you could"), s("you should"), s("make sure"),
 	s("should have"), s("please"), s("needs to"), s("need to")}
+
+// negOnly words carry no polarity on their own but a negated one is a
+// complaint: "can't use this", "doesn't parse", "doesn't match".
+var negOnly = map[string]bool{"use": true, "parse": true, "parses": true, "match": true, "load": true, "loads": true,
+	"run": true, "runs": true, "render": true, "renders": true, "open": true, "understand": true, "trust": true,
+	"follow": true, "apply": true, "need": true, "want": true, "handle": true, "read": true, "find": true, "fit": true}
