@@ -53,9 +53,13 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
+// artifacts makes the files world-readable (temporary files are created 0600) and hashes them.
 func artifacts(paths ...string) ([]Artifact, error) {
 	var out []Artifact
 	for _, p := range paths {
+		if err := os.Chmod(p, 0o644); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
 		sum, err := safetensors.FileSHA256(p)
 		if err != nil {
 			return nil, err
