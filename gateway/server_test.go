@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"citizen/events/memstore"
+)
+
+// gateEngine blocks every Generate until release is closed.
+type gateEngine struct {
+	*StubEngine
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gateEngine) Generate(ctx context.Context, req *GenerateRequest, emit func(Delta) error) (*Result, error) {
+	g.entered <- struct{}{}
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.StubEngine.Generate(ctx, req, emit)
+}
+
+func TestRunDrainsInFlightRequests(t *testing.T) {
+	eng := &gateEngine{StubEngine: NewStubEngine(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	store := memstore.New(memstore.Config{})
+	srv, err := New(Config{DevMode: "on"}, Deps{Store: store, Engine: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- srv.Serve(ctx, ln) }()
+
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions",
+			strings.NewReader(`{"model":"citizen","messages":[{"role":"user","content":"drain"}]}`))
+		req.Header.Set("Authorization", "Bearer "+DevKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- result{status: resp.StatusCode, body: string(b)}
+	}()
+	<-eng.entered // the request is in flight
+	cancel()      // begin shutdown
+	// Wait until the listener is closed (shutdown has begun), then let the
+	// in-flight request finish.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("listener still open after cancel")
+		}
+		time.Sleep(time.Millisecond) // polling a condition
+	}
+	close(eng.release)
+	r := <-got
+	if r.err != nil || r.status != 200 || !strings.Contains(r.body, "echo: drain") {
+		t.Fatalf("in-flight request: %+v", r)
+	}
+	if err := <-runErr; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if n, _ := store.LastPosition(context.Background()); n != 1 {
+		t.Fatalf("the drained request was not recorded: %d events", n)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Config{{MaxBodyBytes: 10, DevMode: "on"}, {MaxBodyBytes: 1 << 20, DevMode: "maybe"}, {MaxBodyBytes: 1 << 20, DevMode: "on", Limits: Limits{RequestsPerMinute: -1}}} {
+		if err := c.Validate(); err == nil {
+			t.Fatalf("%+v accepted", c)
+		}
+	}
+	if _, err := New(Config{}, Deps{}); err == nil {
+		t.Fatal("New without store and engine")
+	}
+	if !IsLoopback("[::1]:80") || IsLoopback("10.0.0.1:80") || IsLoopback(":80") {
+		t.Fatal("IsLoopback")
+	}
+}
+
+func TestLimiterRefills(t *testing.T) {
+	l := newLimiter()
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
+	for i := 0; i < 60; i++ {
+		if ok, _, _ := l.admit("k", 60, 0); !ok {
+			t.Fatalf("request %d refused", i)
+		}
+	}
+	ok, wait, what := l.admit("k", 60, 0)
+	if ok || what != "requests" || wait <= 0 || wait > time.Second {
+		t.Fatalf("61st: %v %v %s", ok, wait, what)
+	}
+	now = now.Add(time.Second)
+	if ok, _, _ := l.admit("k", 60, 0); !ok {
+		t.Fatal("no refill after a second")
+	}
+	l.charge("t", 600, 1200) // two minutes' worth
+	if ok, wait, _ := l.admit("t", 0, 600); ok || wait < 59*time.Second {
+		t.Fatalf("token debt: %v %v", ok, wait)
+	}
+}
+
+func TestStickyFraction(t *testing.T) {
+	n := 20000
+	below := 0
+	for i := 0; i < n; i++ {
+		f := StickyFraction("user-" + strings.Repeat("x", i%3) + string(rune('a'+i%26)) + strconv.Itoa(i))
+		if f < 0 || f >= 1 {
+			t.Fatal(f)
+		}
+		if f < 0.1 {
+			below++
+		}
+	}
+	if below < n/10-300 || below > n/10+300 {
+		t.Fatalf("%d of %d below 0.1", below, n)
+	}
+	if StickyFraction("abc") != StickyFraction("abc") {
+		t.Fatal("not stable")
+	}
+	r := NewRouter("v1")
+	r.SetRollout("v1", "v2", 2)
+	if got := r.Rollout().Weight; got != 1 {
+		t.Fatal(got)
+	}
+	if v, err := r.Route("citizen", "x", func(string) bool { return false }); err != nil || v != "v2" {
+		t.Fatal(v, err)
+	}
+	if _, err := r.Route("citizen@v3", "x", func(string) bool { return false }); !errors.Is(err, errUnknownModel) {
+		t.Fatal(err)
+	}
+}
