@@ -107,9 +107,13 @@ type Engine struct {
 	adMu     sync.Mutex // serialises adapter writers (copy-on-write)
 
 	submit    chan *genSeq
-	quit      chan struct{}
+	quit      chan struct{} // Close: stop now
+	drain     chan struct{} // Shutdown: admit nothing new, finish what runs
 	done      chan struct{}
 	closeOnce sync.Once
+	drainOnce sync.Once
+
+	active, steps, generated, prompted atomic.Int64
 
 	bufs stepBufs // used only by the loop goroutine
 }
@@ -125,7 +129,7 @@ func NewEngine(m *Model, cfg EngineConfig) *Engine {
 	if m.rope == nil {
 		m.rope = newRopeTable(m.Config)
 	}
-	e := &Engine{model: m, cfg: cfg, submit: make(chan *genSeq), quit: make(chan struct{}), done: make(chan struct{})}
+	e := &Engine{model: m, cfg: cfg, submit: make(chan *genSeq), quit: make(chan struct{}), drain: make(chan struct{}), done: make(chan struct{})}
 	empty := map[string]*Adapter{}
 	e.adapters.Store(&empty)
 	go e.loop()
@@ -135,10 +139,37 @@ func NewEngine(m *Model, cfg EngineConfig) *Engine {
 // Model returns the base model (read-only).
 func (e *Engine) Model() *Model { return e.model }
 
-// Close stops the engine; requests in flight end with ErrClosed. It waits for the loop to exit.
+// Close stops the engine at once; requests in flight end with ErrClosed. It waits for the loop
+// to exit. Safe to call more than once and after Shutdown.
 func (e *Engine) Close() {
 	e.closeOnce.Do(func() { close(e.quit) })
 	<-e.done
+}
+
+// Shutdown stops admitting requests (new Generate calls get ErrClosed) and waits until the
+// requests in flight finish; if ctx ends first it calls Close and returns ctx's error.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.drainOnce.Do(func() { close(e.drain) })
+	select {
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+		e.Close()
+		return ctx.Err()
+	}
+}
+
+// EngineStats are running totals, safe to read at any time.
+type EngineStats struct {
+	Active          int   // sequences in the running batch
+	Steps           int64 // batched forward steps run
+	GeneratedTokens int64 // tokens sampled
+	PromptTokens    int64 // prompt tokens fed
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() EngineStats {
+	return EngineStats{Active: int(e.active.Load()), Steps: e.steps.Load(), GeneratedTokens: e.generated.Load(), PromptTokens: e.prompted.Load()}
 }
 
 // RegisterAdapter makes a copy of a available under name, replacing any adapter of that name for
@@ -260,10 +291,17 @@ func (e *Engine) Generate(ctx context.Context, req Request) (*Result, error) {
 	s.out = make(chan Token, s.maxGen+1)
 
 	select {
+	case <-e.drain:
+		return nil, ErrClosed
+	default:
+	}
+	select {
 	case e.submit <- s:
 	case <-ctx.Done():
 		return &Result{FinishReason: FinishCancelled, PromptTokens: len(req.PromptIDs)}, ctx.Err()
 	case <-e.quit:
+		return nil, ErrClosed
+	case <-e.drain:
 		return nil, ErrClosed
 	}
 	res := &Result{PromptTokens: len(req.PromptIDs)}
@@ -284,11 +322,14 @@ func (e *Engine) loop() {
 	defer close(e.done)
 	var active []*genSeq
 	for {
+		e.active.Store(int64(len(active)))
 		if len(active) == 0 {
 			select {
 			case s := <-e.submit:
 				active = append(active, s)
 			case <-e.quit:
+				return
+			case <-e.drain:
 				return
 			}
 		}
@@ -476,7 +517,11 @@ func (e *Engine) step(seqs []*genSeq) {
 	for i, s := range seqs {
 		s.pos += n[i]
 		s.pending = s.pending[n[i]:]
+		if s.pos <= len(s.req.PromptIDs) {
+			e.prompted.Add(int64(n[i]))
+		}
 	}
+	e.steps.Add(1)
 	S := len(sampleRows)
 	if S == 0 {
 		return
@@ -514,6 +559,7 @@ func (e *Engine) sample(s *genSeq, z, lp []float32) {
 		s.first = time.Since(s.start)
 	}
 	s.generated = append(s.generated, tok)
+	e.generated.Add(1)
 	s.out <- t
 	if slices.Contains(req.StopIDs, tok) {
 		s.stopLen = 1

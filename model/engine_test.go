@@ -277,3 +277,34 @@ func TestEngineDeterministicPreset(t *testing.T) {
 		t.Errorf("logprobs differ by %g between batched and solo runs", worst)
 	}
 }
+
+func TestEngineShutdownFinishesInFlight(t *testing.T) {
+	m := engineTestModel(t)
+	e := NewEngine(m, EngineConfig{})
+	started := make(chan struct{})
+	var res *Result
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		once := sync.Once{}
+		res, err = e.Generate(context.Background(), Request{PromptIDs: []int{1, 2}, MaxTokens: 40, Temperature: 1,
+			LogitMask: func([]int, []float32) { once.Do(func() { close(started) }) }})
+	}()
+	<-started
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if err != nil || len(res.Tokens) != 40 || res.FinishReason != FinishLength {
+		t.Fatalf("in-flight request after Shutdown: %v %+v", err, res)
+	}
+	if _, err := e.Generate(context.Background(), Request{PromptIDs: []int{1}}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Generate after Shutdown: %v", err)
+	}
+	st := e.Stats()
+	if st.GeneratedTokens != 40 || st.PromptTokens != 2 || st.Steps != 40 || st.Active != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	e.Close() // idempotent after Shutdown
+}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"citizen/model/kernels"
 )
 
 // LoRA target modules in their fixed internal order.
@@ -192,26 +194,16 @@ func (m *Model) mergeLoRA(a *Adapter, sign float32) error {
 	}
 	s := sign * a.Scale()
 	r := a.Config.Rank
+	var sb []float32
 	for l := range a.layers {
 		for mod, p := range a.layers[l] {
 			if p.A == nil {
 				continue
 			}
-			w := m.W.Layers[l].module(LoRAModules[mod])
-			// W[out,in] += s · B[out,r]·A[r,in]
-			for o := 0; o < p.out; o++ {
-				wr := w[o*p.in : (o+1)*p.in]
-				for k := 0; k < r; k++ {
-					c := s * p.B[o*r+k]
-					if c == 0 {
-						continue
-					}
-					ar := p.A[k*p.in : (k+1)*p.in]
-					for i := range wr {
-						wr[i] += c * ar[i]
-					}
-				}
-			}
+			// W[out,in] += (s·B[out,r])·A[r,in]
+			sb = append(sb[:0], p.B...)
+			kernels.Scale(s, sb)
+			kernels.MatMulNN(m.W.Layers[l].module(LoRAModules[mod]), sb, p.A, p.out, r, p.in, true)
 		}
 	}
 	return nil
