@@ -112,22 +112,13 @@ func TestOpGradients(t *testing.T) {
 		checkOp(t, "swiglu", x, n, func(x, y []float32) { swigluForward(y, x[:n], x[n:], n) },
 			func(dx, dy []float32) { swigluBackward(dx[:n], dx[n:], dy, x[:n], x[n:], n) })
 	})
-	t.Run("attention", func(t *testing.T) {
-		H, KV, hd := 4, 2, 4
-		seqLens := []int{3, 1, 4}
-		T := 8
-		spans, attSize := makeSpans(seqLens, H)
-		nq, nkv := H*T*hd, KV*T*hd
-		x := randSlice(r, nq+2*nkv, 1)
-		att := make([]float32, attSize)
-		fwd := func(x, y []float32) {
-			attentionForward(y, att, x[:nq], x[nq:nq+nkv], x[nq+nkv:], spans, T, H, KV, hd)
-		}
-		checkOp(t, "attention", x, nq, fwd, func(dx, dy []float32) {
-			fwd(x, make([]float32, nq))
-			attentionBackward(dx[:nq], dx[nq:nq+nkv], dx[nq+nkv:], dy, att, x[:nq], x[nq:nq+nkv], x[nq+nkv:], spans, T, H, KV, hd)
+	for _, blk := range []int{64, 2, 3} {
+		t.Run(fmt.Sprintf("attention/block=%d", blk), func(t *testing.T) {
+			defer func(old int) { attBlock = old }(attBlock)
+			attBlock = blk
+			testAttentionGrad(t, r)
 		})
-	})
+	}
 	t.Run("linear+lora", func(t *testing.T) {
 		in, out, rank := 6, 5, 3
 		var s float32 = 1.5
@@ -272,3 +263,20 @@ func TestTiedEmbeddingGradient(t *testing.T) {
 }
 
 var _ = fmt.Sprint
+
+func testAttentionGrad(t *testing.T, r *rand.Rand) {
+	H, KV, hd := 4, 2, 4
+	seqLens := []int{3, 1, 7}
+	T := 11
+	spans, attSize := makeSpans(seqLens, H)
+	nq, nkv := H*T*hd, KV*T*hd
+	x := randSlice(r, nq+2*nkv, 1)
+	att := make([]float32, attSize)
+	fwd := func(x, y []float32) {
+		attentionForward(y, att, x[:nq], x[nq:nq+nkv], x[nq+nkv:], spans, T, H, KV, hd)
+	}
+	checkOp(t, "attention", x, nq, fwd, func(dx, dy []float32) {
+		fwd(x, make([]float32, nq))
+		attentionBackward(dx[:nq], dx[nq:nq+nkv], dx[nq+nkv:], dy, att, x[:nq], x[nq:nq+nkv], x[nq+nkv:], spans, T, H, KV, hd)
+	})
+}

@@ -265,17 +265,32 @@ func swigluBackward(dg, du, dh, g, u []float32, n int) {
 
 // ---- causal self-attention over packed sequences ---------------------------------------------------
 
+// attBlock is the row-block size of causal attention: block b holds query rows [r0, r1) against
+// keys [0, r1), so the masked upper triangle is (mostly) never computed. A variable for tests.
+var attBlock = 64
+
 // seqSpan is one packed sequence: tokens [start, start+len); its attention probabilities start
-// at attOff (per head L×L).
-type seqSpan struct{ start, len, attOff int }
+// at attOff (per head: the row blocks, each rows×r1, one after another; perHead floats).
+type seqSpan struct{ start, len, attOff, perHead int }
+
+// causalTiles returns the size of one head's blocked causal attention matrix for length L.
+func causalTiles(L int) int {
+	n := 0
+	for r0 := 0; r0 < L; r0 += attBlock {
+		r1 := min(r0+attBlock, L)
+		n += (r1 - r0) * r1
+	}
+	return n
+}
 
 func makeSpans(seqLens []int, H int) ([]seqSpan, int) {
 	spans := make([]seqSpan, len(seqLens))
 	st, off := 0, 0
 	for i, L := range seqLens {
-		spans[i] = seqSpan{start: st, len: L, attOff: off}
+		ph := causalTiles(L)
+		spans[i] = seqSpan{start: st, len: L, attOff: off, perHead: ph}
 		st += L
-		off += H * L * L
+		off += H * ph
 	}
 	return spans, off
 }
@@ -304,69 +319,80 @@ func softmaxCausalRow(row []float32, i int, scale float32) {
 }
 
 // attentionForward: q [H][T][hd], k,v [KV][T][hd] (head-major, q and k rotated), out [H][T][hd],
-// att receives the probabilities (per span, per head, L×L). Heads h share KV head h/(H/KV).
+// att receives the probabilities (per span, per head, in row blocks). Heads h share KV head
+// h/(H/KV).
 func attentionForward(out, att, q, k, v []float32, spans []seqSpan, T, H, KV, hd int) {
 	group := H / KV
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	parallel(len(spans)*H, func(_, task int) {
 		s, h := spans[task/H], task%H
-		L := s.len
 		kv := h / group
 		qh := q[(h*T+s.start)*hd:]
 		kh := k[(kv*T+s.start)*hd:]
 		vh := v[(kv*T+s.start)*hd:]
-		p := att[s.attOff+h*L*L : s.attOff+(h+1)*L*L]
-		kernels.MatMulNT(p, qh, kh, L, hd, L, false)
-		for i := 0; i < L; i++ {
-			softmaxCausalRow(p[i*L:(i+1)*L], i, scale)
+		oh := out[(h*T+s.start)*hd:]
+		p := att[s.attOff+h*s.perHead:]
+		for r0 := 0; r0 < s.len; r0 += attBlock {
+			r1 := min(r0+attBlock, s.len)
+			rows := r1 - r0
+			tile := p[:rows*r1]
+			p = p[rows*r1:]
+			kernels.MatMulNT(tile, qh[r0*hd:], kh, rows, hd, r1, false)
+			for i := 0; i < rows; i++ {
+				softmaxCausalRow(tile[i*r1:(i+1)*r1], r0+i, scale)
+			}
+			kernels.MatMulNN(oh[r0*hd:], tile, vh, rows, r1, hd, false)
 		}
-		kernels.MatMulNN(out[(h*T+s.start)*hd:], p, vh, L, L, hd, false)
 	})
 }
 
-// attentionBackward: from dout [H][T][hd] computes dq [H][T][hd] (overwritten) and dk, dv
-// [KV][T][hd] (overwritten). Tasks are (span, kv head) so GQA heads sharing dk/dv never race.
+// attentionBackward: from dout [H][T][hd] computes dq [H][T][hd] and dk, dv [KV][T][hd] (all
+// overwritten within the spans). Tasks are (span, kv head) so GQA heads sharing dk/dv never race.
 func attentionBackward(dq, dk, dv, dout, att, q, k, v []float32, spans []seqSpan, T, H, KV, hd int) {
 	group := H / KV
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	maxL := 0
-	for _, s := range spans {
-		maxL = max(maxL, s.len)
-	}
 	scratch := make([][]float32, runtime.GOMAXPROCS(0))
 	parallel(len(spans)*KV, func(w, task int) {
 		if scratch[w] == nil {
-			scratch[w] = make([]float32, maxL*maxL)
+			scratch[w] = make([]float32, attBlock*attBlock*8)
 		}
 		s, kv := spans[task/KV], task%KV
-		L := s.len
-		dp := scratch[w][:L*L]
 		kh, vh := k[(kv*T+s.start)*hd:], v[(kv*T+s.start)*hd:]
 		dkh, dvh := dk[(kv*T+s.start)*hd:], dv[(kv*T+s.start)*hd:]
+		clear(dkh[:s.len*hd])
+		clear(dvh[:s.len*hd])
 		for g := 0; g < group; g++ {
 			h := kv*group + g
-			acc := g > 0
-			p := att[s.attOff+h*L*L : s.attOff+(h+1)*L*L]
+			p := att[s.attOff+h*s.perHead:]
 			doh := dout[(h*T+s.start)*hd:]
 			qh := q[(h*T+s.start)*hd:]
-			// dV += Pᵀ·dO ; dP = dO·Vᵀ
-			kernels.MatMulTN(dvh, p, doh, L, L, hd, acc)
-			kernels.MatMulNT(dp, doh, vh, L, hd, L, false)
-			// dS = P ⊙ (dP − Σ_j dP⊙P) · scale
-			for i := 0; i < L; i++ {
-				pr, dr := p[i*L:(i+1)*L], dp[i*L:(i+1)*L]
-				var dot float32
-				for j := 0; j <= i; j++ {
-					dot += pr[j] * dr[j]
+			dqh := dq[(h*T+s.start)*hd:]
+			for r0 := 0; r0 < s.len; r0 += attBlock {
+				r1 := min(r0+attBlock, s.len)
+				rows := r1 - r0
+				tile := p[:rows*r1]
+				p = p[rows*r1:]
+				dp := grow(&scratch[w], rows*r1)
+				// dV[0:r1] += Pᵀ·dO ; dP = dO·Vᵀ
+				kernels.MatMulTN(dvh, tile, doh[r0*hd:], r1, rows, hd, true)
+				kernels.MatMulNT(dp, doh[r0*hd:], vh, rows, hd, r1, false)
+				// dS = P ⊙ (dP − Σ_j dP⊙P) · scale
+				for i := 0; i < rows; i++ {
+					pr, dr := tile[i*r1:(i+1)*r1], dp[i*r1:(i+1)*r1]
+					lim := r0 + i
+					var dot float32
+					for j := 0; j <= lim; j++ {
+						dot += pr[j] * dr[j]
+					}
+					for j := 0; j <= lim; j++ {
+						dr[j] = pr[j] * (dr[j] - dot) * scale
+					}
+					clear(dr[lim+1:])
 				}
-				for j := 0; j <= i; j++ {
-					dr[j] = pr[j] * (dr[j] - dot) * scale
-				}
-				clear(dr[i+1:])
+				// dQ = dS·K ; dK[0:r1] += dSᵀ·Q
+				kernels.MatMulNN(dqh[r0*hd:], dp, kh, rows, r1, hd, false)
+				kernels.MatMulTN(dkh, dp, qh[r0*hd:], r1, rows, hd, true)
 			}
-			// dQ = dS·K ; dK += dSᵀ·Q
-			kernels.MatMulNN(dq[(h*T+s.start)*hd:], dp, kh, L, L, hd, false)
-			kernels.MatMulTN(dkh, dp, qh, L, L, hd, acc)
 		}
 	})
 }
