@@ -487,17 +487,24 @@ func (e *Engine) step(seqs []*genSeq) {
 		task := func(wk, ti int) {
 			i, h := ti/H, ti%H
 			s := seqs[i]
-			ni, ctxLen := n[i], s.pos+n[i]
+			ni := n[i]
 			if ni == 0 {
 				return
 			}
 			kv := h / group
-			sc := grow(&bf.scratch[wk], ni*ctxLen)
-			kernels.MatMulNT(sc, qh[(h*N+off[i])*hd:], s.kc[l][kv*s.cap*hd:], ni, hd, ctxLen, false)
-			for r := 0; r < ni; r++ {
-				softmaxCausalRow(sc[r*ctxLen:(r+1)*ctxLen], s.pos+r, scale)
+			kc, vc := s.kc[l][kv*s.cap*hd:], s.vc[l][kv*s.cap*hd:]
+			qs, os := qh[(h*N+off[i])*hd:], atto[(h*N+off[i])*hd:]
+			// row blocks [r0,r1) of the fed tokens see keys [0, pos+r1)
+			for r0 := 0; r0 < ni; r0 += attBlock {
+				r1 := min(r0+attBlock, ni)
+				rows, cols := r1-r0, s.pos+r1
+				sc := grow(&bf.scratch[wk], rows*cols)
+				kernels.MatMulNT(sc, qs[r0*hd:], kc, rows, hd, cols, false)
+				for r := 0; r < rows; r++ {
+					softmaxCausalRow(sc[r*cols:(r+1)*cols], s.pos+r0+r, scale)
+				}
+				kernels.MatMulNN(os[r0*hd:], sc, vc, rows, cols, hd, false)
 			}
-			kernels.MatMulNN(atto[(h*N+off[i])*hd:], sc, s.vc[l][kv*s.cap*hd:], ni, ctxLen, hd, false)
 		}
 		if attWork < 1<<17 {
 			for ti := 0; ti < len(seqs)*H; ti++ {

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -56,8 +57,20 @@ func genCases() []genCase {
 }
 
 func TestEngineLogprobsMatchFullForward(t *testing.T) {
+	for _, blk := range []int{64, 4} {
+		for _, chunk := range []int{5, 256} {
+			t.Run(fmt.Sprintf("attBlock=%d/prefillChunk=%d", blk, chunk), func(t *testing.T) {
+				defer func(old int) { attBlock = old }(attBlock)
+				attBlock = blk
+				testEngineLogprobs(t, chunk)
+			})
+		}
+	}
+}
+
+func testEngineLogprobs(t *testing.T, chunk int) {
 	m := engineTestModel(t)
-	e := NewEngine(m, EngineConfig{MaxBatch: 8, PrefillChunk: 5})
+	e := NewEngine(m, EngineConfig{MaxBatch: 8, PrefillChunk: chunk})
 	defer e.Close()
 	cases := genCases()
 	results := make([]*Result, len(cases))
