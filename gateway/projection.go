@@ -38,6 +38,15 @@ func (p *projection) apply(ev *events.Event) {
 	if ev.Type != events.TypeInteractionRecorded {
 		return
 	}
+	// The gateway's own appends are already in (added on append); skip
+	// decoding them again. The correlation id of interaction.recorded is
+	// the interaction id.
+	p.mu.RLock()
+	seen := p.seen[ev.CorrelationID]
+	p.mu.RUnlock()
+	if seen {
+		return
+	}
 	pl, err := events.Decode(ev)
 	if err != nil {
 		return
