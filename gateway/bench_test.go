@@ -204,4 +204,3 @@ func BenchmarkThroughput(b *testing.B) {
 		})
 	}
 }
-
