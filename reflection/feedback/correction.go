@@ -128,7 +128,11 @@ func extractCorrection(text string) extraction {
 		if !valueLike(y) {
 			continue
 		}
-		if v := walkBackValue(t[:loc[3]]); v != "" {
+		from := loc[3] - 200
+		if from < 0 {
+			from = 0
+		}
+		if v := walkBackValue(t[from:loc[3]]); v != "" {
 			return extraction{value: v, hint: declarativeHint(t, loc[0], v)}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -255,30 +256,31 @@ func analyzeText(text string) textAnalysis {
 	detectAspects(ws, contribs, ta.aspects)
 
 	// clause diminishers: "i guess", "i suppose"
+	guessed := map[int]bool{}
 	for i := 0; i+1 < len(ws); i++ {
 		if ws[i].w == "i" && (ws[i+1].w == "guess" || ws[i+1].w == "suppose") {
-			for k := range contribs {
-				if ws[contribs[k].at].sent == ws[i].sent {
-					contribs[k].v *= 0.6
-				}
-			}
+			guessed[ws[i].sent] = true
+		}
+	}
+	for k := range contribs {
+		if guessed[ws[contribs[k].at].sent] {
+			contribs[k].v *= 0.6
 		}
 	}
 
 	// imperatives: a request to change is mild dissatisfaction
-	ta.imperativ = ""
-	for sIdx := 0; sIdx <= sent; sIdx++ {
-		first := -1
-		var sw []string
-		for i, w := range ws {
-			if w.sent == sIdx {
-				if first < 0 {
-					first = i
-				}
-				sw = append(sw, w.w)
-			}
+	for lo := 0; lo < len(ws); {
+		hi := lo
+		for hi < len(ws) && ws[hi].sent == ws[lo].sent {
+			hi++
 		}
-		if first < 0 || hasSeq(sw, s("keep it up")) {
+		first := lo
+		sw := make([]string, 0, hi-lo)
+		for _, w := range ws[lo:hi] {
+			sw = append(sw, w.w)
+		}
+		lo = hi
+		if hasSeq(sw, s("keep it up")) {
 			continue
 		}
 		imp, at := imperativeStarts[sw[0]], first
@@ -293,7 +295,7 @@ func analyzeText(text string) textAnalysis {
 		if imp && !hasSeq(sw, s("thank you")) {
 			contribs = append(contribs, contrib{v: -0.4, at: at})
 			if ta.imperativ == "" {
-				ta.imperativ = sentenceText(text, sIdx)
+				ta.imperativ = sentenceText(text, ws[first].sent)
 			}
 		}
 	}
@@ -309,26 +311,28 @@ func analyzeText(text string) textAnalysis {
 	}
 
 	// contrast: each marker followed by evidence discounts what precedes it
-	markers := contrastPositions(ws)
-	var weights = make([]float64, len(contribs))
-	for k, c := range contribs {
-		weights[k] = 1
-		for _, m := range markers {
-			if m <= c.at {
-				continue
-			}
-			after := false
-			for _, c2 := range contribs {
-				if c2.at >= m && c2.v != 0 {
-					after = true
-					break
-				}
-			}
-			if after {
-				weights[k] *= 0.3
-				ta.contrast = true
-			}
+	markers := contrastPositions(ws) // ascending
+	lastAt := -1
+	for _, c := range contribs {
+		if c.v != 0 && c.at > lastAt {
+			lastAt = c.at
 		}
+	}
+	var effective []int
+	for _, m := range markers {
+		if m <= lastAt {
+			effective = append(effective, m)
+		}
+	}
+	sort.Ints(effective)
+	if len(effective) > 0 {
+		ta.contrast = true
+	}
+	weights := make([]float64, len(contribs))
+	for k, c := range contribs {
+		// markers after c
+		n := len(effective) - sort.SearchInts(effective, c.at+1)
+		weights[k] = math.Pow(0.3, float64(n))
 	}
 	for k, c := range contribs {
 		ta.score += weights[k] * c.v
@@ -686,14 +690,22 @@ func detectSarcasm(ws []wtok, contribs []contrib) bool {
 			return true
 		}
 	}
-	negative := func(except int) bool {
-		for _, c := range contribs {
-			if c.v < 0 && c.at != except {
-				return true
-			}
+	nNeg := 0
+	negAt := map[int]int{}
+	before := make([]float64, len(ws)+1) // before[i]: sum of evidence at words < i
+	for _, c := range contribs {
+		if c.v < 0 {
+			nNeg++
+			negAt[c.at]++
 		}
-		return false
+		if c.at < len(ws) {
+			before[c.at+1] += c.v
+		}
 	}
+	for i := 1; i <= len(ws); i++ {
+		before[i] += before[i-1]
+	}
+	negative := func(except int) bool { return nNeg-negAt[except] > 0 }
 	repeat := false
 	for _, w := range words {
 		if repeatCue[w] {
@@ -739,13 +751,7 @@ func detectSarcasm(ws []wtok, contribs []contrib) bool {
 		lastOfSentence := i+1 == len(ws) || ws[i+1].sent != w.sent
 		if clauseStart && lastOfSentence && i > 0 {
 			// evidence before it must be negative
-			sum := 0.0
-			for _, c := range contribs {
-				if c.at < i {
-					sum += c.v
-				}
-			}
-			if sum < 0 {
+			if before[i] < 0 {
 				return true
 			}
 		}

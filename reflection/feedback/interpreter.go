@@ -61,8 +61,9 @@ type Interpretation struct {
 	// Confidence in [0, 1] of the interpreter in this interpretation. Bad
 	// input (empty, huge, binary, not English) gives a low confidence.
 	Confidence float64
-	// Version identifies the interpreter (and, for fallbacks, why it fell
-	// back: "llm-1(model):unparsable"). It is recorded in the event.
+	// Version identifies the interpreter ("lexicon-1", "llm-1(model)"). The
+	// ingester records it, followed by ";"+Note when Note is set
+	// ("llm-1(model);unparsable").
 	Version string
 	// Note says why the confidence is low, if it is ("empty", "too-large",
 	// "binary", "not-english", "unparsable"); empty otherwise.

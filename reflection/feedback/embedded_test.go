@@ -1,0 +1,206 @@
+package feedback
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func interp(t *testing.T, in Input) Interpretation {
+	t.Helper()
+	got, err := NewEmbedded().Interpret(context.Background(), in)
+	if err != nil {
+		t.Fatalf("Interpret(%+v): %v", in, err)
+	}
+	return got
+}
+
+func ptr(f float64) *float64 { return &f }
+
+func TestEmbeddedRules(t *testing.T) {
+	tests := []struct {
+		name       string
+		text       string
+		sign       int
+		correction string
+		aspect     string
+		hint       string
+	}{
+		{name: "negation flips praise", text: "not helpful", sign: -1},
+		{name: "negated negative", text: "that wasn't wrong", sign: 1},
+		{name: "contrast: after but dominates (neg)", text: "Good answer but way too long", sign: -1, aspect: AspectLength},
+		{name: "contrast: after but dominates (pos)", text: "A bit long, but exactly what I needed", sign: 1},
+		{name: "contrast: however", text: "Nice formatting, however the numbers are wrong", sign: -1},
+		{name: "contrast: trailing though", text: "Great format, wrong number though", sign: -1},
+		{name: "sarcasm: great another wrong", text: "great, another wrong answer", sign: -1},
+		{name: "sarcasm: thanks for nothing", text: "thanks for nothing", sign: -1},
+		{name: "sarcasm: oh wonderful", text: "oh wonderful, it broke again", sign: -1},
+		{name: "sincere interjection", text: "Great, thanks!", sign: 1},
+		{name: "intensifier", text: "really useful", sign: 1},
+		{name: "correction: now", text: "no - it's 60 days now", sign: -1, correction: "60 days", hint: "The correct answer is now 60 days."},
+		{name: "correction: should be", text: "should be 12.5", sign: -1, correction: "12.5"},
+		{name: "correction: the answer is", text: "the answer is Paris", sign: -1, correction: "Paris"},
+		{name: "correction: X, not Y", text: "The refund window is 30 days, not 14.", sign: -1, correction: "30 days"},
+		{name: "aspect: verbose", text: "too verbose", sign: -1, aspect: AspectLength, hint: "Be more concise."},
+		{name: "aspect: rude", text: "that was rude", sign: -1, aspect: AspectTone},
+		{name: "aspect: json", text: "I asked for JSON, you gave me prose", sign: -1, aspect: AspectFormat},
+		{name: "aspect: slow", text: "too slow", sign: -1, aspect: AspectSpeed},
+		{name: "aspect: tool", text: "it called the wrong tool", sign: -1, aspect: AspectToolUse},
+		{name: "typo", text: "wrnog answr", sign: -1, aspect: AspectCorrectness},
+		{name: "imperative hint", text: "Be more concise.", sign: -1, hint: "Be more concise."},
+		{name: "neutral", text: "I'll check with my team.", sign: 0},
+		{name: "praise is not a correction", text: "Exactly right, the invoice total is 430 euros.", sign: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := interp(t, Input{Text: tt.text})
+			if sign(got.Polarity) != tt.sign {
+				t.Errorf("polarity %.2f, want sign %d", got.Polarity, tt.sign)
+			}
+			if NormalizeCorrection(got.Correction) != NormalizeCorrection(tt.correction) {
+				t.Errorf("correction %q, want %q", got.Correction, tt.correction)
+			}
+			if tt.aspect != "" && !contains(got.Aspects, tt.aspect) {
+				t.Errorf("aspects %v, want %s", got.Aspects, tt.aspect)
+			}
+			if tt.hint != "" && got.Hint != tt.hint {
+				t.Errorf("hint %q, want %q", got.Hint, tt.hint)
+			}
+			if got.Version != EmbeddedVersion {
+				t.Errorf("version %q", got.Version)
+			}
+		})
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func TestEmbeddedBadInput(t *testing.T) {
+	tests := []struct {
+		name, text, note string
+	}{
+		{"empty", "", "empty"},
+		{"blank", "  \n\t ", "empty"},
+		{"huge", strings.Repeat("wrong ", MaxTextBytes/6+10), "too-large"},
+		{"invalid utf8", "bad \xff\xfe answer", "binary"},
+		{"control bytes", "\x00\x01\x02\x03 wrong", "binary"},
+		{"spanish", "La respuesta está mal.", "not-english"},
+		{"chinese", "这个答案不对", "not-english"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := interp(t, Input{Text: tt.text})
+			if got.Polarity != 0 || got.Confidence > 0.1 || got.Note != tt.note || got.Correction != "" {
+				t.Errorf("got %+v, want neutral low-confidence with note %q", got, tt.note)
+			}
+		})
+	}
+}
+
+func TestEmbeddedStructuredSignals(t *testing.T) {
+	// a rating alone decides
+	if got := interp(t, Input{Rating: ptr(1)}); got.Polarity != -1 || got.Confidence < 0.8 {
+		t.Errorf("rating 1: %+v", got)
+	}
+	if got := interp(t, Input{Rating: ptr(5)}); got.Polarity != 1 {
+		t.Errorf("rating 5: %+v", got)
+	}
+	if got := interp(t, Input{Rating: ptr(math.NaN())}); got.Polarity != 0 {
+		t.Errorf("rating NaN: %+v", got)
+	}
+	// outcome alone
+	for o, s := range map[string]int{OutcomeSuccess: 1, OutcomeFailure: -1, OutcomeTimeout: -1, OutcomeAbandoned: -1, "bogus": 0} {
+		if got := interp(t, Input{Outcome: o}); sign(got.Polarity) != s {
+			t.Errorf("outcome %s: %+v", o, got)
+		}
+	}
+	// text and rating combine: mild praise with a bad rating is negative
+	if got := interp(t, Input{Text: "ok I guess, kinda helpful", Rating: ptr(1)}); got.Polarity >= 0 {
+		t.Errorf("mild text + rating 1: %+v", got)
+	}
+	// a strong complaint outweighs a lukewarm rating
+	if got := interp(t, Input{Text: "This is completely wrong and useless.", Rating: ptr(3)}); got.Polarity >= 0 {
+		t.Errorf("complaint + rating 3: %+v", got)
+	}
+	// bad text with a rating still uses the rating
+	if got := interp(t, Input{Text: "\x00\x01\x02", Rating: ptr(5)}); got.Polarity != 1 {
+		t.Errorf("binary + rating 5: %+v", got)
+	}
+	// explicit correction is taken as is
+	got := interp(t, Input{Text: "see correction", Correction: "42"})
+	if got.Correction != "42" || got.Polarity >= 0 || !contains(got.Aspects, AspectCorrectness) || got.Hint != "The correct answer is 42." {
+		t.Errorf("explicit correction: %+v", got)
+	}
+	// a "correction" equal to the answer is a confirmation
+	got = interp(t, Input{Text: "yes, it's 42 now, thanks", AnswerText: "The answer is 42."})
+	if got.Correction != "" {
+		t.Errorf("confirmation taken as correction: %+v", got)
+	}
+}
+
+func TestEmbeddedDeterministic(t *testing.T) {
+	for _, l := range loadLabelled(t) {
+		a, b := interp(t, Input{Text: l.Text}), interp(t, Input{Text: l.Text})
+		if a.Polarity != b.Polarity || a.Correction != b.Correction || strings.Join(a.Aspects, ",") != strings.Join(b.Aspects, ",") || a.Hint != b.Hint {
+			t.Fatalf("not deterministic on %q: %+v vs %+v", l.Text, a, b)
+		}
+	}
+}
+
+func FuzzInterpret(f *testing.F) {
+	for _, s := range []string{"", "no - it's 60 days now", "great, another wrong answer", "should be 12.5",
+		"not helpful", "\xff\xfe", "the answer is 'x", "'''", "it's", "no, the is , not 5", "5 stars", "1/10", "10/0",
+		"Not Monday - ", "should be '", "expected  but got", "though", "but but but", "oh great,", "$", "-", "Answer:"} {
+		f.Add(s, 3.0, "")
+	}
+	f.Add("too slow", 1.0, "timeout")
+	f.Fuzz(func(t *testing.T, text string, rating float64, outcome string) {
+		in := Input{Text: text, Rating: &rating, Outcome: outcome, AnswerText: text}
+		got, err := NewEmbedded().Interpret(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.IsNaN(got.Polarity) || got.Polarity < -1 || got.Polarity > 1 ||
+			math.IsNaN(got.Strength) || got.Strength < 0 || got.Strength > 1 ||
+			math.IsNaN(got.Confidence) || got.Confidence < 0 || got.Confidence > 1 {
+			t.Fatalf("out of range: %+v", got)
+		}
+		for _, a := range got.Aspects {
+			if !contains(AllAspects, a) {
+				t.Fatalf("unknown aspect %q", a)
+			}
+		}
+		if len(got.Correction) > 1024 || len(got.Hint) > 1200 {
+			t.Fatalf("correction/hint too long: %d/%d", len(got.Correction), len(got.Hint))
+		}
+		again, _ := NewEmbedded().Interpret(context.Background(), in)
+		if again.Polarity != got.Polarity || again.Correction != got.Correction {
+			t.Fatalf("not deterministic")
+		}
+	})
+}
+
+// TestEmbeddedLargeInputIsLinear guards against quadratic rules: the
+// largest accepted inputs, built to maximise rule work, finish quickly.
+func TestEmbeddedLargeInputIsLinear(t *testing.T) {
+	for _, unit := range []string{"but wrong. ", "great, not 5 ", "oh great, ", "no - it's 5 now, not 6. ", "i guess. ", "a. "} {
+		text := strings.Repeat(unit, (MaxTextBytes-1)/len(unit))
+		start := time.Now()
+		got := interp(t, Input{Text: text})
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%q x %d took %v", unit, len(text)/len(unit), d)
+		}
+		if got.Polarity < -1 || got.Polarity > 1 {
+			t.Errorf("polarity %v", got.Polarity)
+		}
+	}
+}
