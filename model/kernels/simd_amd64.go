@@ -33,7 +33,7 @@ const (
 
 // ntDotMaxM: MatMulNT with at most this many rows uses the packing-free
 // inner-product kernels (decode: m=1 or a small batch).
-var ntDotMaxM = 16
+var ntDotMaxM = 24
 
 type scratch struct {
 	b []float32 // kcBlock × ncBlock
@@ -120,7 +120,7 @@ func (s *simd) mm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0
 	if jv == j0 || i0 == i1 {
 		return
 	}
-	if kind == kindNT && (i1-i0 <= ntDotMaxM || k < s.lanes && false) {
+	if kind == kindNT && i1-i0 <= ntDotMaxM {
 		s.ntDot(c, a, b, k, n, acc, i0, i1, j0, jv)
 		return
 	}

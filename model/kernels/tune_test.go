@@ -1,0 +1,30 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+func BenchmarkTuneNTDot(b *testing.B) {
+	for _, m := range []int{8, 16, 24, 32, 48, 64} {
+		for _, kn := range [][2]int{{512, 1376}, {256, 688}} {
+			k, n := kn[0], kn[1]
+			r := rand.New(rand.NewPCG(1, 1))
+			a, bb, c := randSlice(r, m*k), randSlice(r, k*n), make([]float32, m*n)
+			for _, th := range []int{1 << 30, 0} {
+				b.Run(fmt.Sprintf("m=%d,k=%d,n=%d/dotmax=%d", m, k, n, min(th, 999)), func(b *testing.B) {
+					prev := ntDotMaxM
+					ntDotMaxM = th
+					defer func() { ntDotMaxM = prev }()
+					SetThreads(1)
+					defer SetThreads(2)
+					for b.Loop() {
+						MatMulNT(c, a, bb, m, k, n, false)
+					}
+					b.ReportMetric(2*float64(m)*float64(k)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
