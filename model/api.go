@@ -66,8 +66,6 @@ func (m *Model) gradients(b *Batch, lora *Adapter, base bool) (LossResult, []flo
 	return res, gbuf, lbuf, nil
 }
 
-var _ = fmt.Sprintf
-
 // SequenceLogprobs returns, for each sequence, lp[j] = log p(ids[j] | ids[<j]) under the model
 // (with adapter lora, or nil) at temperature 1, lp[0] = 0: the per-token log-probabilities a
 // reference or behaviour policy assigns, aligned with the tokens (as AddSequence expects). The

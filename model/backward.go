@@ -1,7 +1,5 @@
 package model
 
-import "citizen/model/kernels"
-
 // backward propagates ∂L/∂logits (left in a.logits by loss) to the parameters. Gradients are
 // accumulated into g (nil: base weights frozen) and into the adapter gradients lg (nil: no
 // adapter training). Input gradients always flow through the base weights.
@@ -18,6 +16,9 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 	if cap(a.dbuf) < n {
 		a.dbuf = make([]float32, n)
 	}
+	// The scratch is reused across calls and several gradients below are
+	// accumulated (dx += ...): start from zero every time.
+	clear(a.dbuf[:n])
 	ar := arena{buf: a.dbuf[:n]}
 	dres, dln := ar.take(T*C), ar.take(T*C)
 	dlnfRows := ar.take(a.M * C)
@@ -91,5 +92,4 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 	if g != nil {
 		embedBackward(g.Embed, dres, b.Tokens, C)
 	}
-	_ = kernels.Dot
 }

@@ -1,10 +1,6 @@
 package model
 
-import (
-	"fmt"
-	"math"
-	"runtime"
-)
+import "math"
 
 // TrainConfig holds AdamW and schedule settings. Zero fields get the defaults noted.
 type TrainConfig struct {
@@ -72,7 +68,8 @@ type StepStats struct {
 // gradients are not even computed, but gradients still flow through the base to the inputs).
 // Gradients, and AdamW's first and second moments, are flat buffers mirroring the trained
 // parameters. A Trainer is not safe for concurrent use, and nothing else may read the trained
-// parameters while Step or Update runs.
+// parameters while Step or Update runs. With an adapter the base model is only read, so it may be
+// shared with an Engine that is serving (register a Clone of the adapter to publish it).
 type Trainer struct {
 	Model   *Model
 	Adapter *Adapter
@@ -190,6 +187,3 @@ func (t *Trainer) Step(b *Batch) (StepStats, error) {
 	}
 	return t.Update(), nil
 }
-
-var _ = runtime.GOMAXPROCS
-var _ = fmt.Sprint
