@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -346,4 +347,45 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	apiErrOf(t, body)
+}
+
+// brokenEngine emits two deltas and then fails.
+type brokenEngine struct{ *StubEngine }
+
+func (b brokenEngine) Generate(ctx context.Context, req *GenerateRequest, emit func(Delta) error) (*Result, error) {
+	if emit != nil {
+		for _, s := range []string{"par", "tial"} {
+			if err := emit(Delta{Choice: 0, Text: s}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return nil, &EngineError{Status: 500, Message: "model crashed"}
+}
+
+func TestEngineFailsMidStream(t *testing.T) {
+	e := newEnv(t, func(c *Config, d *Deps) { d.Engine = brokenEngine{NewStubEngine()} })
+	resp, body := e.post("/v1/chat/completions", keyA, map[string]any{"model": "citizen", "messages": userMsg("x"), "stream": true})
+	datas := sse(t, body)
+	if resp.StatusCode != 200 || len(datas) < 3 || !strings.Contains(datas[len(datas)-1], `"error"`) || strings.Contains(string(body), "[DONE]") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if len(e.interactions()) != 0 {
+		t.Fatal("a failed generation was recorded")
+	}
+}
+
+func TestRequestIDEchoed(t *testing.T) {
+	e := newEnv(t, nil)
+	req, _ := http.NewRequest("GET", e.ts.URL+"/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer "+keyA)
+	req.Header.Set("X-Request-Id", "client-123")
+	resp, err := e.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("X-Request-Id") != "client-123" {
+		t.Fatalf("%q", resp.Header.Get("X-Request-Id"))
+	}
 }

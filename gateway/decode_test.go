@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -150,13 +151,96 @@ func FuzzDecodeRequest(f *testing.F) {
 		if !json.Valid(d.Params) {
 			t.Fatalf("params not JSON: %s", d.Params)
 		}
-		// What is accepted re-encodes and decodes to the same request.
-		for _, m := range g.Messages {
-			if m.Role == "" {
-				t.Fatalf("empty role accepted: %s", body)
-			}
+		// What is accepted re-encodes canonically and decodes to the same
+		// request.
+		canon := canonicalRequest(d)
+		d2, e2 := DecodeRequest(canon)
+		if e2 != nil {
+			t.Fatalf("canonical form of an accepted request refused: %v\n%s\nfrom %q", e2, canon, body)
+		}
+		if !reflect.DeepEqual(d.Gen, d2.Gen) || !reflect.DeepEqual(d.Metadata, d2.Metadata) || d.IncludeUsage != d2.IncludeUsage {
+			t.Fatalf("round trip changed the request:\n%+v\n%+v\nfrom %q", d.Gen, d2.Gen, body)
 		}
 	})
+}
+
+// canonicalRequest renders a decoded request as an OpenAI request body.
+func canonicalRequest(d *Decoded) []byte {
+	g := d.Gen
+	r := map[string]any{"model": d.Model, "n": g.N, "logprobs": g.Logprobs, "stream": g.Stream}
+	var msgs []map[string]any
+	for _, m := range g.Messages {
+		mm := map[string]any{"role": m.Role, "content": m.Content}
+		if m.Name != "" {
+			mm["name"] = m.Name
+		}
+		if m.ToolCallID != "" {
+			mm["tool_call_id"] = m.ToolCallID
+		}
+		var calls []map[string]any
+		for _, c := range m.ToolCalls {
+			calls = append(calls, map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+		}
+		if calls != nil {
+			mm["tool_calls"] = calls
+		}
+		msgs = append(msgs, mm)
+	}
+	r["messages"] = msgs
+	if len(g.Tools) > 0 {
+		var tools []map[string]any
+		for _, t := range g.Tools {
+			fn := map[string]any{"name": t.Name, "strict": t.Strict}
+			if t.Description != "" {
+				fn["description"] = t.Description
+			}
+			if len(t.Parameters) > 0 {
+				fn["parameters"] = t.Parameters
+			}
+			tools = append(tools, map[string]any{"type": "function", "function": fn})
+		}
+		r["tools"] = tools
+		if g.ToolChoice == "function" {
+			r["tool_choice"] = map[string]any{"type": "function", "function": map[string]any{"name": g.ToolName}}
+		} else {
+			r["tool_choice"] = g.ToolChoice
+		}
+		r["parallel_tool_calls"] = g.ParallelToolCalls
+	}
+	switch g.ResponseFormat.Type {
+	case "json_schema":
+		js := map[string]any{"name": g.ResponseFormat.Name, "strict": g.ResponseFormat.Strict}
+		if len(g.ResponseFormat.Schema) > 0 {
+			js["schema"] = g.ResponseFormat.Schema
+		}
+		r["response_format"] = map[string]any{"type": "json_schema", "json_schema": js}
+	default:
+		r["response_format"] = map[string]any{"type": g.ResponseFormat.Type}
+	}
+	set := func(k string, v any, ok bool) {
+		if ok {
+			r[k] = v
+		}
+	}
+	set("temperature", g.Temperature, g.Temperature != nil)
+	set("top_p", g.TopP, g.TopP != nil)
+	set("seed", g.Seed, g.Seed != nil)
+	set("frequency_penalty", g.FrequencyPenalty, g.FrequencyPenalty != nil)
+	set("presence_penalty", g.PresencePenalty, g.PresencePenalty != nil)
+	set("logit_bias", g.LogitBias, g.LogitBias != nil)
+	set("max_completion_tokens", g.MaxTokens, g.MaxTokens > 0)
+	set("stop", g.Stop, g.Stop != nil)
+	set("top_logprobs", g.TopLogprobs, g.Logprobs)
+	set("user", g.User, g.User != "")
+	set("metadata", d.Metadata, d.Metadata != nil)
+	if g.Stream {
+		r["stream_options"] = map[string]any{"include_usage": d.IncludeUsage}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // mutate applies one random edit to a JSON request.
