@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"citizen/model/kernels"
 )
 
 // Benchmarks: go test ./model -bench . -run '^$'
@@ -154,6 +156,7 @@ func BenchmarkPrefill(b *testing.B) {
 // FLOPs utilisation MFU = 6·params·tokens/s / peak for full training (4·base + 6·adapter params for
 // LoRA, which computes no base weight gradients); attention FLOPs are not counted, as usual.
 func BenchmarkTrain(b *testing.B) {
+	fmt.Printf("# kernels=%s GOMAXPROCS=%d peak=%.0f GFLOP/s\n", kernels.Implementation(), runtime.GOMAXPROCS(0), peakGFLOPS())
 	for _, bc := range benchConfigs {
 		for _, mode := range []string{"full", "lora"} {
 			b.Run(fmt.Sprintf("model=%s/mode=%s", bc.name, mode), func(b *testing.B) {
