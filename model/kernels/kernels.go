@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"os"
 	"sync/atomic"
 )
 
@@ -30,7 +31,17 @@ var impls = []*impl{portable}
 
 var current atomic.Pointer[impl]
 
-func init() { current.Store(impls[0]) }
+// selectImpl stores the best implementation, or the one named by the
+// CITIZEN_KERNELS environment variable ("portable", "avx2", "avx512") when
+// this CPU can run it: a switch for debugging and for comparing results.
+func selectImpl() {
+	current.Store(impls[0])
+	if name := os.Getenv("CITIZEN_KERNELS"); name != "" {
+		setImpl(name)
+	}
+}
+
+func init() { selectImpl() }
 
 // Implementation names the implementation in use ("avx512", "avx2" or
 // "portable"). Safe for concurrent use.
@@ -58,6 +69,16 @@ func checkMM(op string, c, a, b []float32, m, k, n int) {
 			op, m, k, n, len(a), len(b), len(c)))
 	}
 }
+
+// Shared contract of MatMulNT, MatMulNN and MatMulTN: all matrices are
+// dense row-major; a, b and c must hold at least m·k, k·n and m·n elements
+// (a shorter slice or a negative size panics); only c[:m·n] is written;
+// c must not overlap a or b. m, n or k may be 0 (k = 0 gives C = 0, or
+// leaves C unchanged when acc). Results agree with exact arithmetic to about
+// 4·sqrt(k)·2⁻²³·Σ|a·b| per element; they may differ in the last bits
+// between implementations, thread counts and shapes (summation order), but
+// one call is deterministic for a given implementation, shape and
+// SetThreads value. Safe for concurrent use.
 
 // MatMulNT computes C[m×n] = A[m×k]·B[n×k]ᵀ, or adds the product into C when
 // acc is true. It is the forward linear layer y = x·Wᵀ with W stored

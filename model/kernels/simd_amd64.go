@@ -78,7 +78,7 @@ func init() {
 		fast = append(fast, avx2.impl("avx2"))
 	}
 	impls = append(fast, impls...)
-	current.Store(impls[0])
+	selectImpl()
 }
 
 func (s *simd) impl(name string) *impl {

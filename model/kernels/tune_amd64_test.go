@@ -3,10 +3,19 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 )
 
+// BenchmarkTuneNTDot compares the packing-free inner-product path of
+// MatMulNT with the packed GEMM path across m, to place ntDotMaxM. It only
+// runs with KERNELS_TUNE=1:
+//
+//	KERNELS_TUNE=1 go test ./model/kernels -run '^$' -bench TuneNTDot -count 3
 func BenchmarkTuneNTDot(b *testing.B) {
+	if os.Getenv("KERNELS_TUNE") == "" {
+		b.Skip("set KERNELS_TUNE=1 to run")
+	}
 	for _, m := range []int{8, 16, 24, 32, 48, 64} {
 		for _, kn := range [][2]int{{512, 1376}, {256, 688}} {
 			k, n := kn[0], kn[1]
@@ -17,8 +26,9 @@ func BenchmarkTuneNTDot(b *testing.B) {
 					prev := ntDotMaxM
 					ntDotMaxM = th
 					defer func() { ntDotMaxM = prev }()
+					prevT := Threads()
 					SetThreads(1)
-					defer SetThreads(2)
+					defer SetThreads(prevT)
 					for b.Loop() {
 						MatMulNT(c, a, bb, m, k, n, false)
 					}
