@@ -62,6 +62,8 @@ func (s *Store) read(v view, ents []entry, positions []uint64, out []events.Even
 		if _, err := seg.f.ReadAt(buf, int64(ents[i].off)); err != nil {
 			return out, fmt.Errorf("events: eventlog: reading %s at %d: %w", seg.path, ents[i].off, err)
 		}
+		// One allocation holds the data of the whole run; events alias it.
+		slab := make([]byte, n)
 		for k := i; k < j; k++ {
 			e := ents[k]
 			p, m, err := frame(buf)
@@ -70,13 +72,7 @@ func (s *Store) read(v view, ents []entry, positions []uint64, out []events.Even
 			}
 			var ev events.Event
 			if err == nil {
-				_, err = decodeEvent(p, &ev, func(stream, typ []byte) (string, string) {
-					st, ty := v.streams[e.stream].name, v.types[e.typ]
-					if string(stream) != st || string(typ) != ty {
-						return string(stream), string(typ)
-					}
-					return st, ty
-				})
+				_, slab, err = decodeEvent(p, &ev, v.streams[e.stream].name, v.types[e.typ], slab)
 			}
 			if err == nil && (ev.Position != positions[k] || ev.Stream != v.streams[e.stream].name) {
 				err = fmt.Errorf("%w: record at %s:%d is position %d of %q, index says %d of %q", events.ErrCorrupt,

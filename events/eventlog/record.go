@@ -181,25 +181,29 @@ func decodeHeader(p []byte, h *header) (rest reader, err error) {
 	return r, r.err
 }
 
-// decodeEvent parses a payload into ev. Stream and type strings come from
-// intern when it knows them (no allocation); Data is copied.
-func decodeEvent(p []byte, ev *events.Event, intern func(stream, typ []byte) (string, string)) (flags byte, err error) {
+// decodeEvent parses a payload into ev. The stream and type strings are
+// knownStream and knownType when the record holds those (no allocation).
+// Data is copied into slab when it has room (then ev.Data aliases slab),
+// else into a fresh slice; slab's remainder is returned.
+func decodeEvent(p []byte, ev *events.Event, knownStream, knownType string, slab []byte) (flags byte, rest []byte, err error) {
 	var h header
 	r, err := decodeHeader(p, &h)
 	if err != nil {
-		return 0, err
+		return 0, slab, err
 	}
 	corr, caus, tenant, data := r.bytes(), r.bytes(), r.bytes(), r.bytes()
 	if r.err != nil {
-		return 0, r.err
+		return 0, slab, r.err
 	}
 	if len(r.b) != 0 {
-		return 0, fmt.Errorf("%w: %d trailing bytes in record", events.ErrCorrupt, len(r.b))
+		return 0, slab, fmt.Errorf("%w: %d trailing bytes in record", events.ErrCorrupt, len(r.b))
 	}
-	if intern != nil {
-		ev.Stream, ev.Type = intern(h.stream, h.typ)
-	} else {
-		ev.Stream, ev.Type = string(h.stream), string(h.typ)
+	ev.Stream, ev.Type = knownStream, knownType
+	if string(h.stream) != knownStream {
+		ev.Stream = string(h.stream)
+	}
+	if string(h.typ) != knownType {
+		ev.Type = string(h.typ)
 	}
 	schema, _ := binary.Uvarint(p[offSchema:])
 	ev.ID = h.id
@@ -207,13 +211,18 @@ func decodeEvent(p []byte, ev *events.Event, intern func(stream, typ []byte) (st
 	sec := int64(binary.LittleEndian.Uint64(p[offTime:]))
 	nsec := binary.LittleEndian.Uint32(p[offTime+8:])
 	if nsec >= 1e9 {
-		return 0, fmt.Errorf("%w: nanoseconds %d", events.ErrCorrupt, nsec)
+		return 0, slab, fmt.Errorf("%w: nanoseconds %d", events.ErrCorrupt, nsec)
 	}
 	ev.Time = time.Unix(sec, int64(nsec)).UTC()
 	ev.Schema = int(schema)
 	ev.CorrelationID, ev.CausationID, ev.Tenant = string(corr), string(caus), string(tenant)
-	ev.Data = append([]byte(nil), data...)
-	return h.flags, nil
+	if len(data) <= len(slab) {
+		n := copy(slab, data)
+		ev.Data, slab = slab[:n:n], slab[n:]
+	} else {
+		ev.Data = append([]byte(nil), data...)
+	}
+	return h.flags, slab, nil
 }
 
 // DecodeRecord decodes the record at the start of b: the event, its flags
@@ -224,7 +233,7 @@ func DecodeRecord(b []byte) (ev events.Event, flags byte, n int, err error) {
 	if err != nil {
 		return events.Event{}, 0, 0, err
 	}
-	flags, err = decodeEvent(p, &ev, nil)
+	flags, _, err = decodeEvent(p, &ev, "", "", nil)
 	if err != nil {
 		return events.Event{}, 0, 0, err
 	}

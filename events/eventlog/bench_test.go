@@ -1,0 +1,372 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"citizen/events"
+
+	"golang.org/x/sys/unix"
+)
+
+// Benchmarks. The headline figures are reported with b.ReportMetric:
+// appends/s, events/s, ms-p50/ms-p99, fsyncs/s, MB/s. Recorded runs and
+// the command are in docs/benchmarks/store.md.
+
+// benchEvent returns an event whose record is about size bytes.
+func benchEvent(b testing.TB, size int) events.Event {
+	ev, err := events.Encode(&events.FeedbackReceived{InteractionID: "i-bench", FeedbackID: "f", Source: "harness",
+		Text: strings.Repeat("x", size-200)}, events.Meta{Tenant: "tenant-a", CorrelationID: "corr"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ev
+}
+
+func openB(b *testing.B, check events.AppendCheck) *Store {
+	s, err := Open(Config{Dir: b.TempDir(), Check: check, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// runWriters makes b.N appends of one event from writers goroutines, to
+// 1024 streams, and returns the elapsed time.
+func runWriters(b *testing.B, s *Store, writers int, tmpl events.Event) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	ctx := context.Background()
+	b.ResetTimer()
+	start := time.Now()
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ev := tmpl
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				ev.ID = events.NewID()
+				if _, err := s.Append(ctx, fmt.Sprintf("bench-%d", (int(i)*7+w)%1024), events.Any, ev); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	return el
+}
+
+var (
+	diskOnce sync.Once
+	diskBW   float64 // bytes/s, large writes + fdatasync
+)
+
+// diskBandwidth measures the disk's sequential write limit once per run
+// (256 MiB in 8 MiB writes, each followed by fdatasync).
+func diskBandwidth(b *testing.B) float64 {
+	diskOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "diskbw")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		f, err := os.Create(filepath.Join(dir, "bw"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		buf := make([]byte, 8<<20)
+		for i := range buf {
+			buf[i] = byte(i * 31)
+		}
+		start := time.Now()
+		for range 32 {
+			if _, err := f.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+			if err := fdatasync(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+		diskBW = float64(32*len(buf)) / time.Since(start).Seconds()
+	})
+	return diskBW
+}
+
+// BenchmarkAppend: durable appends (each returns after its fdatasync) of
+// one event per call, from 1, 16 and 256 goroutines. bw-fraction is the
+// bytes written per second over the disk's sequential write limit
+// measured in the same run.
+func BenchmarkAppend(b *testing.B) {
+	for _, size := range []int{1 << 10, 8 << 10} {
+		for _, writers := range []int{1, 16, 256} {
+			for _, lax := range []bool{false, true} {
+				if lax && (size != 1<<10 || writers != 256) {
+					continue
+				}
+				check := "strict"
+				if lax {
+					check = "lax"
+				}
+				b.Run(fmt.Sprintf("size=%dKB/writers=%d/check=%s", size>>10, writers, check), func(b *testing.B) {
+					bw := diskBandwidth(b)
+					s := openB(b, events.AppendCheck{Lax: lax})
+					tmpl := benchEvent(b, size)
+					rec := encodedSize("bench-1000", &tmpl)
+					b.SetBytes(int64(rec))
+					b.ReportAllocs()
+					el := runWriters(b, s, writers, tmpl)
+					rate := float64(b.N) / el.Seconds()
+					st := s.Stats()
+					b.ReportMetric(rate, "appends/s")
+					b.ReportMetric(rate*float64(rec)/bw, "bw-fraction")
+					b.ReportMetric(float64(st.Events)/float64(max(st.Syncs, 1)), "events/fsync")
+				})
+			}
+		}
+	}
+}
+
+// fillStore writes n events of size bytes with 256 writers and closes the
+// store; it returns the directory.
+func fillStore(b *testing.B, n, size int) string {
+	dir := b.TempDir()
+	s, err := Open(Config{Dir: dir, Check: events.AppendCheck{Lax: true}, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmpl := benchEvent(b, size)
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 256 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ev := tmpl
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				ev.ID = events.NewID()
+				if _, err := s.Append(ctx, fmt.Sprintf("replay-%d", (int(i)+w)%4096), events.Any, ev); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// dropCache asks the kernel to drop dir's segment files from the page
+// cache, so the next read comes from the disk.
+func dropCache(b *testing.B, dir string) {
+	segs, _ := filepath.Glob(filepath.Join(dir, "*"+segSuffix))
+	for _, p := range segs {
+		f, err := os.Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+const replayEvents = 200_000
+
+// BenchmarkReplay measures reading the log back, b.N times over a store of
+// replayEvents 1 KB events: open (every record read and checksum-verified,
+// index rebuilt), ReadAll (records read, verified and decoded into
+// envelopes) and, separately, decoding the JSON payloads into typed
+// events. cache=cold drops the files from the page cache first.
+func BenchmarkReplay(b *testing.B) {
+	dir := fillStore(b, replayEvents, 1<<10)
+	for _, cold := range []bool{false, true} {
+		cache := "warm"
+		if cold {
+			cache = "cold"
+		}
+		b.Run("open/cache="+cache, func(b *testing.B) {
+			var el time.Duration
+			for range b.N {
+				if cold {
+					dropCache(b, dir)
+				}
+				start := time.Now()
+				s, err := Open(Config{Dir: dir, Logger: quiet})
+				if err != nil {
+					b.Fatal(err)
+				}
+				el += time.Since(start)
+				if got := s.Stats().Recovered; got != replayEvents {
+					b.Fatalf("recovered %d events", got)
+				}
+				s.Close()
+			}
+			b.ReportMetric(float64(b.N*replayEvents)/el.Seconds(), "events/s")
+		})
+		b.Run("readall/cache="+cache, func(b *testing.B) {
+			s, err := Open(Config{Dir: dir, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			var el time.Duration
+			for range b.N {
+				if cold {
+					dropCache(b, dir)
+				}
+				start := time.Now()
+				n := 0
+				for after := uint64(0); ; {
+					evs, err := s.ReadAll(ctx, after, events.Filter{}, 8192)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(evs) == 0 {
+						break
+					}
+					n += len(evs)
+					after = evs[len(evs)-1].Position
+				}
+				el += time.Since(start)
+				if n != replayEvents {
+					b.Fatalf("read %d events", n)
+				}
+			}
+			b.ReportMetric(float64(b.N*replayEvents)/el.Seconds(), "events/s")
+		})
+	}
+	b.Run("json-decode", func(b *testing.B) {
+		s, err := Open(Config{Dir: dir, Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		evs, err := s.ReadAll(context.Background(), 0, events.Filter{}, 20_000)
+		s.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		start := time.Now()
+		for i := range b.N {
+			if _, err := events.Decode(&evs[i%len(evs)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+	})
+}
+
+// BenchmarkDelivery measures the time from the start of Append to the
+// subscriber's handler, for 1 KB events appended by 16 goroutines; b.N
+// events in all.
+func BenchmarkDelivery(b *testing.B) {
+	s := openB(b, events.AppendCheck{})
+	tmpl := benchEvent(b, 1<<10)
+	lat := make([]time.Duration, 0, b.N)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan struct{})
+	subErr := make(chan error, 1)
+	go func() {
+		subErr <- s.Subscribe(ctx, 0, events.Filter{}, func(_ context.Context, ev events.Event) error {
+			lat = append(lat, time.Since(ev.Time))
+			if len(lat) == b.N {
+				close(got)
+			}
+			return nil
+		})
+	}()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ev := tmpl
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				ev.ID = events.NewID()
+				ev.Time = time.Now()
+				if _, err := s.Append(ctx, fmt.Sprintf("d-%d", w), events.Any, ev); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	<-got
+	b.StopTimer()
+	cancel()
+	<-subErr
+	slices.Sort(lat)
+	ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))]) / 1e6 }
+	b.ReportMetric(ms(0.5), "ms-p50")
+	b.ReportMetric(ms(0.99), "ms-p99")
+}
+
+// BenchmarkDiskFsync is the disk's own limit for one small write followed
+// by fdatasync (what an unbatched durable append costs).
+func BenchmarkDiskFsync(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "f"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1024)
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := fdatasync(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "fsyncs/s")
+}
+
+// BenchmarkDiskSeqWrite is the disk's sequential write limit: 8 MiB
+// writes, each followed by fdatasync.
+func BenchmarkDiskSeqWrite(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "f"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 8<<20)
+	for i := range buf {
+		buf[i] = byte(i * 31)
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := fdatasync(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(buf))/1e6/time.Since(start).Seconds(), "MB/s")
+}
