@@ -275,3 +275,23 @@ func ExampleMatMulNT() {
 	fmt.Println(y)
 	// Output: [1 5]
 }
+
+// The decode path (m=1) and threaded calls must not allocate once warm.
+func TestMatMulNoAlloc(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	prev := Threads()
+	defer SetThreads(prev)
+	for _, s := range [][3]int{{1, 256, 688}, {1, 512, 1376}, {16, 256, 256}, {64, 256, 256}} {
+		m, k, n := s[0], s[1], s[2]
+		a, b, c := randSlice(r, m*k), randSlice(r, k*n), make([]float32, m*n)
+		for _, th := range []int{1, 2} {
+			SetThreads(th)
+			for kind := range 3 {
+				callMM(kind, c, a, b, m, k, n, false) // warm scratch buffers and workers
+				if got := testing.AllocsPerRun(50, func() { callMM(kind, c, a, b, m, k, n, true) }); got != 0 {
+					t.Errorf("%s m=%d k=%d n=%d threads=%d: %v allocs per call", kindNames[kind], m, k, n, th, got)
+				}
+			}
+		}
+	}
+}

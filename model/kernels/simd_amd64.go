@@ -71,7 +71,7 @@ var (
 
 func init() {
 	var fast []*impl
-	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasFMA {
+	if hasAVX512() {
 		fast = append(fast, avx512.impl("avx512"))
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
@@ -80,6 +80,8 @@ func init() {
 	impls = append(fast, impls...)
 	selectImpl()
 }
+
+func hasAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasFMA }
 
 func (s *simd) impl(name string) *impl {
 	return &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS}

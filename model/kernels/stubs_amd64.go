@@ -200,3 +200,6 @@ func scaleavx2(alpha float32, x *float32, n int)
 
 //go:noescape
 func transpose8(src *float32, lds int, dst *float32, ldd int, n8 int)
+
+//go:noescape
+func fmaPeak(n int)

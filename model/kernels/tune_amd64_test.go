@@ -38,3 +38,17 @@ func BenchmarkTuneNTDot(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPeakFMA measures this core's fp32 peak at its current clock: a
+// register-only loop of independent AVX-512 FMAs (2 flops × 16 lanes each).
+// The matmul benchmarks' fraction of peak is taken against this figure.
+func BenchmarkPeakFMA(b *testing.B) {
+	if !hasAVX512() {
+		b.Skip("no AVX-512")
+	}
+	const iters = 1 << 16
+	for b.Loop() {
+		fmaPeak(iters)
+	}
+	b.ReportMetric(24*16*2*float64(iters)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

@@ -85,6 +85,7 @@ func main() {
 		scale(x)
 	}
 	transpose8()
+	fmaPeak()
 	if err := os.WriteFile("kernels_amd64.s", s.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -400,6 +401,29 @@ func transpose8() {
 	}
 	p("\tADDQ $32, SI")
 	p("\tLEAQ (DI)(R9*8), DI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// fmaPeak writes a loop of 24 independent AVX-512 FMAs on registers only
+// (no memory traffic): the benchmarks time it to measure this core's real
+// fp32 peak at its current clock.
+// func fmaPeak(n int) — runs n iterations of 24 FMAs (24·16·2 flops each).
+func fmaPeak() {
+	fmt.Fprintf(&g, "//go:noescape\nfunc fmaPeak(n int)\n\n")
+	p("")
+	p("// func fmaPeak(n int)")
+	p("TEXT ·fmaPeak(SB), NOSPLIT, $0-8")
+	p("\tMOVQ n+0(FP), CX")
+	for i := 0; i < 26; i++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	p("loop:")
+	for i := 0; i < 24; i++ {
+		p("\tVFMADD231PS Z24, Z25, Z%d", i)
+	}
 	p("\tDECQ CX")
 	p("\tJNZ loop")
 	p("\tVZEROUPPER")
