@@ -1,0 +1,108 @@
+package reflection
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDefaultRubricsCompile(t *testing.T) {
+	r := DefaultRubrics()
+	if r.Version != "default-2026-11-30.1" {
+		t.Errorf("version %q", r.Version)
+	}
+	for _, typ := range []string{"arithmetic", "unit_conversion", "percent", "policy", "order_status", "json_extract", "classify"} {
+		if gs, own := r.For(typ); !own || len(gs) == 0 {
+			t.Errorf("type %s: own=%v graders=%d", typ, own, len(gs))
+		}
+	}
+	if _, own := r.For("nope"); own {
+		t.Error("unknown type has its own rubric")
+	}
+	if got := r.Infer("What is 12 * 7?"); got != "arithmetic" {
+		t.Errorf("Infer = %q", got)
+	}
+	if got := r.Infer("hello there"); got != "" {
+		t.Errorf("Infer = %q", got)
+	}
+}
+
+func TestRubricStrictErrorsNameTheLine(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown key", "version: x\ntypes:\n  a:\n    graders:\n      - name: g\n        kind: regex\n        pattern: x\n        patern: y\n", "line 8"},
+		{"unknown top key", "version: x\nrubrics: {}\n", "line 2"},
+		{"unknown kind", "types:\n  a:\n    graders:\n      - {name: g, kind: exactish}\n", "line 4"},
+		{"bad regex", "types:\n  a:\n    graders:\n      - {name: ok, kind: json_valid}\n      - {name: g, kind: regex, pattern: '('}\n", "line 5"},
+		{"bad schema keyword", "types:\n  a:\n    graders:\n      - {name: g, kind: json_schema, schema: {type: object, oneOf: []}}\n", "line 4"},
+		{"negative tolerance", "types:\n  a:\n    graders:\n      - {name: g, kind: numeric, tolerance: -1}\n", "line 4"},
+		{"duplicate name", "types:\n  a:\n    graders:\n      - {name: g, kind: json_valid}\n      - {name: g, kind: json_valid}\n", "line 5"},
+		{"bad match", "types:\n  a:\n    match: ['ok', '[']\n    graders: []\n", "line 3"},
+		{"empty length", "default:\n  graders:\n    - {name: g, kind: length}\n", "line 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseRubrics([]byte(tt.yaml))
+			if !errors.Is(err, ErrRubric) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want ErrRubric mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRubricVersionDefaultsToHash(t *testing.T) {
+	a, err := ParseRubrics([]byte("types: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ParseRubrics([]byte("types: {}\n# changed\n"))
+	if !strings.HasPrefix(a.Version, "sha256:") || a.Version == b.Version {
+		t.Errorf("versions %q %q", a.Version, b.Version)
+	}
+}
+
+func TestRubricStoreReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rubrics.yaml")
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("version: v1\ntypes:\n  a:\n    graders:\n      - {name: g, kind: json_valid}\n")
+	s, err := LoadRubrics(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Current().Version != "v1" {
+		t.Fatalf("version %q", s.Current().Version)
+	}
+	write("version: v2\ntypes:\n  a:\n    graders:\n      - {name: g, kind: json_valid, bogus: 1}\n")
+	if err := s.Reload(); err == nil || !strings.Contains(err.Error(), "line 5") {
+		t.Errorf("bad reload: %v", err)
+	}
+	if s.Current().Version != "v1" {
+		t.Errorf("failed reload replaced rubrics: %q", s.Current().Version)
+	}
+	write("version: v3\ntypes:\n  a:\n    graders:\n      - {name: g, kind: regex, pattern: ok}\n")
+	if err := s.Reload(); err != nil || s.Current().Version != "v3" {
+		t.Errorf("reload: %v %q", err, s.Current().Version)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	c, err := ParseConfig([]byte("reward: {feedback: 0.5}\npolicy: {timeout: exclude}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Reward.Feedback != 0.5 || c.Reward.Graders != 1 || c.Policy.Timeout != PolicyExclude || c.Policy.Abandoned != PolicyFailure {
+		t.Errorf("config %+v", c)
+	}
+	for _, bad := range []string{"reward: {graders: -1}\n", "policy: {timeout: maybe}\n", "rewards: {}\n", "self_eval: {floor: 1}\n", "policy: {environment_faults: sometimes}\n"} {
+		if _, err := ParseConfig([]byte(bad)); !errors.Is(err, ErrConfig) {
+			t.Errorf("%q: err %v", bad, err)
+		}
+	}
+}
