@@ -143,6 +143,7 @@ func TestCheckpointCorruptRefused(t *testing.T) {
 		{"untied config, tied weights", ConfigFile, editConfig(func(r map[string]any) { r["tie_word_embeddings"] = true }), ErrCheckpoint},
 		{"invalid config", ConfigFile, editConfig(func(r map[string]any) { r["num_key_value_heads"] = 3 }), ErrConfig},
 		{"config not json", ConfigFile, []byte("{"), ErrConfig},
+		{"rope scaling", ConfigFile, editConfig(func(r map[string]any) { r["rope_scaling"] = map[string]any{"type": "linear", "factor": 2.0} }), ErrConfig},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

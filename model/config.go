@@ -44,6 +44,9 @@ type Config struct {
 	EOSTokenID            *int     `json:"eos_token_id,omitempty"`
 	TorchDtype            string   `json:"torch_dtype,omitempty"`
 	InitializerRange      float64  `json:"initializer_range,omitempty"`
+	// RopeScaling must be absent or null: scaled RoPE variants are not implemented, and silently
+	// ignoring one would give wrong logits.
+	RopeScaling any `json:"rope_scaling,omitempty"`
 }
 
 func llama(vocab, hidden, inter, layers, heads, kvHeads, ctx int) Config {
@@ -105,6 +108,8 @@ func (c Config) Validate() error {
 		return bad("hidden_act %q (only silu)", c.HiddenAct)
 	case c.AttentionBias || c.MLPBias:
 		return bad("attention_bias/mlp_bias are not supported")
+	case c.RopeScaling != nil:
+		return bad("rope_scaling %v is not supported", c.RopeScaling)
 	case c.ModelType != "" && c.ModelType != "llama":
 		return bad("model_type %q (only llama)", c.ModelType)
 	}

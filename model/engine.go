@@ -54,7 +54,8 @@ type Request struct {
 
 	// LogitMask, when set, may change logits (for example set −Inf on tokens a JSON grammar
 	// forbids) before each sampling step; generated holds the tokens sampled so far. It runs on
-	// the engine's goroutine, must be fast, must not block and must not keep either slice.
+	// the engine's goroutine, must be fast, must not block and must not keep either slice. If it
+	// leaves no finite logit the request ends with an ErrRequest error.
 	LogitMask func(generated []int, logits []float32)
 	// OnToken, when set, receives each token as soon as it is sampled, in order, on the
 	// goroutine that called Generate (so a slow consumer slows only its own request).
@@ -558,6 +559,17 @@ func (e *Engine) sample(s *genSeq, z, lp []float32) {
 	req := &s.req
 	if req.LogitMask != nil {
 		req.LogitMask(s.generated, z)
+		allowed := false
+		for _, v := range z {
+			if !math.IsInf(float64(v), -1) && !math.IsNaN(float64(v)) {
+				allowed = true
+				break
+			}
+		}
+		if !allowed {
+			s.end(FinishStop, fmt.Errorf("%w: LogitMask left no token to sample", ErrRequest))
+			return
+		}
 	}
 	logSoftmaxT(lp, z, req.Temperature)
 	tok := sampleToken(lp, req.Temperature <= 0, req.TopP, s.rng, &e.bufs.idx)

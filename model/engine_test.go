@@ -232,6 +232,18 @@ func TestEngineStopsAndCancel(t *testing.T) {
 		}
 	}
 
+	r = base
+	r.LogitMask = func(gen []int, z []float32) {
+		if len(gen) == 3 {
+			for i := range z {
+				z[i] = float32(math.Inf(-1))
+			}
+		}
+	}
+	if res, err := e.Generate(context.Background(), r); !errors.Is(err, ErrRequest) || len(res.Tokens) != 3 {
+		t.Errorf("mask forbidding everything: %v", err)
+	}
+
 	for _, bad := range []Request{{}, {PromptIDs: []int{64}}, {PromptIDs: make([]int, 64)}, {PromptIDs: []int{1}, Adapter: "nope"}} {
 		if _, err := e.Generate(context.Background(), bad); err == nil {
 			t.Errorf("request %+v accepted", bad)

@@ -262,7 +262,6 @@ func TestTiedEmbeddingGradient(t *testing.T) {
 	}
 }
 
-
 func testAttentionGrad(t *testing.T, r *rand.Rand) {
 	H, KV, hd := 4, 2, 4
 	seqLens := []int{3, 1, 7}
