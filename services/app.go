@@ -2,6 +2,7 @@ package services
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -9,7 +10,18 @@ import (
 	"sort"
 
 	"citizen/events"
+	"citizen/events/bus"
+	"citizen/events/eventlog"
 	"citizen/events/memstore"
+	"citizen/gateway"
+	"citizen/gateway/embedded"
+	"citizen/memory"
+	"citizen/memory/qdrant"
+	"citizen/model"
+	"citizen/model/chat"
+	"citizen/reflection/feedback"
+
+	"github.com/ThreeDotsLabs/watermill/message"
 )
 
 // App is one citizen process: its configuration and the components its
@@ -19,11 +31,20 @@ type App struct {
 	Config Config
 	Log    *slog.Logger
 
-	Store events.Store
+	Store  events.Store
+	Bus    *bus.InProcess
+	Engine gateway.Engine
+	// Embedded is set when the engine is the embedded model.
+	Embedded *embedded.Engine
+	Gateway  *gateway.Server
+	Memory   memory.Index
+	Indexer  *memory.Indexer
+	Failures *memory.FailureLog
 }
 
-// componentList is the fixed order in which components are documented.
-var componentList = []string{"store"}
+// The components, in the order they are documented. Each is a --target
+// value; its dependencies start with it.
+var componentList = []string{"store", "bus", "engine", "gateway", "feedback", "memory"}
 
 func knownComponent(name string) bool {
 	for _, c := range componentList {
@@ -44,11 +65,18 @@ func componentNames() []string {
 func (a *App) Modules() []Module {
 	return []Module{
 		{Name: "store", Init: a.initStore},
+		{Name: "bus", Deps: []string{"store"}, Init: a.initBus},
+		{Name: "engine", Init: a.initEngine},
+		{Name: "gateway", Deps: []string{"store", "engine"}, Init: a.initGateway},
+		{Name: "feedback", Deps: []string{"store", "bus"}, Init: a.initFeedback},
+		{Name: "memory", Deps: []string{"store", "bus"}, Init: a.initMemory},
 	}
 }
 
+func (a *App) logger(component string) *slog.Logger { return a.Log.With("component", component) }
+
 func (a *App) initStore(ctx context.Context) (Service, error) {
-	st, err := OpenStore(a.Config)
+	st, err := OpenStore(a.Config, a.logger("store"))
 	if err != nil {
 		return nil, err
 	}
@@ -57,17 +85,132 @@ func (a *App) initStore(ctx context.Context) (Service, error) {
 }
 
 // OpenStore opens the configured event store backend.
-func OpenStore(cfg Config) (events.Store, error) {
+func OpenStore(cfg Config, log *slog.Logger) (events.Store, error) {
 	switch cfg.Store.Backend {
 	case "memory":
 		return memstore.New(memstore.Config{}), nil
 	case "embedded":
-		dir := filepath.Join(cfg.DataDir, "events")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("store: %w", err)
-		}
-		return openEmbedded(dir)
+		return eventlog.Open(eventlog.Config{Dir: filepath.Join(cfg.DataDir, "events"), Logger: log})
 	default:
 		return nil, fmt.Errorf("store: backend %q is not available in this build", cfg.Store.Backend)
 	}
+}
+
+// initBus starts the in-process bus and the relay that feeds it from the
+// store (its checkpoint is "relay").
+func (a *App) initBus(ctx context.Context) (Service, error) {
+	if a.Config.Bus.Backend != "inprocess" {
+		return nil, fmt.Errorf("bus: backend %q is not wired into citizen serve yet", a.Config.Bus.Backend)
+	}
+	log := a.logger("bus")
+	a.Bus = bus.NewInProcess(bus.InProcessConfig{}, log)
+	relay, err := bus.NewRelay(a.Store, a.Bus.Publisher(), bus.RelayConfig{}, log)
+	if err != nil {
+		return nil, err
+	}
+	return startStop{run: relay.Run, stop: func(context.Context) error { return a.Bus.Close() }}, nil
+}
+
+func (a *App) initEngine(ctx context.Context) (Service, error) {
+	mc := a.Config.Model
+	switch mc.Engine {
+	case "stub":
+		a.Engine = gateway.NewStubEngine()
+		return nil, nil
+	case "upstream":
+		up, err := gateway.NewUpstream(gateway.UpstreamConfig{BaseURL: mc.UpstreamURL, APIKey: mc.UpstreamKey, Model: mc.UpstreamModel})
+		if err != nil {
+			return nil, err
+		}
+		a.Engine = up
+		return nil, nil
+	}
+	if _, err := os.Stat(filepath.Join(mc.Checkpoint, "config.json")); err != nil {
+		return nil, fmt.Errorf("engine: no base checkpoint at %s (run `citizen pretrain --out %s`, or set model.checkpoint): %w", mc.Checkpoint, mc.Checkpoint, err)
+	}
+	cm, err := chat.Open(mc.Checkpoint, model.EngineConfig{})
+	if err != nil {
+		return nil, err
+	}
+	a.Embedded = embedded.New(cm, embedded.Config{DefaultTemperature: mc.Temperature})
+	a.Engine = a.Embedded
+	a.logger("engine").Info("embedded model loaded", "checkpoint", mc.Checkpoint, "parameters", cm.Engine.Model().Config.NumParams())
+	return closer{close: func() error { cm.Close(); return nil }}, nil
+}
+
+func (a *App) initGateway(ctx context.Context) (Service, error) {
+	cfg := a.Config.Gateway
+	if cfg.KeysFile == "" {
+		cfg.KeysFile = filepath.Join(a.Config.DataDir, "keys.json")
+	}
+	srv, err := gateway.New(cfg, gateway.Deps{Store: a.Store, Engine: a.Engine, Logger: a.logger("gateway")})
+	if err != nil {
+		return nil, err
+	}
+	a.Gateway = srv
+	return ServiceFunc(func(ctx context.Context) error { return srv.Run(ctx, "") }), nil
+}
+
+// worker runs one consumer group's handlers on its own router.
+func (a *App) worker(name string, handlers ...bus.EventHandler) (Service, error) {
+	log := a.logger(name)
+	r, err := bus.NewRouter(bus.RouterConfig{Poison: a.Bus.Publisher(), MaxAttempts: a.Config.Bus.MaxAttempts}, log)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range handlers {
+		if err := bus.AddEventHandler(r, h); err != nil {
+			return nil, err
+		}
+	}
+	return routerService{r}, nil
+}
+
+type routerService struct{ r *message.Router }
+
+func (s routerService) Run(ctx context.Context) error {
+	err := s.r.Run(ctx)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func (a *App) initFeedback(ctx context.Context) (Service, error) {
+	in := feedback.NewIngester(feedback.IngesterConfig{Reader: a.Store}, a.logger("feedback"))
+	return a.worker("feedback", bus.EventHandler{
+		Name: "feedback", Topics: []string{bus.Topic(events.TypeFeedbackReceived)},
+		Subscriber: a.Bus.Subscriber(bus.SubscriberConfig{Group: "feedback"}), Store: a.Store, Handle: in.Handle,
+	})
+}
+
+func (a *App) initMemory(ctx context.Context) (Service, error) {
+	mc := a.Config.Memory
+	var ix memory.Index
+	switch mc.Backend {
+	case "qdrant":
+		q, err := qdrant.Open(mc.QdrantURL)
+		if err != nil {
+			return nil, err
+		}
+		ix = q
+	default:
+		ix = memory.NewEmbedded(memory.EmbeddedConfig{})
+	}
+	a.Memory = ix
+	a.Failures = memory.NewFailureLog(0, 0)
+	idx, err := memory.NewIndexer(ctx, ix, memory.NewHashEmbedder(mc.Dim), a.Store, a.Failures)
+	if err != nil {
+		return nil, err
+	}
+	a.Indexer = idx
+	sub := a.Bus.Subscriber(bus.SubscriberConfig{Group: "memory"})
+	svc, err := a.worker("memory", bus.EventHandler{
+		Name: "memory", Topics: []string{bus.Topic(events.TypeInteractionRecorded), bus.Topic(events.TypeInteractionEvaluated), bus.Topic(events.TypeFeedbackInterpreted)},
+		Subscriber: sub, Store: a.Store, Handle: idx.Handle,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return startStop{run: svc.Run, stop: func(context.Context) error { return ix.Close() }}, nil
 }

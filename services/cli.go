@@ -185,7 +185,7 @@ func cmdEvents(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := OpenStore(cfg)
+	st, err := OpenStore(cfg, NewLogger(cfg.Log, env.Stderr))
 	if err != nil {
 		return err
 	}

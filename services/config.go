@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"citizen/gateway"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -26,10 +28,11 @@ type Config struct {
 	DataDir string    `yaml:"data_dir" help:"directory for the event store, checkpoints, keys and weights"`
 	Log     LogConfig `yaml:"log"`
 
-	Store   StoreConfig   `yaml:"store"`
-	Bus     BusConfig     `yaml:"bus"`
-	Gateway GatewayConfig `yaml:"gateway"`
-	Model   ModelConfig   `yaml:"model"`
+	Store   StoreConfig    `yaml:"store"`
+	Bus     BusConfig      `yaml:"bus"`
+	Gateway gateway.Config `yaml:"gateway"`
+	Memory  MemoryConfig   `yaml:"memory"`
+	Model   ModelConfig    `yaml:"model"`
 
 	// ShutdownTimeout bounds how long draining may take on SIGINT/SIGTERM.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" help:"how long to drain in-flight work on shutdown"`
@@ -51,23 +54,24 @@ type StoreConfig struct {
 type BusConfig struct {
 	Backend      string   `yaml:"backend" help:"inprocess or kafka"`
 	KafkaBrokers []string `yaml:"kafka_brokers" help:"Kafka bootstrap brokers (backend kafka)"`
-	MaxRetries   int      `yaml:"max_retries" help:"handler retries before a message goes to the poison queue"`
+	MaxAttempts  int      `yaml:"max_attempts" help:"handler attempts before a message goes to the poison topic"`
 }
 
-// GatewayConfig configures the HTTP API.
-type GatewayConfig struct {
-	Listen    string `yaml:"listen" help:"address the OpenAI-compatible API listens on"`
-	DevKey    string `yaml:"dev_key" help:"development API key accepted on a loopback listener (empty disables it)"`
-	BodyLimit int64  `yaml:"body_limit" help:"largest request body in bytes (413 beyond)"`
+// MemoryConfig configures the vector memory.
+type MemoryConfig struct {
+	Backend   string `yaml:"backend" help:"embedded or qdrant"`
+	QdrantURL string `yaml:"qdrant_url" help:"Qdrant gRPC URL, e.g. http://127.0.0.1:6334 (backend qdrant)"`
+	Dim       int    `yaml:"dim" help:"dimension of the hashed n-gram embedder"`
 }
 
 // ModelConfig selects the serving engine.
 type ModelConfig struct {
-	Engine        string `yaml:"engine" help:"embedded or upstream"`
-	Checkpoint    string `yaml:"checkpoint" help:"directory of the embedded base checkpoint"`
-	UpstreamURL   string `yaml:"upstream_url" help:"base URL of an OpenAI-compatible server (engine upstream)"`
-	UpstreamKey   string `yaml:"upstream_key" help:"API key for the upstream server"`
-	UpstreamModel string `yaml:"upstream_model" help:"model name at the upstream server"`
+	Engine        string  `yaml:"engine" help:"embedded, upstream or stub"`
+	Checkpoint    string  `yaml:"checkpoint" help:"directory of the embedded base checkpoint"`
+	Temperature   float64 `yaml:"temperature" help:"embedded engine's temperature when a request sets none (0 = greedy)"`
+	UpstreamURL   string  `yaml:"upstream_url" help:"base URL of an OpenAI-compatible server (engine upstream)"`
+	UpstreamKey   string  `yaml:"upstream_key" help:"API key for the upstream server"`
+	UpstreamModel string  `yaml:"upstream_model" help:"model name at the upstream server"`
 }
 
 // DefaultConfig is the embedded-defaults configuration: everything in one
@@ -78,8 +82,9 @@ func DefaultConfig() Config {
 		DataDir:         "./data",
 		Log:             LogConfig{Level: "info", Format: "text"},
 		Store:           StoreConfig{Backend: "embedded"},
-		Bus:             BusConfig{Backend: "inprocess", MaxRetries: 5},
-		Gateway:         GatewayConfig{Listen: "127.0.0.1:8080", DevKey: "sk-citizen-dev", BodyLimit: 4 << 20},
+		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5},
+		Gateway:         gateway.DefaultConfig(),
+		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
 		Model:           ModelConfig{Engine: "embedded", Checkpoint: "model/base"},
 		ShutdownTimeout: 30 * time.Second,
 	}
@@ -123,8 +128,17 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("log.level %q: want debug, info, warn or error", c.Log.Level))
 	}
-	if c.Gateway.BodyLimit <= 0 {
-		errs = append(errs, errors.New("gateway.body_limit must be positive"))
+	if err := c.Gateway.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	switch c.Memory.Backend {
+	case "embedded":
+	case "qdrant":
+		if c.Memory.QdrantURL == "" {
+			errs = append(errs, errors.New("memory.qdrant_url is required with memory.backend=qdrant"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("memory.backend %q: want embedded or qdrant", c.Memory.Backend))
 	}
 	for _, t := range c.Target {
 		if t != "all" && !knownComponent(t) {

@@ -36,14 +36,14 @@ func writeFile(t *testing.T, body string) string {
 
 // TestConfigPrecedence pins defaults < file < environment < flags.
 func TestConfigPrecedence(t *testing.T) {
-	file := writeFile(t, "data_dir: /from/file\ngateway:\n  listen: file:1\n  body_limit: 111\nlog:\n  level: warn\nshutdown_timeout: 7s\n")
+	file := writeFile(t, "data_dir: /from/file\ngateway:\n  listen: file:1\n  max_body_bytes: 1111\nlog:\n  level: warn\nshutdown_timeout: 7s\n")
 	env := map[string]string{
-		"CITIZEN_CONFIG":             file,
-		"CITIZEN_GATEWAY_LISTEN":     "env:2",
-		"CITIZEN_GATEWAY_BODY_LIMIT": "222",
-		"CITIZEN_GATEWAY_DEV_KEY":    "", // set but empty: disables the dev key
+		"CITIZEN_CONFIG":                 file,
+		"CITIZEN_GATEWAY_LISTEN":         "env:2",
+		"CITIZEN_GATEWAY_MAX_BODY_BYTES": "2222",
+		"CITIZEN_MODEL_CHECKPOINT":       "", // set but empty: a value, not "unset"
 	}
-	cfg, err := buildConfig(t, []string{"--gateway.body-limit=333"}, env)
+	cfg, err := buildConfig(t, []string{"--gateway.max-body-bytes=3333"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +57,8 @@ func TestConfigPrecedence(t *testing.T) {
 		{"file over default (nested)", cfg.Log.Level, "warn"},
 		{"file duration", cfg.ShutdownTimeout, 7 * time.Second},
 		{"env over file", cfg.Gateway.Listen, "env:2"},
-		{"flag over env over file", cfg.Gateway.BodyLimit, int64(333)},
-		{"empty env value is a value", cfg.Gateway.DevKey, ""},
+		{"flag over env over file", cfg.Gateway.MaxBodyBytes, int64(3333)},
+		{"empty env value is a value", cfg.Model.Checkpoint, ""},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -88,8 +88,8 @@ func TestConfigRefuses(t *testing.T) {
 	}{
 		{"unknown yaml key names the key", "gateway:\n  listne: x\n", nil, nil, "listne"},
 		{"unknown top key with line", "data_dir: a\nbogus: 1\n", nil, nil, "line 2"},
-		{"bad yaml type names the line", "gateway:\n  body_limit: lots\n", nil, nil, "line 2"},
-		{"bad env int", "", nil, map[string]string{"CITIZEN_GATEWAY_BODY_LIMIT": "x"}, "CITIZEN_GATEWAY_BODY_LIMIT"},
+		{"bad yaml type names the line", "gateway:\n  max_body_bytes: lots\n", nil, nil, "line 2"},
+		{"bad env int", "", nil, map[string]string{"CITIZEN_GATEWAY_MAX_BODY_BYTES": "x"}, "CITIZEN_GATEWAY_MAX_BODY_BYTES"},
 		{"bad flag duration", "", []string{"--shutdown-timeout=soon"}, nil, "shutdown-timeout"},
 		{"unknown backend", "", []string{"--store.backend=floppy"}, nil, "floppy"},
 		{"unknown target", "", []string{"--target=gateway,toaster"}, nil, "toaster"},
