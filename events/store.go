@@ -48,6 +48,22 @@ var (
 // Exact appends only if the stream's last event has revision rev.
 func Exact(rev uint64) ExpectedRevision { return ExpectedRevision{kind: expectExact, rev: rev} }
 
+// Kind tells which condition e is, for backends that map it onto their
+// own (EventStoreDB): "any", "no_stream", "stream_exists" or "exact"; rev
+// is the expected revision for "exact".
+func (e ExpectedRevision) Kind() (kind string, rev uint64) {
+	switch e.kind {
+	case expectNoStream:
+		return "no_stream", 0
+	case expectExists:
+		return "stream_exists", 0
+	case expectExact:
+		return "exact", e.rev
+	default:
+		return "any", 0
+	}
+}
+
 // Check reports whether a stream whose last revision is current (exists
 // false: the stream is empty) satisfies e.
 func (e ExpectedRevision) Check(current uint64, exists bool) bool {
