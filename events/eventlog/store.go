@@ -264,7 +264,10 @@ func (s *Store) recover() error {
 			if err := os.Remove(path); err != nil {
 				return err
 			}
-			return syncDir(s.dir)
+			if err := syncDir(s.dir); err != nil {
+				return err
+			}
+			continue
 		}
 		if err != nil {
 			if !last {
