@@ -34,7 +34,7 @@ func testCtx(t testing.TB) context.Context {
 	d := 30 * time.Second
 	if tt, ok := t.(*testing.T); ok {
 		if dl, ok := tt.Deadline(); ok {
-			d = time.Until(dl) - time.Second
+			d = min(d, time.Until(dl)-time.Second)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)

@@ -101,6 +101,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	r.logger.Info("relay starting", "after", after)
 
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	feed := make(chan events.Event, r.cfg.BatchSize)
@@ -145,8 +146,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		case ev := <-feed:
 			batch = append(batch, ev)
 		case err := <-subErr:
-			cancel()
-			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			if parent.Err() != nil {
 				return finish(nil)
 			}
 			return finish(fmt.Errorf("bus: relay %s: subscription: %w", r.cfg.Name, err))
