@@ -19,9 +19,9 @@ import (
 
 // fakeAppender records appends, keeps one copy per event id, and can fail.
 type fakeAppender struct {
-	mu     sync.Mutex
-	evs    []events.Event
-	ids    map[uuid.UUID]bool
+	mu      sync.Mutex
+	evs     []events.Event
+	ids     map[uuid.UUID]bool
 	fail    int // fail this many appends first
 	calls   int
 	stream  []string
