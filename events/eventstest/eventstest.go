@@ -95,6 +95,7 @@ func Run(t *testing.T, newStore func(t *testing.T) events.Store, f Features) {
 		{"SubscribeStops", testSubscribeStops},
 		{"Checkpoints", testCheckpoints},
 		{"Close", testClose},
+		{"CloseUnderLoad", testCloseUnderLoad},
 		{"Reopen", testReopen},
 	}
 	for _, tc := range tests {
@@ -1034,5 +1035,73 @@ func testReopen(t *testing.T, s *suite) {
 	}
 	if s.f.Gapless && r.FirstPosition != last+1 {
 		t.Fatalf("append after reopen at %d, want %d", r.FirstPosition, last+1)
+	}
+}
+
+// testCloseUnderLoad closes the store while appenders run: each Append
+// either succeeds or fails with ErrClosed, and (persistent stores) every
+// acknowledged event is there after reopening.
+func testCloseUnderLoad(t *testing.T, s *suite) {
+	ctx, st := s.ctx(t), s.newStore(t)
+	p := prefix(t)
+	var mu sync.Mutex
+	var acked []events.Event
+	started := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				ev := Feedback(t, fmt.Sprintf("cl%d-%d", w, i))
+				r, err := st.Append(ctx, fmt.Sprintf("%sw%d", p, w), events.Any, ev)
+				if err != nil {
+					errs <- err
+					return
+				}
+				ev.Position = r.FirstPosition
+				mu.Lock()
+				acked = append(acked, ev)
+				mu.Unlock()
+				if i == 2 {
+					started <- struct{}{}
+				}
+			}
+		}()
+	}
+	for range 8 {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			t.Fatal("appenders did not start")
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, events.ErrClosed) {
+			t.Fatalf("append during Close: %v, want ErrClosed", err)
+		}
+	}
+	if !s.f.Persistent {
+		return
+	}
+	st = s.f.Reopen(t, st)
+	got, err := st.ReadAll(ctx, 0, events.Filter{StreamPrefixes: []string{p}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]uint64{}
+	for _, ev := range got {
+		have[ev.ID.String()] = ev.Position
+	}
+	for _, a := range acked {
+		if pos, ok := have[a.ID.String()]; !ok || pos != a.Position {
+			t.Fatalf("acknowledged %s at %d missing after Close and reopen (found at %d, %v)", a.ID, a.Position, pos, ok)
+		}
 	}
 }
