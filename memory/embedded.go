@@ -17,7 +17,7 @@ type EmbeddedConfig struct {
 	// Default 20,000.
 	ExactLimit int
 	// M and EfConstruction shape the HNSW graph (defaults 16 and 200);
-	// EfSearch is the search breadth (default 128, raised to k if smaller).
+	// EfSearch is the search breadth (default 256, raised to k if smaller).
 	M, EfConstruction, EfSearch int
 	// Seed makes graph construction reproducible.
 	Seed uint64
@@ -34,7 +34,7 @@ func (c *EmbeddedConfig) defaults() {
 		c.EfConstruction = 200
 	}
 	if c.EfSearch <= 0 {
-		c.EfSearch = 128
+		c.EfSearch = 256
 	}
 }
 

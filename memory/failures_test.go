@@ -3,6 +3,8 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +105,34 @@ func TestFailureModesSeparatePlantedModes(t *testing.T) {
 	}
 	if got := fl.Mine(memory.MineOptions{}); len(got) != 0 {
 		t.Fatalf("fixed interactions still mined: %d clusters", len(got))
+	}
+}
+
+func TestFailureModesHandler(t *testing.T) {
+	fl := memory.NewFailureLog(0, 0)
+	emb := memory.NewHashEmbedder(64)
+	for i, tenant := range []string{"acme", "acme", "acme", "globex", "globex", "globex"} {
+		r := -1.0
+		v := memory.InteractionView{ID: fmt.Sprint(i), Tenant: tenant, Type: "policy", Prompt: "How long is the refund window?", Answer: "30 days", Time: time.Unix(int64(i), 0), Reward: &r}
+		vec, _ := emb.Embed(context.Background(), []string{v.Text()})
+		fl.Observe(v, vec[0])
+	}
+	h := memory.FailureModesHandler(fl, func(r *http.Request) string { return r.Header.Get("X-Tenant") })
+	get := func(url, tenant string) (int, string) {
+		req := httptest.NewRequest("GET", url, nil)
+		req.Header.Set("X-Tenant", tenant)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code, w.Body.String()
+	}
+	code, body := get("/v1/ops/failure-modes?type=policy", "acme")
+	if code != 200 || !strings.Contains(body, `"size":3`) || strings.Contains(body, `"size":6`) {
+		t.Fatalf("tenant scoping: %d %s", code, body)
+	}
+	if code, body := get("/v1/ops/failure-modes?min_size=zero", "acme"); code != 400 || !strings.Contains(body, "min_size") {
+		t.Fatalf("bad param: %d %s", code, body)
+	}
+	if code, body := get("/v1/ops/failure-modes?type=nothing", ""); code != 200 || !strings.Contains(body, `"data":[]`) {
+		t.Fatalf("empty: %d %s", code, body)
 	}
 }
