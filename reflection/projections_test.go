@@ -1,0 +1,266 @@
+package reflection
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"citizen/events"
+)
+
+type evalSpec struct {
+	id            string
+	seq           int
+	version, typ  string
+	length, tools int
+	reward        float64
+	outcome       string
+	faults        []events.Fault
+	behaviour     string
+	polarity      *float64
+}
+
+func evalEvent(t testing.TB, n int, s evalSpec) events.Event {
+	t.Helper()
+	if s.seq == 0 {
+		s.seq = 1
+	}
+	if s.behaviour == "" {
+		s.behaviour = BehaviourAnswer
+	}
+	x := &events.InteractionEvaluated{InteractionID: s.id, Seq: s.seq, TaskType: s.typ, TypeSource: "given", ModelVersion: s.version,
+		Graders: []events.GraderResult{{Name: "answer", Version: "numeric-1", Score: (s.reward + 1) / 2, Weight: 1},
+			{Name: behaviourGrader, Version: "behaviour-1", Label: s.behaviour}},
+		Faults: s.faults, Outcome: s.outcome, Reward: s.reward, Trainable: len(s.faults) == 0, FeedbackPolarity: s.polarity,
+		RubricVersion: "r", EvaluatorVersion: EvaluatorVersion, AnswerLength: s.length, ToolCalls: s.tools}
+	ev, err := events.Encode(x, events.Meta{Stream: events.InteractionStream(s.id), ID: events.DeterministicID(s.id, fmt.Sprint(s.seq)),
+		Time: time.Date(2026, 11, 30, 0, 0, n, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func feed(t *testing.T, d *Detectors, evs []events.Event) []events.AnomalyDetected {
+	t.Helper()
+	var out []events.AnomalyDetected
+	for _, ev := range evs {
+		as, err := d.Handle(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range as {
+			if a.Type != events.TypeAnomalyDetected || a.CausationID != ev.ID.String() {
+				t.Fatalf("envelope %+v", a)
+			}
+			p, err := events.Decode(&a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, *p.(*events.AnomalyDetected))
+		}
+	}
+	return out
+}
+
+func kinds(as []events.AnomalyDetected) map[string]int {
+	m := map[string]int{}
+	for _, a := range as {
+		m[a.Kind+"@"+a.Version]++
+	}
+	return m
+}
+
+func TestDetectorsLengthDrift(t *testing.T) {
+	d := NewDetectors(DetectorConfig{Window: 50, MinCount: 20, Stable: "v1"})
+	rng := rand.New(rand.NewPCG(1, 2))
+	var evs []events.Event
+	for i := 0; i < 60; i++ {
+		evs = append(evs, evalEvent(t, i, evalSpec{id: fmt.Sprintf("s%d", i), version: "v1", typ: "qa", length: 90 + rng.IntN(20), reward: rng.Float64()*2 - 1}))
+	}
+	for i := 0; i < 60; i++ {
+		evs = append(evs, evalEvent(t, 100+i, evalSpec{id: fmt.Sprintf("c%d", i), version: "v2", typ: "qa", length: 250 + rng.IntN(20), reward: rng.Float64()*2 - 1}))
+	}
+	got := kinds(feed(t, d, evs))
+	if got["length_drift@v2"] != 1 || len(got) != 1 {
+		t.Errorf("anomalies %v, want one length_drift on v2", got)
+	}
+	// a candidate like the stable one trips nothing
+	d2 := NewDetectors(DetectorConfig{Window: 50, MinCount: 20, Stable: "v1"})
+	var same []events.Event
+	for i := 0; i < 60; i++ {
+		same = append(same, evs[i])
+		same = append(same, evalEvent(t, 200+i, evalSpec{id: fmt.Sprintf("d%d", i), version: "v3", typ: "qa", length: 90 + rng.IntN(20), reward: rng.Float64()*2 - 1}))
+	}
+	if got := kinds(feed(t, d2, same)); len(got) != 0 {
+		t.Errorf("anomalies on a look-alike: %v", got)
+	}
+}
+
+func TestDetectorsAbsolute(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	tests := []struct {
+		kind string
+		spec func(i int) evalSpec
+	}{
+		{KindRewardLengthCorr, func(i int) evalSpec {
+			l := 50 + rng.IntN(500)
+			return evalSpec{length: l, reward: float64(l)/600 - 0.5 + rng.Float64()*0.1}
+		}},
+		{KindRewardToolCorr, func(i int) evalSpec {
+			n := rng.IntN(3)
+			return evalSpec{length: 100, tools: n, reward: float64(n)/2 - 0.5 + rng.Float64()*0.1}
+		}},
+		{KindToolCallSpam, func(i int) evalSpec { return evalSpec{length: 100, tools: 4 + i%3, reward: rng.Float64()} }},
+		{KindInvalidToolCalls, func(i int) evalSpec {
+			s := evalSpec{length: 100, reward: rng.Float64()}
+			if i%3 == 0 {
+				s.faults = []events.Fault{{Kind: "invalid_tool_args", Attribution: "model"}}
+			}
+			return s
+		}},
+		{KindDropRate, func(i int) evalSpec {
+			s := evalSpec{length: 100, reward: rng.Float64()}
+			if i%4 == 0 {
+				s.outcome = "timeout"
+			}
+			return s
+		}},
+		{KindRefusalRate, func(i int) evalSpec {
+			s := evalSpec{length: 100, reward: rng.Float64()}
+			if i%2 == 0 {
+				s.behaviour = BehaviourRefusal
+			}
+			return s
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			d := NewDetectors(DetectorConfig{Window: 60, MinCount: 40})
+			var evs []events.Event
+			for i := 0; i < 80; i++ {
+				s := tt.spec(i)
+				s.id, s.version, s.typ = fmt.Sprintf("%s%d", tt.kind, i), "v1", "qa"
+				evs = append(evs, evalEvent(t, i, s))
+			}
+			as := feed(t, d, evs)
+			got := kinds(as)
+			if got[tt.kind+"@v1"] != 1 || len(got) != 1 {
+				t.Errorf("anomalies %v, want one %s", got, tt.kind)
+			}
+			if len(as) > 0 && (as[0].Window < 40 || as[0].Detector != DetectorVersion || len(as[0].Evidence) == 0) {
+				t.Errorf("anomaly %+v", as[0])
+			}
+		})
+	}
+}
+
+func TestDetectorsReplayRolloutAndRearm(t *testing.T) {
+	var evs []events.Event
+	for i := 0; i < 40; i++ {
+		evs = append(evs, evalEvent(t, i, evalSpec{id: fmt.Sprintf("a%d", i), version: "v1", typ: "qa", length: 100, tools: 5}))
+	}
+	// the spam clears, then comes back: one more anomaly
+	for i := 0; i < 40; i++ {
+		evs = append(evs, evalEvent(t, 100+i, evalSpec{id: fmt.Sprintf("b%d", i), version: "v1", typ: "qa", length: 100, tools: 0}))
+	}
+	for i := 0; i < 40; i++ {
+		evs = append(evs, evalEvent(t, 200+i, evalSpec{id: fmt.Sprintf("c%d", i), version: "v1", typ: "qa", length: 100, tools: 6}))
+	}
+	run := func() []byte {
+		d := NewDetectors(DetectorConfig{Window: 30, MinCount: 30})
+		var all []events.Event
+		for _, ev := range evs {
+			as, err := d.Handle(context.Background(), ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, as...)
+			// redelivery is ignored
+			if again, _ := d.Handle(context.Background(), ev); len(again) != 0 {
+				t.Fatal("redelivered event produced anomalies")
+			}
+		}
+		if len(all) != 2 {
+			t.Errorf("%d anomalies, want 2 (trip, clear, trip again)", len(all))
+		}
+		b, _ := json.Marshal(all)
+		return b
+	}
+	if a, b := run(), run(); !bytes.Equal(a, b) {
+		t.Error("replay gives different anomalies")
+	}
+	// rollout events set the stable version
+	d := NewDetectors(DetectorConfig{})
+	st, _ := events.Encode(&events.RolloutStarted{RolloutChange: events.RolloutChange{RolloutID: "r", Candidate: "v2", Stable: "v1"}}, events.Meta{Stream: "rollout-r"})
+	d.Handle(context.Background(), st)
+	if d.Stable() != "v1" {
+		t.Errorf("stable %q", d.Stable())
+	}
+	pr, _ := events.Encode(&events.RolloutPromoted{RolloutChange: events.RolloutChange{RolloutID: "r", Candidate: "v2", Stable: "v1"}}, events.Meta{Stream: "rollout-r"})
+	d.Handle(context.Background(), pr)
+	if d.Stable() != "v2" {
+		t.Errorf("stable %q after promotion", d.Stable())
+	}
+}
+
+func TestScoreboardNumbersAndReplay(t *testing.T) {
+	var evs []events.Event
+	add := func(s evalSpec) { evs = append(evs, evalEvent(t, len(evs), s)) }
+	add(evalSpec{id: "1", version: "v1", typ: "a", reward: 1})
+	add(evalSpec{id: "2", version: "v1", typ: "a", reward: 0, outcome: "timeout", faults: []events.Fault{{Kind: "timeout", Attribution: "model"}}})
+	add(evalSpec{id: "3", version: "v1", typ: "a", reward: 0.5, faults: []events.Fault{{Kind: "tool_error", Attribution: "environment"}}})
+	add(evalSpec{id: "4", version: "v2", typ: "a", reward: -1})
+	// a later evaluation of 1 supersedes it; an older one arriving late does not
+	add(evalSpec{id: "1", seq: 2, version: "v1", typ: "a", reward: -0.5, polarity: pf(-0.8)})
+	add(evalSpec{id: "1", seq: 1, version: "v1", typ: "a", reward: 1})
+	sb := NewScoreboard()
+	for _, ev := range evs {
+		if _, err := sb.Handle(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := sb.Rows("", "")
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	r := rows[0]
+	// rewards -0.5, 0, 0.5: mean 0, sd 0.5, ci 1.96*0.5/sqrt(3)
+	if r.Version != "v1" || r.Count != 3 || r.MeanReward != 0 || math.Abs(r.RewardCI95-round6(1.96*0.5/math.Sqrt(3))) > 1e-9 ||
+		r.FeedbackCount != 1 || r.FeedbackPolarity != -0.8 || r.FaultRate != round6(2.0/3) || r.EnvFaultRate != round6(1.0/3) ||
+		r.DropRate != round6(1.0/3) || r.TrainableRate != round6(1.0/3) || r.GraderMeans["answer"] != 0.5 {
+		t.Errorf("row %+v", r)
+	}
+	if _, has := r.GraderMeans[behaviourGrader]; has {
+		t.Error("behaviour label in grader means")
+	}
+	if got := sb.Rows("a", "v2"); len(got) != 1 || got[0].Count != 1 || got[0].RewardCI95 != 0 {
+		t.Errorf("filtered %+v", got)
+	}
+	// rebuilding from the same events, in the same or another order, gives identical rows
+	for trial := 0; trial < 5; trial++ {
+		order := append([]events.Event(nil), evs...)
+		if trial > 0 {
+			rng := rand.New(rand.NewPCG(uint64(trial), 9))
+			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		}
+		sb2 := NewScoreboard()
+		for _, ev := range order {
+			sb2.Apply(ev)
+		}
+		if got := sb2.Rows("", ""); !reflect.DeepEqual(got, rows) {
+			t.Errorf("trial %d: rebuild differs:\n%+v\n%+v", trial, got, rows)
+		}
+	}
+	bad := evs[0]
+	bad.Data = json.RawMessage(`{"x":1}`)
+	if err := sb.Apply(bad); err == nil {
+		t.Error("malformed accepted")
+	}
+}
