@@ -71,6 +71,12 @@ type KeyStore interface {
 	Lookup(hash string) (Key, bool)
 }
 
+// KeysFileName is the key file's name inside the data directory.
+const KeysFileName = "keys.json"
+
+// DefaultKeysFile returns the key file of a data directory.
+func DefaultKeysFile(dataDir string) string { return filepath.Join(dataDir, KeysFileName) }
+
 // HashKey returns the hex SHA-256 of an API key secret.
 func HashKey(secret string) string {
 	sum := sha256.Sum256([]byte(secret))

@@ -148,8 +148,10 @@ func (s *StubEngine) Generate(ctx context.Context, req *GenerateRequest, emit fu
 			if req.MaxTokens > 0 && len(runes) > req.MaxTokens {
 				runes = runes[:req.MaxTokens]
 				ch.FinishReason = FinishLength
+				text = string(runes)
 			}
-			ch.Content = string(runes)
+			ch.Content = text
+			ch.Tokens = make([]Token, 0, len(runes))
 			for i, r := range runes {
 				tok := stubToken(i, int(r), req.TopLogprobs)
 				ch.Tokens = append(ch.Tokens, tok)
@@ -167,15 +169,29 @@ func (s *StubEngine) Generate(ctx context.Context, req *GenerateRequest, emit fu
 	return res, nil
 }
 
+// asciiText holds the text of every ASCII code point, so the stub does not
+// allocate a string per token.
+var asciiText = func() (t [128]string) {
+	for i := range t {
+		t[i] = string(rune(i))
+	}
+	return t
+}()
+
+func runeText(id int) string {
+	if id >= 0 && id < len(asciiText) {
+		return asciiText[id]
+	}
+	return string(rune(id))
+}
+
 func stubToken(i, id, top int) Token {
-	t := Token{ID: id, Text: string(rune(id)), Logprob: StubLogprob(i)}
-	for k := 0; k < top; k++ {
-		alt := id + k
-		lp := t.Logprob - float32(k)*0.5
-		if k == 0 {
-			alt = id
+	t := Token{ID: id, Text: runeText(id), Logprob: StubLogprob(i)}
+	if top > 0 {
+		t.Top = make([]TopToken, top)
+		for k := range t.Top {
+			t.Top[k] = TopToken{ID: id + k, Text: runeText(id + k), Logprob: t.Logprob - float32(k)*0.5}
 		}
-		t.Top = append(t.Top, TopToken{ID: alt, Text: string(rune(alt)), Logprob: lp})
 	}
 	return t
 }
