@@ -179,3 +179,47 @@ func truncateText(s string, n int) string {
 	}
 	return strings.ToValidUTF8(s[:n], "")
 }
+
+// AllReader is the part of events.Store Rebuild reads.
+type AllReader interface {
+	ReadAll(ctx context.Context, after uint64, f events.Filter, max int) ([]events.Event, error)
+}
+
+// Rebuild indexes every interaction in the store, as the live indexer
+// would have, and returns how many it indexed and the last position read.
+// The embedded index lives in memory, so services calls this at start:
+// the event store, not the index, is the system of record.
+func (in *Indexer) Rebuild(ctx context.Context, store AllReader) (int, uint64, error) {
+	f := events.Filter{Types: []string{events.TypeInteractionRecorded, events.TypeInteractionEvaluated, events.TypeFeedbackInterpreted}}
+	byStream := map[string][]events.Event{}
+	var order []string
+	var after uint64
+	for {
+		batch, err := store.ReadAll(ctx, after, f, 4096)
+		if err != nil {
+			return 0, after, err
+		}
+		if len(batch) == 0 {
+			break
+		}
+		for _, ev := range batch {
+			if _, ok := byStream[ev.Stream]; !ok {
+				order = append(order, ev.Stream)
+			}
+			byStream[ev.Stream] = append(byStream[ev.Stream], ev)
+		}
+		after = batch[len(batch)-1].Position
+	}
+	n := 0
+	for _, s := range order {
+		v, err := Fold(byStream[s])
+		if err != nil {
+			continue // a stream without its interaction.recorded is not indexable
+		}
+		if err := in.Index(ctx, v); err != nil {
+			return n, after, err
+		}
+		n++
+	}
+	return n, after, nil
+}

@@ -204,6 +204,12 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 		return nil, err
 	}
 	a.Indexer = idx
+	// The embedded index lives in memory: rebuild it from the store.
+	n, pos, err := idx.Rebuild(ctx, a.Store)
+	if err != nil {
+		return nil, fmt.Errorf("memory: rebuilding from the store: %w", err)
+	}
+	a.logger("memory").Info("memory rebuilt from the store", "interactions", n, "position", pos)
 	sub := a.Bus.Subscriber(bus.SubscriberConfig{Group: "memory"})
 	svc, err := a.worker("memory", bus.EventHandler{
 		Name: "memory", Topics: []string{bus.Topic(events.TypeInteractionRecorded), bus.Topic(events.TypeInteractionEvaluated), bus.Topic(events.TypeFeedbackInterpreted)},
