@@ -118,7 +118,9 @@ func NewTrainer(m *Model, adapter *Adapter, tc TrainConfig) (*Trainer, error) {
 func (t *Trainer) Steps() int { return t.step }
 
 // Accumulate runs forward and backward over b and adds its gradients to the pending ones
-// (gradient accumulation). Call Update to apply them.
+// (gradient accumulation). Call Update to apply them. Each micro-batch's loss is normalised by its
+// own Batch.Norm (default: its own target count), so to get the mean over all micro-batches set
+// Norm to the total number of target positions in every micro-batch.
 func (t *Trainer) Accumulate(b *Batch) (LossResult, error) {
 	if err := t.Model.check(b, t.Adapter, true); err != nil {
 		return LossResult{}, err

@@ -85,3 +85,27 @@ func TestAddSequenceAndSequenceLogprobs(t *testing.T) {
 		t.Errorf("AddSequence built %+v, want %+v", b, want)
 	}
 }
+
+// Two micro-batches with Norm set to the total equal one batch holding both.
+func TestGradientAccumulationMatchesOneBatch(t *testing.T) {
+	c := tinyConfig()
+	m, _ := NewRandom(c, 2)
+	seqs := [][]int{{1, 2, 3, 4}, {5, 6, 7, 8, 9, 10}}
+	whole := NextTokenBatch(seqs, nil, nil)
+	_, gWhole, _, err := m.gradients(whole, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := make([]float32, len(m.Params))
+	for _, s := range seqs {
+		b := NextTokenBatch([][]int{s}, nil, nil)
+		b.Norm = 8 // 3 + 5 targets
+		_, g, _, _ := m.gradients(b, nil, true)
+		for i := range g {
+			sum[i] += g[i]
+		}
+	}
+	if d := maxAbsDiff(sum, gWhole); d > 1e-6 {
+		t.Errorf("accumulated gradient differs by %g", d)
+	}
+}
