@@ -1,0 +1,33 @@
+// Package distill turns graded interactions into LoRA weight updates
+// (DESIGN.md sections 4-5). It owns:
+//
+//   - the graded-chat projection (Projection): every interaction.recorded
+//     joined with its latest interaction.evaluated (highest Seq) and its
+//     interpreted feedback (correction, hint), rebuilt by replay from the
+//     store, with retention limits per type and by age (the training
+//     buffer);
+//   - the data pipeline (BuildDataset): selection by type and reward,
+//     exclusion of evaluations with Trainable=false (attributed environment
+//     faults get neither good nor bad credit), near-duplicate removal (exact
+//     token-sequence hash and, optionally, embedder cosine), per-type
+//     balance, replay anchors per type, and a stable hold-out slice per type
+//     for the offline gate; each cycle's dataset is written as JSONL with a
+//     manifest naming the store positions it came from (VerifyManifest);
+//   - the objectives (Objective): advantage-weighted policy gradient with
+//     truncated importance ratios against the recorded behaviour logprobs,
+//     self-distillation from corrections and hints (the teacher sees the
+//     note, the student does not), a k3 KL term to the stable version, and
+//     anchor replay;
+//   - training cycles (Distiller): trigger by count of new graded
+//     interactions or time, train through a Trainer (EmbeddedTrainer in Go,
+//     CommandTrainer for an external trainer), the offline gate (per-type
+//     hold-out and regression suite vs the parent, KL budget), weight
+//     artifacts under <data>/weights/<version>/ with sha256, and the
+//     weights.trained event with full lineage; a failing cycle is recorded
+//     with Accepted=false and its reason, and the next cycle still runs.
+//
+// distill depends only on events, model (and model/chat, model/tokenizer)
+// and memory. Serving a new version (gateway/embedded AddVersion) and
+// deciding the rollout are other components' jobs: they read
+// weights.trained.
+package distill

@@ -1,0 +1,116 @@
+package distill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"citizen/events"
+)
+
+// populate writes a mix of interactions: several types, re-evaluations,
+// untrainable ones, feedback with corrections and hints.
+func populate(w *world, n int) {
+	types := []string{"policy", "arithmetic", "order_status"}
+	for i := 0; i < n; i++ {
+		typ := types[i%len(types)]
+		id := w.record(chatRec{typ: typ, user: fmt.Sprintf("q%d", i), answer: fmt.Sprintf("a%d", i),
+			prompt: []int{1, 2, 3 + i%5}, completion: []int{4, 5 + i%7, 6}})
+		w.evaluate(id, typ, 1, float64(i%3)/2, i%5 != 0)
+		if i%4 == 0 {
+			w.feedback(id, "60 days", "")
+			w.evaluate(id, typ, 2, -0.5, true)
+		}
+		if i%6 == 0 {
+			w.feedback(id, "", "check the policy")
+		}
+	}
+}
+
+func TestProjectionReplayEqualsLive(t *testing.T) {
+	w := newWorld(t)
+	live := NewProjection(Retention{MaxPerType: 7, MaxAge: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	applied := make(chan uint64, 1024)
+	done := make(chan error, 1)
+	go func() {
+		done <- w.store.Subscribe(ctx, 0, live.Filter(), func(ctx context.Context, ev events.Event) error {
+			if err := live.Apply(ev); err != nil {
+				return err
+			}
+			applied <- ev.Position
+			return nil
+		})
+	}()
+	populate(w, 40)
+	final, _ := w.store.LastPosition(ctx)
+	for pos := range applied {
+		if pos == final {
+			break
+		}
+	}
+	cancel()
+	<-done
+
+	got := replay(t, w.store, Retention{MaxPerType: 7, MaxAge: time.Hour})
+	if !reflect.DeepEqual(got.Snapshot(), live.Snapshot()) {
+		t.Fatal("replayed projection differs from the live one")
+	}
+	snap := got.Snapshot()
+	perType := map[string]int{}
+	for _, it := range snap {
+		perType[it.Type()]++
+	}
+	for typ, n := range perType {
+		if n > 7 {
+			t.Fatalf("type %s keeps %d interactions, retention is 7", typ, n)
+		}
+	}
+	if len(snap) == 0 {
+		t.Fatal("empty snapshot")
+	}
+}
+
+func TestProjectionJoinsLatestEvaluationAndFeedback(t *testing.T) {
+	w := newWorld(t)
+	id := w.record(chatRec{typ: "policy", user: "refund window?", answer: "30 days", prompt: []int{1, 2}, completion: []int{3, 4}, logprobs: []float32{-0.5, -0.25}})
+	w.evaluate(id, "policy", 1, 0.8, true)
+	w.feedback(id, "60 days", "")
+	w.evaluate(id, "policy", 2, -0.6, true)
+	w.evaluate(id, "policy", 1, 0.9, true) // a late redelivery of an older Seq does not win
+	p := replay(t, w.store, Retention{})
+	snap := p.Snapshot()
+	if len(snap) != 1 {
+		t.Fatalf("%d interactions", len(snap))
+	}
+	it := snap[0]
+	if it.Eval == nil || it.Eval.Seq != 2 || it.Eval.Reward != -0.6 || it.Correction != "60 days" {
+		t.Fatalf("join: %+v correction %q", it.Eval, it.Correction)
+	}
+	if !reflect.DeepEqual(it.BehaviourLogprobs, []float32{-0.5, -0.25}) {
+		t.Fatalf("behaviour logprobs %v", it.BehaviourLogprobs)
+	}
+	if it.EvalPosition() != 4 || len(it.Sources) != 4 {
+		t.Fatalf("sources %+v", it.Sources)
+	}
+	// Re-applying an already applied position is refused and changes nothing.
+	evs, _ := w.store.ReadAll(context.Background(), 0, p.Filter(), 1)
+	if err := p.Apply(evs[0]); !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("re-apply: %v", err)
+	}
+}
+
+func TestProjectionRetentionByAge(t *testing.T) {
+	w := newWorld(t)
+	old := w.record(chatRec{typ: "policy", user: "old", prompt: []int{1}, completion: []int{2}})
+	w.clock = w.clock.Add(48 * time.Hour)
+	fresh := w.record(chatRec{typ: "policy", user: "new", prompt: []int{1}, completion: []int{3}})
+	snap := replay(t, w.store, Retention{MaxAge: 24 * time.Hour}).Snapshot()
+	if len(snap) != 1 || snap[0].ID != fresh || snap[0].ID == old {
+		t.Fatalf("kept %+v", snap)
+	}
+}
