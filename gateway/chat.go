@@ -219,13 +219,18 @@ func (s *Server) chat(c echo.Context) error {
 	if err := r.record(ctx, res); err != nil {
 		return s.fail(c, errInternal("The interaction could not be recorded; no answer is given. Please retry."))
 	}
-	out := r.completion(res)
+	ob := s.outs.Get().(*[]byte)
+	out := appendCompletion((*ob)[:0], CompletionID(r.iid), r.created, publicModel(res.Version), res.Fingerprint,
+		res.Choices, res.Usage, dec.Gen.Logprobs)
+	out = append(out, '\n')
 	w := c.Response()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(out)
+	_, _ = w.Write(out)
+	if cap(out) <= 1<<20 {
+		*ob = out[:0]
+		s.outs.Put(ob)
+	}
 	r.done(http.StatusOK, res.Usage)
 	return nil
 }
@@ -310,17 +315,6 @@ func (r *request) done(status int, u Usage) {
 	}
 }
 
-func (r *request) completion(res *Result) *completionOut {
-	out := &completionOut{ID: CompletionID(r.iid), Object: "chat.completion", Created: r.created,
-		Model: publicModel(res.Version), SystemFingerprint: res.Fingerprint, ServiceTier: "default"}
-	u := res.Usage
-	out.Usage = &u
-	for _, ch := range res.Choices {
-		out.Choices = append(out.Choices, choiceJSON(ch, r.dec.Gen.Logprobs))
-	}
-	return out
-}
-
 func choiceJSON(ch ChoiceResult, logprobs bool) choiceOut {
 	co := choiceOut{Index: ch.Index, FinishReason: ch.FinishReason, Message: messageOut{Role: "assistant", Annotations: []struct{}{}}}
 	if len(ch.ToolCalls) == 0 || ch.Content != "" {
@@ -351,21 +345,10 @@ func (r *request) stream(ctx context.Context) error {
 	w := r.c.Response()
 	started := false
 	roleSent := make([]bool, r.dec.Gen.N)
-	buf := &bytes.Buffer{}
-	base := chunkOut{ID: CompletionID(r.iid), Object: "chat.completion.chunk", Created: r.created, Model: publicModel(r.version)}
-	if r.dec.IncludeUsage {
-		base.Usage = json.RawMessage("null")
-	}
-	send := func(ch chunkOut) error {
-		buf.Reset()
-		buf.WriteString("data: ")
-		enc := json.NewEncoder(buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(ch); err != nil {
-			return err
-		}
-		buf.WriteString("\n")
-		if _, err := w.Write(buf.Bytes()); err != nil {
+	var buf []byte
+	head := chunkHead{id: CompletionID(r.iid), created: r.created, model: publicModel(r.version), usageNull: r.dec.IncludeUsage}
+	write := func(b []byte) error {
+		if _, err := w.Write(b); err != nil {
 			return err
 		}
 		w.Flush()
@@ -383,15 +366,14 @@ func (r *request) stream(ctx context.Context) error {
 		h.Set("Connection", "keep-alive")
 		w.WriteHeader(http.StatusOK)
 	}
+	empty := ""
 	roleChunk := func(i int) error {
 		if roleSent[i] {
 			return nil
 		}
 		roleSent[i] = true
-		empty := ""
-		ch := base
-		ch.Choices = []chunkChoice{{Index: i, Delta: deltaOut{Role: "assistant", Content: &empty}}}
-		return send(ch)
+		buf = head.appendDeltaChunk(buf[:0], i, true, &empty, nil, nil, "")
+		return write(buf)
 	}
 	emit := func(d Delta) error {
 		if d.Choice < 0 || d.Choice >= len(roleSent) {
@@ -401,24 +383,16 @@ func (r *request) stream(ctx context.Context) error {
 		if err := roleChunk(d.Choice); err != nil {
 			return err
 		}
-		ch := base
-		cc := chunkChoice{Index: d.Choice}
 		if d.ToolCall != nil {
-			idx := d.ToolCall.Index
-			tc := toolCallOut{Index: &idx, ID: d.ToolCall.ID, Function: fnOut{Name: d.ToolCall.Name, Arguments: d.ToolCall.Arguments}}
-			if d.ToolCall.ID != "" {
-				tc.Type = "function"
-			}
-			cc.Delta.ToolCalls = []toolCallOut{tc}
+			buf = head.appendDeltaChunk(buf[:0], d.Choice, false, nil, d.ToolCall, nil, "")
 		} else {
-			text := d.Text
-			cc.Delta.Content = &text
-			if r.dec.Gen.Logprobs && d.Token != nil {
-				cc.Logprobs = &logprobsOut{Content: []tokenOut{tokenJSON(*d.Token)}}
+			var tok *Token
+			if r.dec.Gen.Logprobs {
+				tok = d.Token
 			}
+			buf = head.appendDeltaChunk(buf[:0], d.Choice, false, &d.Text, nil, tok, "")
 		}
-		ch.Choices = []chunkChoice{cc}
-		return send(ch)
+		return write(buf)
 	}
 	res, err := r.s.engine.Generate(ctx, &r.dec.Gen, emit)
 	if err != nil {
@@ -428,7 +402,7 @@ func (r *request) stream(ctx context.Context) error {
 		r.s.log.Warn("engine failed mid-stream", "interaction", r.iid, "err", err)
 		r.done(http.StatusBadGateway, Usage{})
 		if r.c.Request().Context().Err() == nil {
-			_ = r.streamError(send, engineAPIError(err))
+			r.streamError(engineAPIError(err))
 		}
 		return nil
 	}
@@ -436,7 +410,8 @@ func (r *request) stream(ctx context.Context) error {
 		if !started {
 			return r.s.fail(r.c, apiErr)
 		}
-		return r.streamError(send, apiErr)
+		r.streamError(apiErr)
+		return nil
 	}
 	if res.TTFT > 0 {
 		r.ttft = res.TTFT
@@ -449,46 +424,38 @@ func (r *request) stream(ctx context.Context) error {
 		if !started {
 			return r.s.fail(r.c, apiErr)
 		}
-		return r.streamError(send, apiErr)
+		r.streamError(apiErr)
+		return nil
 	}
 	begin()
-	base.Model = publicModel(res.Version)
-	base.SystemFingerprint = res.Fingerprint
+	head.model = publicModel(res.Version)
+	head.fingerprint = res.Fingerprint
 	for i, chr := range res.Choices {
 		if err := roleChunk(i); err != nil {
 			return nil
 		}
-		fr := chr.FinishReason
-		ch := base
-		ch.Choices = []chunkChoice{{Index: i, FinishReason: &fr}}
-		if err := send(ch); err != nil {
+		buf = head.appendDeltaChunk(buf[:0], i, false, nil, nil, nil, chr.FinishReason)
+		if err := write(buf); err != nil {
 			return nil
 		}
 	}
 	if r.dec.IncludeUsage {
-		ch := base
-		ch.Choices = []chunkChoice{}
-		u, _ := json.Marshal(res.Usage)
-		ch.Usage = u
-		if err := send(ch); err != nil {
+		if err := write(head.appendUsageChunk(buf[:0], res.Usage)); err != nil {
 			return nil
 		}
 	}
-	if _, err := w.Write([]byte("data: [DONE]\n\n")); err == nil {
-		w.Flush()
-	}
+	_ = write([]byte("data: [DONE]\n\n"))
 	r.done(http.StatusOK, res.Usage)
 	return nil
 }
 
 // streamError sends an error event (OpenAI's shape; the SDKs raise it) and
 // ends the stream without [DONE].
-func (r *request) streamError(send func(chunkOut) error, e *APIError) error {
+func (r *request) streamError(e *APIError) {
 	r.s.metrics.observeError(r.c.Path(), e.Status, e.Type)
 	b, _ := json.Marshal(e.body())
 	w := r.c.Response()
 	if _, err := w.Write(append(append([]byte("data: "), b...), '\n', '\n')); err == nil {
 		w.Flush()
 	}
-	return nil
 }

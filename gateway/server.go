@@ -61,7 +61,8 @@ type Server struct {
 	startOnce sync.Once
 	startErr  error
 	ready     atomic.Bool
-	bufs      sync.Pool
+	bufs      sync.Pool // *bytes.Buffer for request bodies
+	outs      sync.Pool // *[]byte for encoded responses
 }
 
 // New builds a server: it fills defaults, validates cfg and wires the
@@ -77,6 +78,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, store: deps.Store, engine: deps.Engine, keys: deps.Keys, router: deps.Router,
 		log: deps.Logger, reg: deps.Registry, limiter: newLimiter(), proj: newProjection(), devKey: cfg.DevKeyEnabled()}
 	s.bufs.New = func() any { return new(bytes.Buffer) }
+	s.outs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
