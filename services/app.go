@@ -19,6 +19,7 @@ import (
 	"citizen/memory/qdrant"
 	"citizen/model"
 	"citizen/model/chat"
+	"citizen/reflection"
 	"citizen/reflection/feedback"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -40,11 +41,13 @@ type App struct {
 	Memory   memory.Index
 	Indexer  *memory.Indexer
 	Failures *memory.FailureLog
+	// Scoreboard is reflection's live aggregate per (type, version).
+	Scoreboard *reflection.Scoreboard
 }
 
 // The components, in the order they are documented. Each is a --target
 // value; its dependencies start with it.
-var componentList = []string{"store", "bus", "engine", "gateway", "feedback", "memory"}
+var componentList = []string{"store", "bus", "engine", "gateway", "reflection", "feedback", "memory"}
 
 func knownComponent(name string) bool {
 	for _, c := range componentList {
@@ -68,6 +71,7 @@ func (a *App) Modules() []Module {
 		{Name: "bus", Deps: []string{"store"}, Init: a.initBus},
 		{Name: "engine", Init: a.initEngine},
 		{Name: "gateway", Deps: []string{"store", "engine"}, Init: a.initGateway},
+		{Name: "reflection", Deps: []string{"store", "bus"}, Init: a.initReflection},
 		{Name: "feedback", Deps: []string{"store", "bus"}, Init: a.initFeedback},
 		{Name: "memory", Deps: []string{"store", "bus"}, Init: a.initMemory},
 	}
@@ -219,4 +223,43 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 		return nil, err
 	}
 	return startStop{run: svc.Run, stop: func(context.Context) error { return ix.Close() }}, nil
+}
+
+// initReflection runs the evaluator (interaction.recorded and feedback →
+// interaction.evaluated), the reward-hacking detectors (→ anomaly.detected)
+// and the scoreboard, which is rebuilt from the store first.
+func (a *App) initReflection(ctx context.Context) (Service, error) {
+	log := a.logger("reflection")
+	ev, err := reflection.NewEvaluator(reflection.EvaluatorConfig{Reader: a.Store}, log)
+	if err != nil {
+		return nil, err
+	}
+	sb := reflection.NewScoreboard()
+	var after uint64
+	for {
+		batch, err := a.Store.ReadAll(ctx, after, events.Filter{Types: []string{events.TypeInteractionEvaluated}}, 4096)
+		if err != nil {
+			return nil, err
+		}
+		if len(batch) == 0 {
+			break
+		}
+		for _, e := range batch {
+			if err := sb.Apply(e); err != nil {
+				log.Warn("scoreboard skipped an event", "position", e.Position, "err", err)
+			}
+		}
+		after = batch[len(batch)-1].Position
+	}
+	a.Scoreboard = sb
+	det := reflection.NewDetectors(reflection.DetectorConfig{})
+	group := func(g string) message.Subscriber { return a.Bus.Subscriber(bus.SubscriberConfig{Group: g}) }
+	return a.worker("reflection",
+		bus.EventHandler{Name: "evaluator", Topics: []string{bus.Topic(events.TypeInteractionRecorded), bus.Topic(events.TypeFeedbackReceived), bus.Topic(events.TypeFeedbackInterpreted)},
+			Subscriber: group("reflection"), Store: a.Store, Handle: ev.Handle},
+		bus.EventHandler{Name: "detectors", Topics: []string{bus.Topic(events.TypeInteractionEvaluated), bus.Topic(events.TypeRolloutStarted), bus.Topic(events.TypeRolloutPromoted)},
+			Subscriber: group("detectors"), Store: a.Store, Handle: det.Handle},
+		bus.EventHandler{Name: "scoreboard", Topics: []string{bus.Topic(events.TypeInteractionEvaluated)},
+			Subscriber: group("scoreboard"), Store: a.Store, Handle: sb.Handle},
+	)
 }

@@ -56,8 +56,8 @@ func post(t *testing.T, url, body string) (int, []byte) {
 
 // TestServeEndToEnd runs `citizen serve` on the durable store with the
 // stub engine: a completion is recorded, feedback on it is interpreted by
-// the feedback worker (store → relay → bus → router → store), the
-// interaction read shows both, SIGINT-style cancellation drains cleanly,
+// the feedback worker and every trigger is evaluated by reflection (store →
+// relay → bus → router → store), the interaction read shows them all, SIGINT-style cancellation drains cleanly,
 // and `citizen events replay` then finds every event decodable with no
 // gaps.
 func TestServeEndToEnd(t *testing.T) {
@@ -105,7 +105,9 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if strings.Contains(string(b), "feedback.interpreted") {
+		// recorded, feedback, its interpretation, and one evaluation per
+		// trigger (the recording, the feedback, the interpretation)
+		if strings.Contains(string(b), "feedback.interpreted") && strings.Count(string(b), `"interaction.evaluated"`) == 3 {
 			if !strings.Contains(string(b), "60 days") {
 				t.Fatalf("interpretation lost the correction: %s", b)
 			}
@@ -134,7 +136,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rr); err != nil {
 		t.Fatal(err, out.String())
 	}
-	if rr.Events != 3 || rr.Gaps != 0 || len(rr.Undecodable) != 0 {
+	if rr.Events != 6 || rr.Gaps != 0 || len(rr.Undecodable) != 0 {
 		t.Fatalf("replay: %+v", rr)
 	}
 }
