@@ -189,18 +189,31 @@ func FuzzInterpret(f *testing.F) {
 	})
 }
 
-// TestEmbeddedLargeInputIsLinear guards against quadratic rules: the
-// largest accepted inputs, built to maximise rule work, finish quickly.
+// TestEmbeddedLargeInputIsLinear guards against quadratic rules: inputs
+// built to maximise rule work take about 4 times as long at 4 times the
+// size (a quadratic rule would take 16 times). Timings are the best of
+// three, so a loaded machine does not make the test flaky.
 func TestEmbeddedLargeInputIsLinear(t *testing.T) {
-	for _, unit := range []string{"but wrong. ", "great, not 5 ", "oh great, ", "no - it's 5 now, not 6. ", "i guess. ", "a. "} {
-		text := strings.Repeat(unit, (MaxTextBytes-1)/len(unit))
-		start := time.Now()
-		got := interp(t, Input{Text: text})
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("%q x %d took %v", unit, len(text)/len(unit), d)
+	best := func(text string) time.Duration {
+		var b time.Duration
+		for i := 0; i < 3; i++ {
+			start := time.Now()
+			got := interp(t, Input{Text: text})
+			d := time.Since(start)
+			if i == 0 || d < b {
+				b = d
+			}
+			if got.Polarity < -1 || got.Polarity > 1 {
+				t.Fatalf("polarity %v", got.Polarity)
+			}
 		}
-		if got.Polarity < -1 || got.Polarity > 1 {
-			t.Errorf("polarity %v", got.Polarity)
+		return b
+	}
+	for _, unit := range []string{"but wrong. ", "great, not 5 ", "oh great, ", "no - it's 5 now, not 6. ", "i guess. ", "a. "} {
+		n := (MaxTextBytes - 1) / len(unit)
+		small, big := best(strings.Repeat(unit, n/4)), best(strings.Repeat(unit, n))
+		if big > 10*small+100*time.Millisecond {
+			t.Errorf("%q: %v at size n/4, %v at n: superlinear", unit, small, big)
 		}
 	}
 }
