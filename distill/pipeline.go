@@ -1,0 +1,615 @@
+package distill
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"citizen/events"
+	"citizen/memory"
+)
+
+// Example kinds.
+const (
+	KindPolicy  = "policy"  // a recorded answer, weighted by its advantage
+	KindRevised = "revised" // a self-distilled answer (teacher saw the correction or hint)
+	KindAnchor  = "anchor"  // an earlier well-graded answer, replayed against forgetting
+	KindHoldOut = "holdout" // for the offline gate only
+)
+
+// Example is one training or evaluation sequence: the exact prompt token
+// ids, the exact completion token ids to learn (or to score), and what the
+// objective needs. One line of a dataset's JSONL files.
+type Example struct {
+	Interaction string               `json:"interaction"`
+	Type        string               `json:"type"`
+	Kind        string               `json:"kind"`
+	Messages    []events.ChatMessage `json:"messages"`
+	Answer      events.ChatMessage   `json:"answer"`
+	// PromptTokens and CompletionTokens are exact ids; the loss is on the
+	// completion positions only.
+	PromptTokens     []int `json:"prompt_tokens"`
+	CompletionTokens []int `json:"completion_tokens"`
+	// BehaviourLogprobs are the serving policy's logprobs of the
+	// completion tokens (policy examples; nil when not recorded).
+	BehaviourLogprobs []float32 `json:"behaviour_logprobs,omitempty"`
+	Reward            float64   `json:"reward"`
+	// Advantage is reward minus the type's baseline (policy examples).
+	Advantage float64 `json:"advantage"`
+	// Weight multiplies the sequence's loss (supervised kinds: positive).
+	Weight     float64  `json:"weight"`
+	Correction string   `json:"correction,omitempty"`
+	Hint       string   `json:"hint,omitempty"`
+	Sources    []Source `json:"sources"`
+}
+
+// Sequence is the prompt followed by the completion.
+func (e *Example) Sequence() []int {
+	s := make([]int, 0, len(e.PromptTokens)+len(e.CompletionTokens))
+	return append(append(s, e.PromptTokens...), e.CompletionTokens...)
+}
+
+// PipelineConfig tunes BuildDataset. Zero values take the defaults noted.
+type PipelineConfig struct {
+	// Types restricts the types trained on (nil: all).
+	Types []string
+	// MinReward and MaxReward select policy examples by reward (nil: no
+	// bound).
+	MinReward, MaxReward *float64
+	// MaxPerType caps the policy examples per type (default 256), newest
+	// kept. Balance, when > 0, further caps every type at Balance × the
+	// smallest type's count (1 gives equal counts).
+	MaxPerType int
+	Balance    float64
+	// Embedder and DedupeCosine drop an example whose text (last user
+	// message and answer) is at least DedupeCosine similar to a newer one
+	// of the same type (nil Embedder or 0: exact token-hash dedupe only).
+	Embedder     memory.Embedder
+	DedupeCosine float32
+	// HoldOutFraction of interactions per type (chosen by a hash of the
+	// interaction id, so an interaction is held out in every cycle) never
+	// train and feed the offline gate (default 0.2); MaxHoldOutPerType caps
+	// the gate's work (default 64), and MinHoldOutPerType (default 2) takes
+	// further interactions, lowest hash first, when the fraction gives
+	// fewer.
+	HoldOutFraction   float64
+	MaxHoldOutPerType int
+	MinHoldOutPerType int
+	// GoodReward is the reward from which an answer counts as good: for
+	// anchors and for the hold-out's log-likelihood (default 0.5).
+	GoodReward float64
+	// AnchorsPerType earlier good interactions (before the window) are
+	// replayed per type with weight AnchorWeight (defaults 16 and 0.5;
+	// AnchorsPerType < 0 disables).
+	AnchorsPerType int
+	AnchorWeight   float64
+	// BaselineWindow is how many earlier rewards of the type the running
+	// mean baseline averages (default 64).
+	BaselineWindow int
+	// InvertRewards replaces every reward r with −r: a test hook that
+	// trains a deliberately bad candidate (the gate must reject it).
+	InvertRewards bool
+}
+
+func (c *PipelineConfig) defaults() {
+	if c.MaxPerType <= 0 {
+		c.MaxPerType = 256
+	}
+	if c.HoldOutFraction == 0 {
+		c.HoldOutFraction = 0.2
+	}
+	if c.MaxHoldOutPerType <= 0 {
+		c.MaxHoldOutPerType = 64
+	}
+	if c.MinHoldOutPerType == 0 {
+		c.MinHoldOutPerType = 2
+	}
+	if c.GoodReward == 0 {
+		c.GoodReward = 0.5
+	}
+	if c.AnchorsPerType == 0 {
+		c.AnchorsPerType = 16
+	}
+	if c.AnchorWeight == 0 {
+		c.AnchorWeight = 0.5
+	}
+	if c.BaselineWindow <= 0 {
+		c.BaselineWindow = 64
+	}
+}
+
+// PipelineStats counts what the pipeline did with the window.
+type PipelineStats struct {
+	Window      int `json:"window"`      // graded interactions in the window
+	Untrainable int `json:"untrainable"` // excluded: Trainable=false
+	NoTokens    int `json:"no_tokens"`   // excluded: no recorded token ids
+	Filtered    int `json:"filtered"`    // excluded by type or reward
+	Duplicates  int `json:"duplicates"`  // dropped as (near-)duplicates
+	Balanced    int `json:"balanced"`    // dropped by the per-type caps
+	HeldOut     int `json:"held_out"`    // window interactions kept for the gate
+}
+
+// Dataset is one cycle's data.
+type Dataset struct {
+	Train    []Example
+	HoldOut  []Example
+	Manifest Manifest
+}
+
+// Manifest describes a dataset and names the store positions it came from.
+type Manifest struct {
+	Cycle           string             `json:"cycle"`
+	Version         string             `json:"version"`
+	Parent          string             `json:"parent"`
+	WindowFrom      uint64             `json:"window_from"`
+	WindowTo        uint64             `json:"window_to"`
+	Created         time.Time          `json:"created"`
+	ExamplesPerType map[string]int     `json:"examples_per_type"`
+	KindCounts      map[string]int     `json:"kind_counts"`
+	HoldOutPerType  map[string]int     `json:"holdout_per_type"`
+	Baselines       map[string]float64 `json:"baselines"`
+	Stats           PipelineStats      `json:"stats"`
+	Files           map[string]string  `json:"files,omitempty"` // name → sha256
+	Sources         []ManifestEntry    `json:"sources"`
+}
+
+// ManifestEntry is one example's provenance.
+type ManifestEntry struct {
+	Interaction string   `json:"interaction"`
+	Kind        string   `json:"kind"`
+	Sources     []Source `json:"sources"`
+}
+
+// heldOut reports whether an interaction belongs to the hold-out slice.
+func heldOut(id string, frac float64) bool { return hashUnit(id) < frac }
+
+func hashUnit(id string) float64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return float64(h.Sum64()>>11) / float64(1<<53)
+}
+
+// BuildDataset selects, dedupes, balances and splits the buffer's
+// interactions. The window is the interactions whose evaluation in use is
+// at a position in (from, to]; anchors come from before it. It fails only
+// when the embedder fails.
+func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg PipelineConfig) (*Dataset, error) {
+	cfg.defaults()
+	reward := func(it *Interaction) float64 {
+		if cfg.InvertRewards {
+			return -it.Eval.Reward
+		}
+		return it.Eval.Reward
+	}
+	typeOK := func(t string) bool {
+		if len(cfg.Types) == 0 {
+			return true
+		}
+		for _, x := range cfg.Types {
+			if x == t {
+				return true
+			}
+		}
+		return false
+	}
+	usable := func(it *Interaction) bool {
+		return it.Eval != nil && it.Eval.Trainable && len(it.PromptTokens) > 0 && len(it.CompletionTokens) > 0
+	}
+
+	// Graded interactions in evaluation order: baselines (running means of
+	// earlier rewards per type) and the split.
+	graded := make([]*Interaction, 0, len(buf))
+	for i := range buf {
+		if buf[i].Eval != nil && buf[i].EvalPosition() <= to {
+			graded = append(graded, &buf[i])
+		}
+	}
+	sort.SliceStable(graded, func(i, j int) bool { return graded[i].EvalPosition() < graded[j].EvalPosition() })
+	all := map[string][]float64{}
+	for _, it := range graded {
+		if it.Eval.Trainable {
+			all[it.Type()] = append(all[it.Type()], reward(it))
+		}
+	}
+	baseline := map[string]float64{} // per interaction id
+	hist := map[string][]float64{}
+	for _, it := range graded {
+		if !it.Eval.Trainable {
+			continue
+		}
+		t := it.Type()
+		h := hist[t]
+		if len(h) == 0 {
+			baseline[it.ID] = mean(all[t])
+		} else {
+			baseline[it.ID] = mean(h[max(0, len(h)-cfg.BaselineWindow):])
+		}
+		hist[t] = append(h, reward(it))
+	}
+	typeBaseline := map[string]float64{}
+	for t, h := range hist {
+		typeBaseline[t] = mean(h[max(0, len(h)-cfg.BaselineWindow):])
+	}
+
+	ds := &Dataset{Manifest: Manifest{WindowFrom: from, WindowTo: to, ExamplesPerType: map[string]int{},
+		KindCounts: map[string]int{}, HoldOutPerType: map[string]int{}, Baselines: typeBaseline}}
+	st := &ds.Manifest.Stats
+
+	// Hold-out: by hash over every usable graded interaction.
+	hold := map[string]bool{}
+	byTypeAll := map[string][]*Interaction{}
+	for _, it := range graded {
+		if usable(it) && typeOK(it.Type()) {
+			byTypeAll[it.Type()] = append(byTypeAll[it.Type()], it)
+		}
+	}
+	for _, t := range sortedKeys(byTypeAll) {
+		list := append([]*Interaction(nil), byTypeAll[t]...)
+		sort.SliceStable(list, func(i, j int) bool { return hashUnit(list[i].ID) < hashUnit(list[j].ID) })
+		n := 0
+		for _, it := range list {
+			if heldOut(it.ID, cfg.HoldOutFraction) {
+				n++
+			}
+		}
+		n = max(n, min(cfg.MinHoldOutPerType, len(list)/2))
+		n = min(n, cfg.MaxHoldOutPerType)
+		for _, it := range list[:n] {
+			hold[it.ID] = true
+		}
+	}
+
+	// The window's candidates, newest first for dedupe and caps.
+	var cands []*Interaction
+	for i := len(graded) - 1; i >= 0; i-- {
+		it := graded[i]
+		if it.EvalPosition() <= from {
+			continue
+		}
+		st.Window++
+		switch {
+		case !it.Eval.Trainable:
+			st.Untrainable++
+		case len(it.PromptTokens) == 0 || len(it.CompletionTokens) == 0:
+			st.NoTokens++
+		case !typeOK(it.Type()),
+			cfg.MinReward != nil && reward(it) < *cfg.MinReward,
+			cfg.MaxReward != nil && reward(it) > *cfg.MaxReward:
+			st.Filtered++
+		case hold[it.ID]:
+			st.HeldOut++
+		default:
+			cands = append(cands, it)
+		}
+	}
+	cands, dups, err := dedupe(ctx, cands, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st.Duplicates = dups
+
+	// Balance.
+	perType := map[string][]*Interaction{}
+	for _, it := range cands {
+		perType[it.Type()] = append(perType[it.Type()], it)
+	}
+	limit := cfg.MaxPerType
+	if cfg.Balance > 0 && len(perType) > 1 {
+		smallest := math.MaxInt
+		for _, l := range perType {
+			smallest = min(smallest, len(l))
+		}
+		limit = min(limit, max(1, int(math.Ceil(cfg.Balance*float64(smallest)))))
+	}
+	for _, t := range sortedKeys(perType) {
+		l := perType[t]
+		if len(l) > limit {
+			st.Balanced += len(l) - limit
+			l = l[:limit]
+		}
+		// Oldest first in the dataset.
+		for i := len(l) - 1; i >= 0; i-- {
+			it := l[i]
+			ex := exampleOf(it, KindPolicy, reward(it))
+			ex.Advantage = reward(it) - baseline[it.ID]
+			ex.Weight = 1
+			ds.Train = append(ds.Train, ex)
+		}
+	}
+
+	// Anchors: earlier good interactions per type.
+	if cfg.AnchorsPerType > 0 {
+		for _, t := range sortedKeys(byTypeAll) {
+			n := 0
+			l := byTypeAll[t]
+			for i := len(l) - 1; i >= 0 && n < cfg.AnchorsPerType; i-- {
+				it := l[i]
+				if it.EvalPosition() > from || hold[it.ID] || reward(it) < cfg.GoodReward {
+					continue
+				}
+				ex := exampleOf(it, KindAnchor, reward(it))
+				ex.Weight = cfg.AnchorWeight
+				ds.Train = append(ds.Train, ex)
+				n++
+			}
+		}
+	}
+
+	for _, t := range sortedKeys(byTypeAll) {
+		for _, it := range byTypeAll[t] {
+			if hold[it.ID] {
+				ex := exampleOf(it, KindHoldOut, reward(it))
+				ex.Advantage = reward(it) - typeBaseline[t]
+				ds.HoldOut = append(ds.HoldOut, ex)
+				ds.Manifest.HoldOutPerType[t]++
+			}
+		}
+	}
+	ds.refreshManifest()
+	return ds, nil
+}
+
+// refreshManifest recomputes the counts and sources from the examples.
+func (ds *Dataset) refreshManifest() {
+	m := &ds.Manifest
+	m.ExamplesPerType, m.KindCounts, m.HoldOutPerType = map[string]int{}, map[string]int{}, map[string]int{}
+	m.Sources = m.Sources[:0]
+	for _, ex := range ds.Train {
+		m.ExamplesPerType[ex.Type]++
+		m.KindCounts[ex.Kind]++
+		m.Sources = append(m.Sources, ManifestEntry{Interaction: ex.Interaction, Kind: ex.Kind, Sources: ex.Sources})
+	}
+	for _, ex := range ds.HoldOut {
+		m.HoldOutPerType[ex.Type]++
+		m.KindCounts[ex.Kind]++
+		m.Sources = append(m.Sources, ManifestEntry{Interaction: ex.Interaction, Kind: ex.Kind, Sources: ex.Sources})
+	}
+}
+
+func exampleOf(it *Interaction, kind string, reward float64) Example {
+	return Example{Interaction: it.ID, Type: it.Type(), Kind: kind, Messages: it.Messages, Answer: it.Answer,
+		PromptTokens: it.PromptTokens, CompletionTokens: it.CompletionTokens, BehaviourLogprobs: it.BehaviourLogprobs,
+		Reward: reward, Correction: it.Correction, Hint: it.Hint, Sources: it.Sources}
+}
+
+// dedupe keeps the first (newest) of exact duplicates (same prompt and
+// completion ids) and, with an embedder, of near duplicates per type.
+func dedupe(ctx context.Context, cands []*Interaction, cfg PipelineConfig) ([]*Interaction, int, error) {
+	seen := map[[32]byte]bool{}
+	out := cands[:0:0]
+	for _, it := range cands {
+		k := tokenHash(it.PromptTokens, it.CompletionTokens)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, it)
+	}
+	dups := len(cands) - len(out)
+	if cfg.Embedder == nil || cfg.DedupeCosine <= 0 || len(out) == 0 {
+		return out, dups, nil
+	}
+	texts := make([]string, len(out))
+	for i, it := range out {
+		texts[i] = lastUser(it.Messages) + "\n" + it.Answer.Content
+	}
+	vecs, err := cfg.Embedder.Embed(ctx, texts)
+	if err != nil {
+		return nil, 0, fmt.Errorf("distill: dedupe embedder: %w", err)
+	}
+	kept := out[:0:0]
+	var keptVecs [][]float32
+	for i, it := range out {
+		dup := false
+		for j, k := range kept {
+			if k.Type() == it.Type() && cosine(vecs[i], keptVecs[j]) >= cfg.DedupeCosine {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			dups++
+			continue
+		}
+		kept = append(kept, it)
+		keptVecs = append(keptVecs, vecs[i])
+	}
+	return kept, dups, nil
+}
+
+func tokenHash(a, b []int) [32]byte {
+	h := sha256.New()
+	var buf [8]byte
+	for _, s := range [][]int{a, b} {
+		binary.LittleEndian.PutUint64(buf[:], uint64(len(s)))
+		h.Write(buf[:])
+		for _, x := range s {
+			binary.LittleEndian.PutUint64(buf[:], uint64(x))
+			h.Write(buf[:])
+		}
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+func cosine(a, b []float32) float32 {
+	var d, na, nb float64
+	for i := range a {
+		d += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return float32(d / math.Sqrt(na*nb))
+}
+
+func lastUser(msgs []events.ChatMessage) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Dataset file names inside a cycle's dataset directory.
+const (
+	TrainFile    = "train.jsonl"
+	HoldOutFile  = "holdout.jsonl"
+	ManifestFile = "manifest.json"
+)
+
+// Write stores the dataset in dir: train.jsonl, holdout.jsonl (one Example
+// per line) and manifest.json (with the files' sha256).
+func (ds *Dataset) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ds.refreshManifest()
+	ds.Manifest.Files = map[string]string{}
+	for name, exs := range map[string][]Example{TrainFile: ds.Train, HoldOutFile: ds.HoldOut} {
+		sum, err := writeJSONL(filepath.Join(dir, name), exs)
+		if err != nil {
+			return err
+		}
+		ds.Manifest.Files[name] = sum
+	}
+	b, err := json.MarshalIndent(ds.Manifest, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o644)
+}
+
+func writeJSONL(path string, exs []Example) (string, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for i := range exs {
+		if err := enc.Encode(&exs[i]); err != nil {
+			f.Close()
+			return "", err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ReadDataset loads a dataset written by Write, checking the files'
+// sha256 against the manifest.
+func ReadDataset(dir string) (*Dataset, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	ds := &Dataset{}
+	if err := json.Unmarshal(b, &ds.Manifest); err != nil {
+		return nil, fmt.Errorf("distill: manifest: %w", err)
+	}
+	for name, dst := range map[string]*[]Example{TrainFile: &ds.Train, HoldOutFile: &ds.HoldOut} {
+		raw, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(raw)
+		if want := ds.Manifest.Files[name]; want != "" && want != hex.EncodeToString(sum[:]) {
+			return nil, fmt.Errorf("distill: %s: sha256 differs from the manifest", name)
+		}
+		for i, line := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
+			if line == "" {
+				continue
+			}
+			var ex Example
+			if err := json.Unmarshal([]byte(line), &ex); err != nil {
+				return nil, fmt.Errorf("distill: %s line %d: %w", name, i+1, err)
+			}
+			*dst = append(*dst, ex)
+		}
+	}
+	return ds, nil
+}
+
+// ErrMissingPosition means a manifest names a store position that does
+// not hold the event it says.
+var ErrMissingPosition = errors.New("distill: manifest names a missing store position")
+
+// PositionReader is the part of events.Store the manifest check needs.
+type PositionReader interface {
+	ReadAll(ctx context.Context, after uint64, f events.Filter, max int) ([]events.Event, error)
+}
+
+// VerifyManifest checks that every position the manifest names holds the
+// event (id and type) it says; otherwise it returns ErrMissingPosition
+// with the first offending position.
+func VerifyManifest(ctx context.Context, s PositionReader, m *Manifest) error {
+	checked := map[uint64]bool{}
+	for _, e := range m.Sources {
+		for _, src := range e.Sources {
+			if checked[src.Position] {
+				continue
+			}
+			checked[src.Position] = true
+			if src.Position == 0 {
+				return fmt.Errorf("%w: interaction %s has an event without a position", ErrMissingPosition, e.Interaction)
+			}
+			evs, err := s.ReadAll(ctx, src.Position-1, events.Filter{}, 1)
+			if err != nil {
+				return fmt.Errorf("distill: reading position %d: %w", src.Position, err)
+			}
+			if len(evs) == 0 || evs[0].Position != src.Position || evs[0].ID.String() != src.EventID || evs[0].Type != src.Type {
+				return fmt.Errorf("%w: position %d (%s %s of interaction %s)", ErrMissingPosition, src.Position, src.Type, src.EventID, e.Interaction)
+			}
+		}
+	}
+	return nil
+}
