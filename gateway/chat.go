@@ -214,10 +214,13 @@ func (s *Server) chat(c echo.Context) error {
 		r.ttft = time.Since(start)
 	}
 	if apiErr := r.check(res); apiErr != nil {
+		r.done(apiErr.Status, Usage{})
 		return s.fail(c, apiErr)
 	}
 	if err := r.record(ctx, res); err != nil {
-		return s.fail(c, errInternal("The interaction could not be recorded; no answer is given. Please retry."))
+		apiErr := errInternal("The interaction could not be recorded; no answer is given. Please retry.")
+		r.done(apiErr.Status, Usage{})
+		return s.fail(c, apiErr)
 	}
 	ob := s.outs.Get().(*[]byte)
 	out := appendCompletion((*ob)[:0], CompletionID(r.iid), r.created, publicModel(res.Version), res.Fingerprint,
@@ -407,6 +410,7 @@ func (r *request) stream(ctx context.Context) error {
 		return nil
 	}
 	if apiErr := r.check(res); apiErr != nil {
+		r.done(apiErr.Status, Usage{})
 		if !started {
 			return r.s.fail(r.c, apiErr)
 		}

@@ -60,6 +60,12 @@ func TestChatNonStreamingRecordsExactTokens(t *testing.T) {
 	if rec.Usage.PromptTokens != len(wantPrompt) || rec.Usage.CompletionTokens != len(ch.CompletionTokens) || *out.Usage != Usage(rec.Usage) {
 		t.Fatalf("usage %+v vs %+v", rec.Usage, out.Usage)
 	}
+	resp, body = e.do("GET", "/v1/chat/completions/"+out.ID, keyA, nil)
+	var stored completionOut
+	decodeJSON(t, body, &stored)
+	if resp.StatusCode != 200 || stored.Created != out.Created || *stored.Choices[0].Message.Content != want || stored.Metadata["task_type"] != "greeting" {
+		t.Fatalf("stored completion differs: %s", body)
+	}
 	var params map[string]any
 	decodeJSON(t, rec.Params, &params)
 	if params["seed"] != float64(7) || params["temperature"] != 0.5 {

@@ -18,6 +18,9 @@ func (r *request) record(ctx context.Context, res *Result) error {
 		CorrelationID: r.iid,
 		Tenant:        r.key.Tenant,
 		ID:            events.DeterministicID(events.TypeInteractionRecorded, r.iid),
+		// The request's start, so a stored completion's "created" equals
+		// the one the client got.
+		Time: r.start.UTC(),
 	})
 	if err == nil {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.s.cfg.RecordTimeout)
