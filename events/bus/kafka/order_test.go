@@ -1,0 +1,133 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"citizen/events"
+	"citizen/events/bus"
+	"citizen/events/bus/kafka"
+)
+
+// TestEventsKeepStreamOrderAcrossPartitions publishes events of several
+// streams to a 4-partition topic and checks that two members of a group
+// together receive every event, each stream in order, and that the
+// message maps back to the same event.
+func TestEventsKeepStreamOrderAcrossPartitions(t *testing.T) {
+	brokers := kfakeBrokers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topic := bus.Topic(events.TypeFeedbackReceived)
+	tc := kafka.TopicConfig{Partitions: 4}
+	if err := kafka.CreateTopics(ctx, brokers, tc, topic); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: brokers, Topic: tc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+
+	// a lone publish must not wait for kafka-go's default 1 s batch timeout
+	start := time.Now()
+	first := feedbackEvent(t, 0, 0, 1)
+	if err := pub.Publish(topic, mustMessage(t, first)); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 700*time.Millisecond {
+		t.Fatalf("a lone publish took %v", d)
+	}
+
+	const streams, per = 10, 30
+	want := map[string]events.Event{first.ID.String(): first}
+	var msgs []*message.Message
+	pos := uint64(1)
+	for i := range per {
+		for s := range streams {
+			pos++
+			ev := feedbackEvent(t, s, i, pos)
+			want[ev.ID.String()] = ev
+			msgs = append(msgs, mustMessage(t, ev))
+		}
+	}
+	if err := pub.Publish(topic, msgs...); err != nil {
+		t.Fatal(err)
+	}
+
+	type got struct {
+		m      *message.Message
+		member int
+	}
+	all := make(chan got)
+	for member := range 2 {
+		sub, err := kafka.NewSubscriber(kafka.SubscriberConfig{Brokers: brokers, Group: "g",
+			HeartbeatInterval: 500 * time.Millisecond, MaxWait: 100 * time.Millisecond}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		ch, err := sub.Subscribe(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for m := range ch {
+				select {
+				case all <- got{m, member}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	seen := map[string]bool{}
+	last := map[string]uint64{}
+	for len(seen) < len(want) {
+		var g got
+		select {
+		case g = <-all:
+		case <-ctx.Done():
+			t.Fatalf("received %d of %d", len(seen), len(want))
+		}
+		ev, err := bus.FromMessage(g.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, ok := want[g.m.UUID]; !ok || w.Position != ev.Position || string(w.Data) != string(ev.Data) {
+			t.Fatalf("unexpected event %+v", ev)
+		}
+		if !seen[g.m.UUID] { // redelivery after a rebalance is allowed
+			if ev.Position < last[ev.Stream] {
+				t.Fatalf("stream %s: position %d after %d", ev.Stream, ev.Position, last[ev.Stream])
+			}
+			last[ev.Stream] = ev.Position
+			seen[g.m.UUID] = true
+		}
+		g.m.Ack()
+	}
+}
+
+func feedbackEvent(t *testing.T, stream, i int, pos uint64) events.Event {
+	t.Helper()
+	ev, err := events.Encode(&events.FeedbackReceived{InteractionID: fmt.Sprint(stream),
+		FeedbackID: fmt.Sprintf("f%d-%d", stream, i), Source: "harness"},
+		events.Meta{Stream: events.InteractionStream(fmt.Sprint(stream)), CorrelationID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Position = pos
+	return ev
+}
+
+func mustMessage(t *testing.T, ev events.Event) *message.Message {
+	t.Helper()
+	m, err := bus.ToMessage(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
