@@ -19,9 +19,9 @@ type labelled struct {
 	Aspects    []string `json:"aspects"`
 }
 
-func loadLabelled(t *testing.T) []labelled { return loadSet(t, "testdata/labelled.jsonl") }
+func loadLabelled(t testing.TB) []labelled { return loadSet(t, "testdata/labelled.jsonl") }
 
-func loadSet(t *testing.T, path string) []labelled {
+func loadSet(t testing.TB, path string) []labelled {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

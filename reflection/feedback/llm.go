@@ -212,6 +212,10 @@ func (l *LLM) Interpret(ctx context.Context, in Input) (Interpretation, error) {
 	if !ok {
 		return l.unparsable(), nil
 	}
+	if out.Correction == "" && strings.TrimSpace(in.Correction) != "" {
+		// a correction stated in the feedback's own field is kept as given
+		out.Correction = truncateRunes(strings.TrimSpace(in.Correction), maxFieldLen)
+	}
 	return out, nil
 }
 
