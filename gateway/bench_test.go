@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,6 +137,91 @@ func BenchmarkAddedLatency(b *testing.B) {
 	}
 }
 
+// rawClient is a minimal HTTP/1.1 keep-alive client (like wrk): it writes
+// a prepared request and reads the status line, headers and a
+// Content-Length or chunked body, so the load generator costs little of the
+// 2 cores it shares with the gateway.
+type rawClient struct {
+	conn net.Conn
+	br   *bufio.Reader
+	head string
+	buf  []byte
+}
+
+func newRawClient(addr, key string) (*rawClient, error) {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &rawClient{conn: conn, br: bufio.NewReaderSize(conn, 64<<10),
+		head: "Host: " + addr + "\r\nAuthorization: Bearer " + key + "\r\nContent-Type: application/json\r\n"}, nil
+}
+
+func (c *rawClient) Close() error { return c.conn.Close() }
+
+func (c *rawClient) post(path, body string) (int, error) {
+	c.buf = append(c.buf[:0], "POST "...)
+	c.buf = append(c.buf, path...)
+	c.buf = append(c.buf, " HTTP/1.1\r\n"...)
+	c.buf = append(c.buf, c.head...)
+	c.buf = append(c.buf, "Content-Length: "...)
+	c.buf = strconv.AppendInt(c.buf, int64(len(body)), 10)
+	c.buf = append(c.buf, "\r\n\r\n"...)
+	c.buf = append(c.buf, body...)
+	if _, err := c.conn.Write(c.buf); err != nil {
+		return 0, err
+	}
+	line, err := c.br.ReadSlice('\n')
+	if err != nil || len(line) < 12 {
+		return 0, fmt.Errorf("status line: %q %v", line, err)
+	}
+	status, err := strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, err
+	}
+	length, chunked := -1, false
+	for {
+		h, err := c.br.ReadSlice('\n')
+		if err != nil {
+			return 0, err
+		}
+		if len(h) <= 2 {
+			break
+		}
+		if k, v, ok := bytes.Cut(bytes.TrimSpace(h), []byte(":")); ok {
+			switch {
+			case bytes.EqualFold(k, []byte("Content-Length")):
+				length, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
+			case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+				chunked = bytes.Contains(bytes.ToLower(v), []byte("chunked"))
+			}
+		}
+	}
+	if !chunked {
+		if length < 0 {
+			return 0, errors.New("no Content-Length")
+		}
+		_, err = c.br.Discard(length)
+		return status, err
+	}
+	for {
+		l, err := c.br.ReadSlice('\n')
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(l)), 16, 64)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := c.br.Discard(int(n) + 2); err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			return status, nil
+		}
+	}
+}
+
 // BenchmarkThroughput sends b.N non-streaming completions over 64
 // concurrent keep-alive connections and reports recorded completions per
 // second; every one must be in the store (memstore, or the durable eventlog
@@ -171,10 +259,7 @@ func BenchmarkThroughput(b *testing.B) {
 			}
 			counted := e.srv.store.(*faultyStore)
 			before := counted.appended.Load()
-			tr := &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}
-			defer tr.CloseIdleConnections()
-			client := &http.Client{Transport: tr}
-			url := e.ts.URL + "/v1/chat/completions"
+			addr := strings.TrimPrefix(e.ts.URL, "http://")
 			var next atomic.Int64
 			var failed atomic.Int64
 			var wg sync.WaitGroup
@@ -186,18 +271,19 @@ func BenchmarkThroughput(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					c, err := newRawClient(addr, keyA)
+					if err != nil {
+						failed.Add(1)
+						return
+					}
+					defer c.Close()
 					for next.Add(1) <= int64(b.N) {
-						req, _ := http.NewRequest("POST", url, strings.NewReader(benchBody))
-						req.Header.Set("Authorization", "Bearer "+keyA)
-						resp, err := client.Do(req)
-						if err != nil {
+						status, err := c.post("/v1/chat/completions", benchBody)
+						if err != nil || status != 200 {
 							failed.Add(1)
-							continue
-						}
-						io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode != 200 {
-							failed.Add(1)
+							if err != nil {
+								return
+							}
 						}
 					}
 				}()
