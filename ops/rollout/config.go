@@ -1,0 +1,202 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Config configures the controller and the projection. Zero fields take
+// the defaults of DefaultConfig; Validate reports what is still wrong.
+type Config struct {
+	// Stable is the version that serves before any promotion (the
+	// gateway's stable version). If empty, a candidate's parent is taken
+	// as the stable version of its rollout.
+	Stable string `yaml:"stable"`
+	// Steps are the candidate's traffic shares, increasing, in (0,1].
+	// Default 0.05, 0.25, 0.5, 1. If the last is 1, reaching it is the
+	// promotion; the comparison ends at the step before.
+	Steps []float64 `yaml:"steps"`
+	// MinPerArm is the number of evaluations each arm (candidate and
+	// stable) needs within the current step before the step may end
+	// (default 50).
+	MinPerArm int `yaml:"min_per_arm"`
+	// MinPerType is the number of candidate evaluations needed within the
+	// step for every task type that makes up at least TypeShare of the
+	// stable arm's evaluations in the step (defaults 10 and 0.1). Rare
+	// types do not block a step.
+	MinPerType int     `yaml:"min_per_type"`
+	TypeShare  float64 `yaml:"type_share"`
+	// MinLook is the number of evaluations per arm (whole rollout) before
+	// any statistical decision (default 20): the test uses a normal
+	// approximation with estimated variances.
+	MinLook int `yaml:"min_look"`
+	// MaxPerArm ends the last comparative step when both arms have this
+	// many evaluations within it and the reward test has not shown a win
+	// (default 2000); Inconclusive says what happens then.
+	MaxPerArm int `yaml:"max_per_arm"`
+	// Inconclusive is "rollback" (default: stable keeps serving) or
+	// "promote" (promote a candidate whose reward interval lies above
+	// -NonInferiority; otherwise roll back).
+	Inconclusive   string  `yaml:"inconclusive"`
+	NonInferiority float64 `yaml:"non_inferiority"`
+	// Alpha bounds the probability that the reward confidence sequence
+	// ever excludes the true difference (default 0.05): a false rollback
+	// for regression or a false win, each at most Alpha.
+	Alpha float64 `yaml:"alpha"`
+	// Tau is the standard deviation of the normal mixture over the reward
+	// difference (reward units, default 0.1): the effect size the test is
+	// tuned to detect fastest.
+	Tau float64 `yaml:"tau"`
+	// Guardrails are the behaviour checks; any failure rolls back at once.
+	Guardrails Guardrails `yaml:"guardrails"`
+}
+
+// Guardrails are the behaviour checks of a rollout. Each metric is
+// compared as candidate minus stable with the same kind of confidence
+// sequence as the reward (tuned to the tolerance), and fails when the whole
+// interval lies beyond the tolerance: the candidate is worse by more than
+// the tolerance with confidence 1-Alpha. An anomaly.detected for the
+// candidate fails at once, without a test.
+type Guardrails struct {
+	// Alpha per guardrail (default 0.01).
+	Alpha float64 `yaml:"alpha"`
+	// LengthDrop and LengthRise: relative change of the mean answer
+	// length (defaults 0.25 and 1.0: shorter than 75% or longer than 200%
+	// of stable).
+	LengthDrop float64 `yaml:"length_drop"`
+	LengthRise float64 `yaml:"length_rise"`
+	// ToolsRise (relative, default 0.5) and ToolsAbs (calls per turn,
+	// default 0.5): tool calls per turn may exceed stable's by at most the
+	// larger of the two.
+	ToolsRise float64 `yaml:"tools_rise"`
+	ToolsAbs  float64 `yaml:"tools_abs"`
+	// ErrorRise: absolute rise of the error rate (share of evaluations
+	// with a fault attributed to the model; default 0.05).
+	ErrorRise float64 `yaml:"error_rise"`
+	// DropRise: absolute rise of the drop rate (outcome timeout or
+	// abandoned; default 0.05).
+	DropRise float64 `yaml:"drop_rise"`
+	// LatencyRise: relative rise of the mean latency (default 0.5).
+	LatencyRise float64 `yaml:"latency_rise"`
+	// AnomalyKinds that roll back; empty means every kind.
+	AnomalyKinds []string `yaml:"anomaly_kinds"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Steps:          []float64{0.05, 0.25, 0.5, 1},
+		MinPerArm:      50,
+		MinPerType:     10,
+		TypeShare:      0.1,
+		MinLook:        20,
+		MaxPerArm:      2000,
+		Inconclusive:   "rollback",
+		NonInferiority: 0.02,
+		Alpha:          0.05,
+		Tau:            0.1,
+		Guardrails: Guardrails{
+			Alpha:       0.01,
+			LengthDrop:  0.25,
+			LengthRise:  1.0,
+			ToolsRise:   0.5,
+			ToolsAbs:    0.5,
+			ErrorRise:   0.05,
+			DropRise:    0.05,
+			LatencyRise: 0.5,
+		},
+	}
+}
+
+// WithDefaults returns c with zero fields set to DefaultConfig's.
+func (c Config) WithDefaults() Config {
+	d := DefaultConfig()
+	if len(c.Steps) == 0 {
+		c.Steps = d.Steps
+	}
+	setInt(&c.MinPerArm, d.MinPerArm)
+	setInt(&c.MinPerType, d.MinPerType)
+	setInt(&c.MinLook, d.MinLook)
+	setInt(&c.MaxPerArm, d.MaxPerArm)
+	setFloat(&c.TypeShare, d.TypeShare)
+	setFloat(&c.NonInferiority, d.NonInferiority)
+	setFloat(&c.Alpha, d.Alpha)
+	setFloat(&c.Tau, d.Tau)
+	if c.Inconclusive == "" {
+		c.Inconclusive = d.Inconclusive
+	}
+	g, dg := &c.Guardrails, d.Guardrails
+	setFloat(&g.Alpha, dg.Alpha)
+	setFloat(&g.LengthDrop, dg.LengthDrop)
+	setFloat(&g.LengthRise, dg.LengthRise)
+	setFloat(&g.ToolsRise, dg.ToolsRise)
+	setFloat(&g.ToolsAbs, dg.ToolsAbs)
+	setFloat(&g.ErrorRise, dg.ErrorRise)
+	setFloat(&g.DropRise, dg.DropRise)
+	setFloat(&g.LatencyRise, dg.LatencyRise)
+	return c
+}
+
+func setInt(p *int, d int) {
+	if *p == 0 {
+		*p = d
+	}
+}
+
+func setFloat(p *float64, d float64) {
+	if *p == 0 {
+		*p = d
+	}
+}
+
+// Validate checks c (after WithDefaults).
+func (c Config) Validate() error {
+	var errs []error
+	prev := 0.0
+	for i, w := range c.Steps {
+		if !(w > prev && w <= 1) {
+			errs = append(errs, fmt.Errorf("steps[%d] = %v: steps must increase within (0,1]", i, w))
+		}
+		prev = w
+	}
+	if len(c.Steps) == 0 || (len(c.Steps) == 1 && c.Steps[0] == 1) {
+		errs = append(errs, errors.New("steps: need at least one step with a share below 1"))
+	}
+	if c.MinPerArm < 1 || c.MinLook < 2 || c.MinPerType < 0 || c.MaxPerArm < c.MinPerArm {
+		errs = append(errs, errors.New("min_per_arm >= 1, min_look >= 2, min_per_type >= 0 and max_per_arm >= min_per_arm"))
+	}
+	if c.Inconclusive != "rollback" && c.Inconclusive != "promote" {
+		errs = append(errs, fmt.Errorf("inconclusive: %q is neither rollback nor promote", c.Inconclusive))
+	}
+	for name, a := range map[string]float64{"alpha": c.Alpha, "guardrails.alpha": c.Guardrails.Alpha} {
+		if !(a > 0 && a < 1) {
+			errs = append(errs, fmt.Errorf("%s must be in (0,1), got %v", name, a))
+		}
+	}
+	g := c.Guardrails
+	for name, v := range map[string]float64{"tau": c.Tau, "type_share": c.TypeShare, "non_inferiority": c.NonInferiority,
+		"length_drop": g.LengthDrop, "length_rise": g.LengthRise, "tools_rise": g.ToolsRise, "tools_abs": g.ToolsAbs,
+		"error_rise": g.ErrorRise, "drop_rise": g.DropRise, "latency_rise": g.LatencyRise} {
+		if !(v > 0) || math.IsInf(v, 0) {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %v", name, v))
+		}
+	}
+	if g.LengthDrop >= 1 {
+		errs = append(errs, errors.New("guardrails.length_drop must be below 1"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("rollout: config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// comparativeSteps is the number of steps at which candidate and stable
+// are compared: all of them, less the last if it is 1 (reaching it is the
+// promotion).
+func (c Config) comparativeSteps() int {
+	if c.Steps[len(c.Steps)-1] == 1 {
+		return len(c.Steps) - 1
+	}
+	return len(c.Steps)
+}

@@ -1,0 +1,238 @@
+package rollout
+
+import (
+	"fmt"
+	"strconv"
+
+	"citizen/events"
+
+	"github.com/google/uuid"
+)
+
+// Actors of rollout events.
+const (
+	ActorController = "controller"
+	ActorOperator   = "operator"
+)
+
+// Reason codes of the controller's decisions (the text after ": " is
+// detail).
+const (
+	ReasonStarted      = "started"
+	ReasonStepEvidence = "step_evidence"
+	ReasonWin          = "reward_win"
+	ReasonNonInferior  = "non_inferior"
+	ReasonRegression   = "reward_regression"
+	ReasonGuardrail    = "guardrail"
+	ReasonAnomaly      = "anomaly"
+	ReasonInconclusive = "inconclusive"
+)
+
+// decision is an event the controller wants to append.
+type decision struct {
+	stream   string
+	expected events.ExpectedRevision
+	id       uuid.UUID
+	payload  events.Payload
+	change   events.RolloutChange
+}
+
+// evidence is the state of the tests at one look.
+type evidence struct {
+	*events.RolloutEvidence
+	looked      bool // both arms have MinLook evaluations
+	reward      interval
+	failed      string // first failed guardrail
+	failedWhy   string
+	latencySeen bool
+}
+
+// evidence computes counts, means and intervals for the active rollout.
+func (s *State) evidence() evidence {
+	a, cfg := s.active, s.cfg
+	g := cfg.Guardrails
+	c, st := &a.all[armCandidate], &a.all[armStable]
+	ev := evidence{RolloutEvidence: &events.RolloutEvidence{
+		Test: fmt.Sprintf("normal-mixture sequential test (always-valid confidence sequence) on candidate-stable difference of means; "+
+			"reward tau=%g alpha=%g; guardrails alpha=%g each with tau=tolerance", cfg.Tau, cfg.Alpha, g.Alpha),
+		Counts: map[string]int{
+			"candidate": c.reward.n, "stable": st.reward.n,
+			"candidate.step": a.cur[armCandidate].reward.n, "stable.step": a.cur[armStable].reward.n,
+			"served.candidate": c.latency.n, "served.stable": st.latency.n,
+		},
+		Means:     map[string]float64{},
+		Intervals: map[string]float64{},
+	}}
+	put := func(name string, cm, sm moments, iv interval) {
+		ev.Means[name+".candidate"] = cm.mean()
+		ev.Means[name+".stable"] = sm.mean()
+		ev.Means[name+".diff"] = iv.Diff
+		ev.Intervals[name+".lo"] = iv.Lo
+		ev.Intervals[name+".hi"] = iv.Hi
+	}
+	if c.reward.n < cfg.MinLook || st.reward.n < cfg.MinLook {
+		ev.Means["reward.candidate"] = c.reward.mean()
+		ev.Means["reward.stable"] = st.reward.mean()
+		return ev
+	}
+	ev.looked = true
+	ev.reward = mixtureCS(c.reward, st.reward, cfg.Tau, cfg.Alpha, false)
+	put("reward", c.reward, st.reward, ev.reward)
+
+	fail := func(name, why string) {
+		if ev.failed == "" {
+			ev.failed, ev.failedWhy = name, why
+		}
+	}
+	// answer length, both ways
+	base := max(st.length.mean(), 1)
+	down, up := g.LengthDrop*base, g.LengthRise*base
+	iv := mixtureCS(c.length, st.length, down, g.Alpha, false)
+	put("answer_length", c.length, st.length, iv)
+	if iv.Hi < -down {
+		fail("answer_length", fmt.Sprintf("mean answer length %.1f vs stable %.1f: dropped by more than %.0f%% (interval of the difference [%.1f, %.1f])",
+			c.length.mean(), st.length.mean(), 100*g.LengthDrop, iv.Lo, iv.Hi))
+	} else if iv.Lo > up {
+		fail("answer_length", fmt.Sprintf("mean answer length %.1f vs stable %.1f: grew by more than %.0f%% (interval of the difference [%.1f, %.1f])",
+			c.length.mean(), st.length.mean(), 100*g.LengthRise, iv.Lo, iv.Hi))
+	}
+	// tool calls per turn
+	thr := max(g.ToolsRise*st.tools.mean(), g.ToolsAbs)
+	iv = mixtureCS(c.tools, st.tools, thr, g.Alpha, false)
+	put("tool_calls", c.tools, st.tools, iv)
+	if iv.Lo > thr {
+		fail("tool_calls", fmt.Sprintf("tool calls per turn %.2f vs stable %.2f: more than %.2f above (interval [%.2f, %.2f])",
+			c.tools.mean(), st.tools.mean(), thr, iv.Lo, iv.Hi))
+	}
+	// error and drop rates
+	for _, r := range []struct {
+		name   string
+		cm, sm moments
+		thr    float64
+	}{{"error_rate", c.errs, st.errs, g.ErrorRise}, {"drop_rate", c.drops, st.drops, g.DropRise}} {
+		iv = mixtureCS(r.cm, r.sm, r.thr, g.Alpha, true)
+		put(r.name, r.cm, r.sm, iv)
+		if iv.Lo > r.thr {
+			fail(r.name, fmt.Sprintf("%s %.3f vs stable %.3f: more than %.3f above (interval [%.3f, %.3f])",
+				r.name, r.cm.mean(), r.sm.mean(), r.thr, iv.Lo, iv.Hi))
+		}
+	}
+	// latency, from interaction.recorded
+	if c.latency.n >= cfg.MinLook && st.latency.n >= cfg.MinLook {
+		ev.latencySeen = true
+		thr := g.LatencyRise * max(st.latency.mean(), 1)
+		iv = mixtureCS(c.latency, st.latency, thr, g.Alpha, false)
+		put("latency_ms", c.latency, st.latency, iv)
+		if iv.Lo > thr {
+			fail("latency_ms", fmt.Sprintf("mean latency %.0f ms vs stable %.0f ms: more than %.0f%% above (interval [%.0f, %.0f])",
+				c.latency.mean(), st.latency.mean(), 100*g.LatencyRise, iv.Lo, iv.Hi))
+		}
+	}
+	return ev
+}
+
+// stepReady reports whether the current step has its minimum evidence:
+// MinPerArm evaluations on each arm, and MinPerType candidate evaluations
+// for every task type that is at least TypeShare of the stable arm's.
+func (s *State) stepReady() bool {
+	a, cfg := s.active, s.cfg
+	c, st := &a.cur[armCandidate], &a.cur[armStable]
+	if c.reward.n < cfg.MinPerArm || st.reward.n < cfg.MinPerArm {
+		return false
+	}
+	for typ, n := range st.types {
+		if float64(n) >= cfg.TypeShare*float64(st.reward.n) && c.types[typ] < cfg.MinPerType {
+			return false
+		}
+	}
+	return true
+}
+
+// decide returns the controller's next decision on the current state, or
+// nil. The order: start a waiting candidate when none runs; roll back on
+// an anomaly, a failed guardrail or a reward regression (also while
+// paused); unless paused, end a step that has its evidence (advance, or at
+// the last comparative step promote on a win, or after MaxPerArm apply
+// the Inconclusive policy).
+func (s *State) decide() *decision {
+	cfg := s.cfg
+	a := s.active
+	if a == nil {
+		if len(s.waiting) == 0 {
+			return nil
+		}
+		p := s.waiting[0]
+		stable := s.stable
+		if stable == "" {
+			stable = p.parent
+		}
+		id := events.DeterministicID("rollout", p.eventID).String()
+		ch := events.RolloutChange{RolloutID: id, Candidate: p.version, Stable: stable, Step: 0, Weight: cfg.Steps[0],
+			Actor: ActorController, Reason: ReasonStarted + ": accepted weights.trained " + p.version,
+			Evidence: &events.RolloutEvidence{Detail: fmt.Sprintf("%d more candidate(s) waiting", len(s.waiting)-1)}}
+		return &decision{stream: events.RolloutStream(id), expected: events.NoStream,
+			id: events.DeterministicID(id, events.TypeRolloutStarted), payload: &events.RolloutStarted{RolloutChange: ch}, change: ch}
+	}
+	base := events.RolloutChange{RolloutID: a.id, Candidate: a.candidate, Stable: a.stable, Step: a.step, Weight: a.weight,
+		Actor: ActorController}
+	rollback := func(reason string, ev *events.RolloutEvidence) *decision {
+		ch := base
+		ch.Reason, ch.Evidence = reason, ev
+		return &decision{stream: a.stream, expected: events.Exact(a.rev), id: events.DeterministicID(a.id, events.TypeRolloutRolledBack),
+			payload: &events.RolloutRolledBack{RolloutChange: ch}, change: ch}
+	}
+	promote := func(reason string, ev *events.RolloutEvidence) *decision {
+		ch := base
+		ch.Reason, ch.Evidence, ch.Weight = reason, ev, 1
+		if cfg.Steps[len(cfg.Steps)-1] == 1 {
+			ch.Step = len(cfg.Steps) - 1
+		}
+		return &decision{stream: a.stream, expected: events.Exact(a.rev), id: events.DeterministicID(a.id, events.TypeRolloutPromoted),
+			payload: &events.RolloutPromoted{RolloutChange: ch}, change: ch}
+	}
+	ev := s.evidence()
+	if x := a.anomaly; x != nil {
+		ev.Detail = fmt.Sprintf("anomaly.detected %s for %s (task type %q): value %.3g vs baseline %.3g over %d",
+			x.Kind, x.Version, x.TaskType, x.Value, x.Baseline, x.Window)
+		return rollback(ReasonAnomaly+": "+x.Kind, ev.RolloutEvidence)
+	}
+	if ev.looked {
+		if ev.failed != "" {
+			ev.Detail = ev.failedWhy
+			return rollback(ReasonGuardrail+": "+ev.failed, ev.RolloutEvidence)
+		}
+		if ev.reward.Hi < 0 {
+			ev.Detail = fmt.Sprintf("reward %.3f vs stable %.3f: the confidence sequence of the difference [%.3f, %.3f] lies below 0",
+				ev.Means["reward.candidate"], ev.Means["reward.stable"], ev.reward.Lo, ev.reward.Hi)
+			return rollback(ReasonRegression, ev.RolloutEvidence)
+		}
+	}
+	if a.paused || !ev.looked || !s.stepReady() {
+		return nil
+	}
+	last := a.step >= cfg.comparativeSteps()-1
+	if !last {
+		ch := base
+		ch.Step, ch.Weight = a.step+1, cfg.Steps[a.step+1]
+		ev.Detail = fmt.Sprintf("step %d has its evidence (%d candidate, %d stable evaluations), no guardrail failed, reward interval [%.3f, %.3f]",
+			a.step, a.cur[armCandidate].reward.n, a.cur[armStable].reward.n, ev.reward.Lo, ev.reward.Hi)
+		ch.Reason, ch.Evidence = ReasonStepEvidence, ev.RolloutEvidence
+		return &decision{stream: a.stream, expected: events.Exact(a.rev),
+			id:      events.DeterministicID(a.id, events.TypeRolloutAdvanced, strconv.Itoa(ch.Step)),
+			payload: &events.RolloutAdvanced{RolloutChange: ch}, change: ch}
+	}
+	if ev.reward.Lo > 0 {
+		ev.Detail = fmt.Sprintf("reward %.3f vs stable %.3f: the confidence sequence of the difference [%.3f, %.3f] lies above 0",
+			ev.Means["reward.candidate"], ev.Means["reward.stable"], ev.reward.Lo, ev.reward.Hi)
+		return promote(ReasonWin, ev.RolloutEvidence)
+	}
+	if a.cur[armCandidate].reward.n < cfg.MaxPerArm || a.cur[armStable].reward.n < cfg.MaxPerArm {
+		return nil
+	}
+	ev.Detail = fmt.Sprintf("%d evaluations per arm at the last step without a win; reward interval [%.3f, %.3f]; policy %s",
+		cfg.MaxPerArm, ev.reward.Lo, ev.reward.Hi, cfg.Inconclusive)
+	if cfg.Inconclusive == "promote" && ev.reward.Lo > -cfg.NonInferiority {
+		return promote(ReasonNonInferior, ev.RolloutEvidence)
+	}
+	return rollback(ReasonInconclusive, ev.RolloutEvidence)
+}

@@ -1,0 +1,72 @@
+package rollout
+
+import "math"
+
+// moments are running sums of one metric on one arm. Values can be
+// removed again (a later evaluation of the same interaction replaces the
+// earlier one).
+type moments struct {
+	n          int
+	sum, sumsq float64
+}
+
+func (m *moments) add(x float64) { m.n++; m.sum += x; m.sumsq += x * x }
+
+func (m *moments) remove(x float64) { m.n--; m.sum -= x; m.sumsq -= x * x }
+
+func (m moments) mean() float64 {
+	if m.n == 0 {
+		return 0
+	}
+	return m.sum / float64(m.n)
+}
+
+// variance is the sample variance (n-1), 0 for fewer than two values.
+func (m moments) variance() float64 {
+	if m.n < 2 {
+		return 0
+	}
+	mu := m.mean()
+	v := (m.sumsq - float64(m.n)*mu*mu) / float64(m.n-1)
+	if v < 0 {
+		return 0
+	}
+	return v
+}
+
+// interval is a confidence sequence on the difference of means
+// (candidate minus stable) at one look.
+type interval struct {
+	Diff, Lo, Hi float64
+}
+
+// mixtureCS returns the normal-mixture confidence sequence for the
+// difference of the means of cand and stab at level 1-alpha, with mixture
+// standard deviation tau (in the metric's units). With V the estimated
+// variance of the difference of the sample means, the set of differences
+// theta whose mixture likelihood ratio
+//
+//	sqrt(V/(V+tau²)) · exp(tau²(diff-theta)² / (2V(V+tau²)))
+//
+// stays below 1/alpha is diff ± sqrt(V(V+tau²)/tau² · (2 ln(1/alpha) +
+// ln((V+tau²)/V))). binary marks 0/1 metrics, whose variance is smoothed
+// ((k+½)/(n+1)) so that an arm with no events still has one.
+func mixtureCS(cand, stab moments, tau, alpha float64, binary bool) interval {
+	vc, vs := cand.variance(), stab.variance()
+	if binary {
+		vc, vs = smoothedBernoulli(cand), smoothedBernoulli(stab)
+	}
+	v := vc/float64(cand.n) + vs/float64(stab.n)
+	if v < 1e-12 {
+		v = 1e-12
+	}
+	t2 := tau * tau
+	half := math.Sqrt(v * (v + t2) / t2 * (2*math.Log(1/alpha) + math.Log((v+t2)/v)))
+	d := cand.mean() - stab.mean()
+	return interval{Diff: d, Lo: d - half, Hi: d + half}
+}
+
+func smoothedBernoulli(m moments) float64 {
+	p := (m.sum + 0.5) / (float64(m.n) + 1)
+	return p * (1 - p)
+}
