@@ -84,11 +84,9 @@ func sampleToken(lp []float32, greedy bool, topP float32, rng *rand.Rand, idxBuf
 		}
 		return idx[n-1]
 	}
-	var total float64
-	for _, v := range lp {
-		total += float64(expf(v))
-	}
-	target := u * total
+	// lp is normalised, so the probabilities sum to 1 up to rounding; if u lands in that
+	// rounding gap the last possible token is taken.
+	target := u
 	var acc float64
 	last := 0
 	for i, v := range lp {
