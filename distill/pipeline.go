@@ -45,7 +45,11 @@ type Example struct {
 	// BehaviourLogprobs are the serving policy's logprobs of the
 	// completion tokens (policy examples; nil when not recorded).
 	BehaviourLogprobs []float32 `json:"behaviour_logprobs,omitempty"`
-	Reward            float64   `json:"reward"`
+	// TargetTokens is the corrected answer (the correction rendered as an
+	// assistant turn) when the interaction has a correction: what the
+	// offline gate scores instead of a bad recorded answer.
+	TargetTokens []int   `json:"target_tokens,omitempty"`
+	Reward       float64 `json:"reward"`
 	// Advantage is reward minus the type's baseline (policy examples).
 	Advantage float64 `json:"advantage"`
 	// Weight multiplies the sequence's loss (supervised kinds: positive).

@@ -1,0 +1,204 @@
+package distill
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"citizen/model"
+)
+
+// EvalFunc scores a model (base m with adapter a, nil for the base) on
+// examples and returns a score per key, higher better; keys are usually
+// task types. The gate compares candidate and parent key by key.
+type EvalFunc func(ctx context.Context, m *model.Model, a *model.Adapter, exs []Example) (map[string]float64, error)
+
+// evalTarget is the completion an example is scored on: the corrected
+// answer when there is one (Example.TargetTokens), else the recorded
+// answer when it was good; nil when the example has no good answer.
+func evalTarget(ex *Example, good float64) []int {
+	if len(ex.TargetTokens) > 0 {
+		return ex.TargetTokens
+	}
+	if ex.Reward >= good && len(ex.CompletionTokens) > 0 {
+		return ex.CompletionTokens
+	}
+	return nil
+}
+
+// LogLikelihood is the default evaluator: per type, the mean per-token
+// log-likelihood of the good answers and the corrected answers (reward of
+// at least good, or a correction's target). Types with no such answer get
+// no key.
+func LogLikelihood(good float64) EvalFunc {
+	return func(ctx context.Context, m *model.Model, a *model.Adapter, exs []Example) (map[string]float64, error) {
+		sum, n := map[string]float64{}, map[string]int{}
+		var batch []*Example
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			comp, _, err := completionLogprobs(m, a, batch, len(batch))
+			if err != nil {
+				return err
+			}
+			for i, ex := range batch {
+				for _, lp := range comp[i] {
+					sum[ex.Type] += float64(lp)
+					n[ex.Type]++
+				}
+			}
+			batch = batch[:0]
+			return nil
+		}
+		for i := range exs {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			tgt := evalTarget(&exs[i], good)
+			if tgt == nil || len(exs[i].PromptTokens) == 0 {
+				continue
+			}
+			ex := exs[i]
+			ex.CompletionTokens = tgt
+			batch = append(batch, &ex)
+			if len(batch) == 16 {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return nil, err
+		}
+		out := map[string]float64{}
+		for t, s := range sum {
+			out[t] = s / float64(n[t])
+		}
+		return out, nil
+	}
+}
+
+// Combine runs several evaluators and prefixes each one's keys with its
+// name and a slash ("ll/policy", "acc/policy").
+func Combine(evals map[string]EvalFunc) EvalFunc {
+	return func(ctx context.Context, m *model.Model, a *model.Adapter, exs []Example) (map[string]float64, error) {
+		out := map[string]float64{}
+		for _, name := range sortedKeys(evals) {
+			r, err := evals[name](ctx, m, a, exs)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			for k, v := range r {
+				out[name+"/"+k] = v
+			}
+		}
+		return out, nil
+	}
+}
+
+// MeanKL is the exact mean per-token KL(candidate ‖ parent) over the
+// evaluation targets' completion positions of exs (the full next-token
+// distributions, not a sample estimate).
+func MeanKL(ctx context.Context, m *model.Model, cand, parent *model.Adapter, exs []Example, good float64) (float64, error) {
+	V := m.Config.VocabSize
+	var total float64
+	var n int
+	for i := range exs {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		tgt := evalTarget(&exs[i], good)
+		if tgt == nil || len(exs[i].PromptTokens) == 0 {
+			continue
+		}
+		seq := append(append([]int(nil), exs[i].PromptTokens...), tgt...)
+		b := &model.Batch{Tokens: seq}
+		lc, err := m.Logits(b, cand)
+		if err != nil {
+			return 0, err
+		}
+		lp, err := m.Logits(b, parent)
+		if err != nil {
+			return 0, err
+		}
+		P := len(exs[i].PromptTokens)
+		for t := P - 1; t < len(seq)-1; t++ {
+			total += klRow(lc[t*V:(t+1)*V], lp[t*V:(t+1)*V])
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return total / float64(n), nil
+}
+
+// klRow is KL(softmax(p) ‖ softmax(q)) of two logit rows.
+func klRow(p, q []float32) float64 {
+	lse := func(x []float32) float64 {
+		mx := math.Inf(-1)
+		for _, v := range x {
+			mx = math.Max(mx, float64(v))
+		}
+		s := 0.0
+		for _, v := range x {
+			s += math.Exp(float64(v) - mx)
+		}
+		return mx + math.Log(s)
+	}
+	zp, zq := lse(p), lse(q)
+	kl := 0.0
+	for i := range p {
+		lpi := float64(p[i]) - zp
+		kl += math.Exp(lpi) * (lpi - (float64(q[i]) - zq))
+	}
+	return math.Max(kl, 0)
+}
+
+// GateConfig is the offline gate's policy.
+type GateConfig struct {
+	// MaxRegression: the candidate is rejected when any key's score is
+	// more than this below the parent's (default 0.05; for the default
+	// log-likelihood evaluator that is nats per token).
+	MaxRegression float64
+	// KLBudget: the candidate is rejected when its mean per-token KL to
+	// the parent exceeds this (default 0.5 nats).
+	KLBudget float64
+}
+
+func (g *GateConfig) defaults() {
+	if g.MaxRegression == 0 {
+		g.MaxRegression = 0.05
+	}
+	if g.KLBudget == 0 {
+		g.KLBudget = 0.5
+	}
+}
+
+// Decide applies the gate: accepted, or the reasons for rejection.
+func (g GateConfig) Decide(cand, parent map[string]float64, kl float64) (bool, string) {
+	g.defaults()
+	var reasons []string
+	keys := sortedKeys(parent)
+	for _, k := range keys {
+		c, ok := cand[k]
+		if !ok {
+			reasons = append(reasons, fmt.Sprintf("%s: no candidate score", k))
+			continue
+		}
+		if c < parent[k]-g.MaxRegression {
+			reasons = append(reasons, fmt.Sprintf("%s regressed %.4f -> %.4f (max %.4f)", k, parent[k], c, g.MaxRegression))
+		}
+	}
+	if kl > g.KLBudget {
+		reasons = append(reasons, fmt.Sprintf("KL to parent %.4f over budget %.4f", kl, g.KLBudget))
+	}
+	if len(reasons) == 0 {
+		return true, ""
+	}
+	sort.Strings(reasons)
+	return false, "gate: " + strings.Join(reasons, "; ")
+}

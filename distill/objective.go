@@ -1,0 +1,171 @@
+package distill
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"citizen/model"
+)
+
+// Objective says what a cycle optimises; the parts combine.
+//
+//   - PolicyGradient: on every policy example's recorded completion
+//     tokens, per-token weight = advantage × min(ImportanceCap,
+//     exp(logp_current − logp_behaviour)), the ratio computed with a
+//     forward pass of the policy being trained before each step and held
+//     constant (stop-gradient). Without recorded behaviour logprobs the
+//     ratio is 1.
+//   - SelfDistill: revised answers (the teacher saw the correction or
+//     hint; the student does not) are learnt with weight SelfDistillWeight.
+//   - Anchors (from the pipeline) are learnt with their weight.
+//   - KLCoef > 0 adds the k3 KL term to the parent (the stable version) on
+//     every completion token, with the parent's logprobs as RefLogprobs.
+type Objective struct {
+	PolicyGradient    bool
+	ImportanceCap     float64 // c of the truncated ratio (default 2)
+	SelfDistill       bool
+	SelfDistillWeight float64 // default 1
+	// CorrectionFallback: when the teacher's revision does not contain the
+	// correction, learn the correction itself rendered as the answer
+	// (CorrectionTemplate) instead of dropping the example.
+	CorrectionFallback bool
+	KLCoef             float64
+}
+
+// DefaultObjective is policy gradient + self-distillation (with the
+// correction fallback) + a small KL term.
+func DefaultObjective() Objective {
+	return Objective{PolicyGradient: true, SelfDistill: true, CorrectionFallback: true, KLCoef: 0.05}
+}
+
+func (o *Objective) defaults() {
+	if o.ImportanceCap <= 0 {
+		o.ImportanceCap = 2
+	}
+	if o.SelfDistillWeight <= 0 {
+		o.SelfDistillWeight = 1
+	}
+}
+
+// Name is a short description for lineage, e.g. "pg+sd+anchors+kl".
+func (o Objective) Name() string {
+	var parts []string
+	if o.PolicyGradient {
+		parts = append(parts, "pg")
+	}
+	if o.SelfDistill {
+		parts = append(parts, "sd")
+	}
+	parts = append(parts, "anchors")
+	if o.KLCoef > 0 {
+		parts = append(parts, "kl")
+	}
+	return strings.Join(parts, "+")
+}
+
+// uses reports whether the objective trains on an example of this kind.
+func (o Objective) uses(kind string) bool {
+	switch kind {
+	case KindPolicy:
+		return o.PolicyGradient
+	case KindRevised:
+		return o.SelfDistill
+	case KindAnchor:
+		return true
+	}
+	return false
+}
+
+// tokenWeights returns the per-token loss weights of ex's completion
+// (index j is CompletionTokens[j]) given the current policy's logprobs of
+// the completion (cur, may be nil).
+func (o Objective) tokenWeights(ex *Example, cur []float32) []float32 {
+	w := make([]float32, len(ex.CompletionTokens))
+	switch ex.Kind {
+	case KindPolicy:
+		for j := range w {
+			ratio := 1.0
+			if ex.BehaviourLogprobs != nil && cur != nil {
+				ratio = math.Min(o.ImportanceCap, math.Exp(float64(cur[j])-float64(ex.BehaviourLogprobs[j])))
+			}
+			w[j] = float32(ex.Advantage * ratio * weightOr1(ex.Weight))
+		}
+	case KindRevised:
+		for j := range w {
+			w[j] = float32(o.SelfDistillWeight * weightOr1(ex.Weight))
+		}
+	default:
+		for j := range w {
+			w[j] = float32(weightOr1(ex.Weight))
+		}
+	}
+	return w
+}
+
+func weightOr1(w float64) float64 {
+	if w == 0 {
+		return 1
+	}
+	return w
+}
+
+// batch packs examples: loss on the completion tokens only, weights from
+// the objective, reference logprobs (aligned with each full sequence) for
+// the KL term when ref is not nil. cur[i] are the current policy's
+// logprobs of example i's completion (nil entries: ratio 1).
+func (o Objective) batch(exs []*Example, cur, ref [][]float32) (*model.Batch, error) {
+	b := &model.Batch{}
+	for i, ex := range exs {
+		seq := ex.Sequence()
+		P := len(ex.PromptTokens)
+		mask := make([]bool, len(seq))
+		weights := make([]float32, len(seq))
+		var c []float32
+		if cur != nil {
+			c = cur[i]
+		}
+		tw := o.tokenWeights(ex, c)
+		for j := range ex.CompletionTokens {
+			mask[P+j] = true
+			weights[P+j] = tw[j]
+		}
+		var r []float32
+		if o.KLCoef > 0 {
+			if ref == nil || len(ref[i]) != len(seq) {
+				return nil, fmt.Errorf("distill: KL term needs reference logprobs for every sequence")
+			}
+			r = ref[i]
+		}
+		b.AddSequence(seq, mask, weights, r, 1)
+	}
+	if o.KLCoef > 0 {
+		b.KLCoef = float32(o.KLCoef)
+	}
+	return b, nil
+}
+
+// completionLogprobs returns, per example, the model's logprobs of the
+// completion tokens (and, when full, of the whole sequence aligned with
+// it). Sequences run in packed chunks of at most chunk.
+func completionLogprobs(m *model.Model, a *model.Adapter, exs []*Example, chunk int) (comp, full [][]float32, err error) {
+	comp = make([][]float32, len(exs))
+	full = make([][]float32, len(exs))
+	for lo := 0; lo < len(exs); lo += chunk {
+		hi := min(lo+chunk, len(exs))
+		seqs := make([][]int, 0, hi-lo)
+		for _, ex := range exs[lo:hi] {
+			seqs = append(seqs, ex.Sequence())
+		}
+		lps, err := m.SequenceLogprobs(seqs, a)
+		if err != nil {
+			return nil, nil, err
+		}
+		for k, lp := range lps {
+			ex := exs[lo+k]
+			full[lo+k] = lp
+			comp[lo+k] = lp[len(ex.PromptTokens):]
+		}
+	}
+	return comp, full, nil
+}

@@ -1,0 +1,57 @@
+package distill
+
+import (
+	"math"
+	"testing"
+)
+
+func TestPolicyWeightsTruncatedImportance(t *testing.T) {
+	o := Objective{PolicyGradient: true, ImportanceCap: 2}
+	ex := &Example{Kind: KindPolicy, Advantage: -0.5, Weight: 1, PromptTokens: []int{1, 2}, CompletionTokens: []int{3, 4, 5},
+		BehaviourLogprobs: []float32{-1, -1, -3}}
+	cur := []float32{-1, -2, -1} // ratios 1, e^-1, e^2 (truncated to 2)
+	w := o.tokenWeights(ex, cur)
+	want := []float64{-0.5, -0.5 * math.Exp(-1), -1}
+	for j := range w {
+		if math.Abs(float64(w[j])-want[j]) > 1e-6 {
+			t.Fatalf("weight %d = %v, want %v", j, w[j], want[j])
+		}
+	}
+	// Without behaviour logprobs the ratio is 1.
+	ex.BehaviourLogprobs = nil
+	if w := o.tokenWeights(ex, cur); w[2] != -0.5 {
+		t.Fatalf("no behaviour logprobs: %v", w)
+	}
+	// Revised and anchor examples are supervised with positive weight.
+	rev := &Example{Kind: KindRevised, Weight: 1, CompletionTokens: []int{1}}
+	if w := (Objective{SelfDistill: true, SelfDistillWeight: 0.7}).tokenWeights(rev, nil); math.Abs(float64(w[0])-0.7) > 1e-6 {
+		t.Fatalf("revised weight %v", w)
+	}
+	// The batch puts the weights on the completion positions only.
+	ex.BehaviourLogprobs = []float32{-1, -1, -3}
+	o.KLCoef = 0.1
+	b, err := o.batch([]*Example{ex}, [][]float32{cur}, [][]float32{{0, -1, -1, -1, -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Targets[0] != -1 || b.Targets[1] != 3 || b.Targets[4] != -1 || b.Weights[1] != -0.5 || b.KLCoef != 0.1 || b.RefLogprobs[1] != -1 {
+		t.Fatalf("batch %+v", b)
+	}
+	if _, err := o.batch([]*Example{ex}, nil, nil); err == nil {
+		t.Fatal("KL without reference logprobs accepted")
+	}
+}
+
+func TestGateDecide(t *testing.T) {
+	g := GateConfig{MaxRegression: 0.1, KLBudget: 0.2}
+	parent := map[string]float64{"a": -1, "b": -2}
+	if ok, why := g.Decide(map[string]float64{"a": -0.5, "b": -2.05}, parent, 0.1); !ok {
+		t.Fatalf("rejected: %s", why)
+	}
+	if ok, _ := g.Decide(map[string]float64{"a": -0.5, "b": -2.2}, parent, 0.1); ok {
+		t.Fatal("regression of b accepted")
+	}
+	if ok, _ := g.Decide(map[string]float64{"a": -0.5, "b": -2}, parent, 0.3); ok {
+		t.Fatal("KL over budget accepted")
+	}
+}

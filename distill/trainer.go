@@ -1,0 +1,257 @@
+package distill
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"citizen/model"
+)
+
+// Hyper are a cycle's training hyper-parameters. Zero values take the
+// defaults noted.
+type Hyper struct {
+	LR          float64 // peak learning rate (default 1e-3)
+	Steps       int     // optimizer steps; 0: Epochs over the data, clamped to [MinSteps, MaxSteps]
+	Epochs      float64 // default 2
+	MinSteps    int     // default 8
+	MaxSteps    int     // default 200
+	BatchSeqs   int     // sequences per step (default 8)
+	WarmupSteps int     // default 4
+	GradClip    float64 // default 1
+	Seed        uint64
+}
+
+func (h *Hyper) defaults() {
+	if h.LR == 0 {
+		h.LR = 1e-3
+	}
+	if h.Epochs == 0 {
+		h.Epochs = 2
+	}
+	if h.MinSteps == 0 {
+		h.MinSteps = 8
+	}
+	if h.MaxSteps == 0 {
+		h.MaxSteps = 200
+	}
+	if h.BatchSeqs == 0 {
+		h.BatchSeqs = 8
+	}
+	if h.WarmupSteps == 0 {
+		h.WarmupSteps = 4
+	}
+	if h.GradClip == 0 {
+		h.GradClip = 1
+	}
+}
+
+// steps is the number of optimizer steps for n training sequences.
+func (h Hyper) steps(n int) int {
+	if h.Steps > 0 {
+		return h.Steps
+	}
+	s := int(h.Epochs*float64(n)/float64(h.BatchSeqs) + 0.999)
+	return min(max(s, h.MinSteps), h.MaxSteps)
+}
+
+// DefaultLoRA is rank 8, alpha 16 on q, v, o, gate, up and down.
+func DefaultLoRA() model.LoRAConfig {
+	return model.LoRAConfig{Rank: 8, Alpha: 16, TargetModules: []string{"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}}
+}
+
+// TrainJob is one training run. The dataset is in DatasetDir (Write's
+// layout) and also loaded in Dataset; the trainer must leave a PEFT
+// adapter (adapter_config.json, adapter_model.safetensors) in OutputDir.
+type TrainJob struct {
+	Version    string
+	DatasetDir string
+	OutputDir  string
+	Dataset    *Dataset
+	Base       *model.Model
+	BaseName   string         // base_model_name_or_path recorded in the adapter
+	Parent     *model.Adapter // the stable version's adapter; nil: the base
+	LoRA       model.LoRAConfig
+	Objective  Objective
+	Hyper      Hyper
+	// Progress, when set, is called after every step.
+	Progress func(step, steps int, loss float64)
+}
+
+// TrainResult is what a trainer reports.
+type TrainResult struct {
+	Steps  int
+	Tokens int // target tokens processed
+	Loss   float64
+	Time   time.Duration
+}
+
+// Trainer trains a candidate adapter from a dataset. Implementations stop
+// when ctx ends and return its error.
+type Trainer interface {
+	Train(ctx context.Context, job *TrainJob) (TrainResult, error)
+}
+
+// EmbeddedTrainer trains in process with citizen/model's LoRA trainer.
+// The candidate starts from the parent adapter (so it is the stable
+// version plus this cycle's update) or, on the base, from a fresh one.
+type EmbeddedTrainer struct{}
+
+// Train implements Trainer.
+func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, error) {
+	start := time.Now()
+	o, h := job.Objective, job.Hyper
+	o.defaults()
+	h.defaults()
+	var ad *model.Adapter
+	var err error
+	if job.Parent != nil {
+		ad = job.Parent.Clone()
+		ad.Name = job.Version
+	} else if ad, err = model.NewAdapter(job.Version, job.Base.Config, job.LoRA, h.Seed+1); err != nil {
+		return TrainResult{}, err
+	}
+	var exs []*Example
+	for i := range job.Dataset.Train {
+		ex := &job.Dataset.Train[i]
+		if o.uses(ex.Kind) && len(ex.CompletionTokens) > 0 && len(ex.PromptTokens) > 0 {
+			exs = append(exs, ex)
+		}
+	}
+	if len(exs) == 0 {
+		return TrainResult{}, errors.New("distill: no examples the objective trains on")
+	}
+	var ref [][]float32
+	if o.KLCoef > 0 {
+		if _, ref, err = completionLogprobs(job.Base, job.Parent, exs, 16); err != nil {
+			return TrainResult{}, err
+		}
+	}
+	steps := h.steps(len(exs))
+	tr, err := model.NewTrainer(job.Base, ad, model.TrainConfig{LR: h.LR, WarmupSteps: min(h.WarmupSteps, steps/2), TotalSteps: steps, GradClip: h.GradClip})
+	if err != nil {
+		return TrainResult{}, err
+	}
+	rng := rand.New(rand.NewPCG(h.Seed, 0xd15711))
+	order := rng.Perm(len(exs))
+	next := 0
+	res := TrainResult{}
+	for s := 0; s < steps; s++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		mb := make([]*Example, 0, h.BatchSeqs)
+		var mref [][]float32
+		for len(mb) < min(h.BatchSeqs, len(exs)) {
+			if next == len(order) {
+				order, next = rng.Perm(len(exs)), 0
+			}
+			i := order[next]
+			next++
+			mb = append(mb, exs[i])
+			if ref != nil {
+				mref = append(mref, ref[i])
+			}
+		}
+		var cur [][]float32
+		if o.PolicyGradient {
+			if cur, _, err = completionLogprobs(job.Base, ad, mb, len(mb)); err != nil {
+				return res, err
+			}
+		}
+		b, err := o.batch(mb, cur, mref)
+		if err != nil {
+			return res, err
+		}
+		st, err := tr.Step(b)
+		if err != nil {
+			return res, err
+		}
+		res.Steps, res.Tokens, res.Loss = st.Step, res.Tokens+st.Tokens, st.Loss
+		if job.Progress != nil {
+			job.Progress(st.Step, steps, st.Loss)
+		}
+	}
+	if err := os.MkdirAll(job.OutputDir, 0o755); err != nil {
+		return res, err
+	}
+	if _, err := ad.SavePEFT(job.OutputDir, job.BaseName); err != nil {
+		return res, err
+	}
+	res.Time = time.Since(start)
+	return res, nil
+}
+
+// CommandTrainer runs an external trainer: Command[0] with the remaining
+// arguments, where "{dataset}", "{output}", "{parent}" and "{version}" are
+// replaced by the dataset directory, the output directory, the parent
+// adapter's directory ("" for the base) and the version. The same values
+// are in the environment as CITIZEN_DATASET, CITIZEN_OUTPUT,
+// CITIZEN_PARENT and CITIZEN_VERSION. It must write a PEFT adapter into
+// the output directory and exit 0 within Timeout (default 30 minutes);
+// the process group is killed when the timeout or ctx ends.
+type CommandTrainer struct {
+	Command []string
+	Timeout time.Duration
+	// ParentDir maps the parent version to its adapter directory; set by
+	// the Distiller.
+	ParentDir string
+}
+
+// ErrTrainerTimeout is returned when the trainer command runs too long.
+var ErrTrainerTimeout = errors.New("distill: trainer command timed out")
+
+// Train implements Trainer.
+func (c *CommandTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, error) {
+	if len(c.Command) == 0 {
+		return TrainResult{}, errors.New("distill: CommandTrainer has no command")
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Minute
+	}
+	if err := os.MkdirAll(job.OutputDir, 0o755); err != nil {
+		return TrainResult{}, err
+	}
+	repl := strings.NewReplacer("{dataset}", job.DatasetDir, "{output}", job.OutputDir, "{parent}", c.ParentDir, "{version}", job.Version)
+	args := make([]string, len(c.Command))
+	for i, a := range c.Command {
+		args[i] = repl.Replace(a)
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "CITIZEN_DATASET="+job.DatasetDir, "CITIZEN_OUTPUT="+job.OutputDir,
+		"CITIZEN_PARENT="+c.ParentDir, "CITIZEN_VERSION="+job.Version)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	killGroup(cmd)
+	cmd.WaitDelay = 2 * time.Second
+	err := cmd.Run()
+	res := TrainResult{Time: time.Since(start)}
+	if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		return res, fmt.Errorf("%w after %s", ErrTrainerTimeout, timeout)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, fmt.Errorf("distill: trainer command: %v: %s", err, tail(out.String(), 400))
+	}
+	return res, nil
+}
+
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
