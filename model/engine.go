@@ -558,7 +558,10 @@ func adName(a *Adapter) string {
 func (e *Engine) sample(s *genSeq, z, lp []float32) {
 	req := &s.req
 	if req.LogitMask != nil {
-		req.LogitMask(s.generated, z)
+		if err := callMask(req.LogitMask, s.generated, z); err != nil {
+			s.end(FinishStop, err)
+			return
+		}
 		allowed := false
 		for _, v := range z {
 			if !math.IsInf(float64(v), -1) && !math.IsNaN(float64(v)) {
@@ -597,4 +600,16 @@ func (e *Engine) sample(s *genSeq, z, lp []float32) {
 		return
 	}
 	s.pending = append(s.pending, tok)
+}
+
+// callMask runs the caller's hook, turning a panic into an error so that one bad hook cannot stop
+// the engine.
+func callMask(f func([]int, []float32), generated []int, z []float32) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: LogitMask panicked: %v", ErrRequest, r)
+		}
+	}()
+	f(generated, z)
+	return nil
 }

@@ -244,6 +244,15 @@ func TestEngineStopsAndCancel(t *testing.T) {
 		t.Errorf("mask forbidding everything: %v", err)
 	}
 
+	r = base
+	r.LogitMask = func([]int, []float32) { panic("boom") }
+	if _, err := e.Generate(context.Background(), r); !errors.Is(err, ErrRequest) {
+		t.Errorf("panicking mask: %v", err)
+	}
+	if _, err := e.Generate(context.Background(), base); err != nil {
+		t.Errorf("engine broken after a panicking mask: %v", err)
+	}
+
 	for _, bad := range []Request{{}, {PromptIDs: []int{64}}, {PromptIDs: make([]int, 64)}, {PromptIDs: []int{1}, Adapter: "nope"}} {
 		if _, err := e.Generate(context.Background(), bad); err == nil {
 			t.Errorf("request %+v accepted", bad)
