@@ -25,6 +25,9 @@ import (
 //	  abandoned: failure            # failure | exclude | ignore
 //	self_eval:
 //	  floor: -3.0      # mean logprob that scores 0 (0 scores 1)
+//	detectors:
+//	  window: 200
+//	  min_count: 50    # and the thresholds of DetectorConfig
 //
 // Reward formula, recorded in every evaluation's RewardTerms: each present
 // term t_k in [-1, 1] with weight w_k gives
@@ -40,6 +43,9 @@ type Config struct {
 	Reward   RewardConfig   `yaml:"reward"`
 	Policy   PolicyConfig   `yaml:"policy"`
 	SelfEval SelfEvalConfig `yaml:"self_eval"`
+	// Detectors: windows and thresholds of the reward-hacking detectors
+	// (see DetectorConfig; zero fields take its defaults).
+	Detectors DetectorConfig `yaml:"detectors"`
 }
 
 // RewardConfig holds the weights of the reward terms.
@@ -126,6 +132,15 @@ func (c Config) Validate() error {
 	}
 	if c.SelfEval.Floor >= 0 {
 		return fmt.Errorf("%w: self_eval.floor must be negative", ErrConfig)
+	}
+	d := c.Detectors
+	for name, v := range map[string]float64{"window": float64(d.Window), "min_count": float64(d.MinCount),
+		"length_drift_ratio": d.LengthDriftRatio, "tool_calls_ratio": d.ToolCallsRatio, "tool_calls_max": d.ToolCallsMax,
+		"invalid_tool_rate": d.InvalidToolRate, "drop_rate": d.DropRate, "drop_rate_rise": d.DropRateRise,
+		"correlation": d.Correlation, "refusal_rate": d.RefusalRate, "refusal_rise": d.RefusalRise} {
+		if v < 0 || v != v {
+			return fmt.Errorf("%w: detectors.%s must be >= 0", ErrConfig, name)
+		}
 	}
 	return nil
 }
