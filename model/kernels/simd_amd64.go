@@ -128,37 +128,61 @@ func (s *simd) mm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0
 	s.gemm(kind, c, a, b, m, k, n, acc, i0, i1, j0, jv)
 }
 
-// ntDot is the packing-free C = A·Bᵀ for few rows of A: 4 rows of B at a
-// time stay in L1 while every row of A passes over them.
+// ntDot is the packing-free C = A·Bᵀ for few rows of A. One assembly call
+// computes up to 16 groups of 4 columns for up to dotRows rows of A; when
+// several row blocks pass over the same columns, fewer groups are taken so
+// that their rows of B stay in L1.
 func (s *simd) ntDot(c, a, b []float32, k, n int, acc bool, i0, i1, j0, j1 int) {
 	k16 := k / s.lanes * s.lanes
+	if k16 == 0 {
+		genericMM(kindNT, c, a, b, 0, k, n, acc, i0, i1, j0, j1)
+		return
+	}
 	rmax := s.dotRows
-	var out [16]float32
-	for j := j0; j < j1; j += 4 {
+	groups := 16
+	if i1-i0 > rmax {
+		groups = min(16, max(1, 2048/k))
+	}
+	// With acc=false and no k tail the kernels store straight into C;
+	// otherwise into out (rows of 64), and Go adds tails and accumulates.
+	direct := !acc && k16 == k
+	var out [4 * 64]float32
+	for jb := j0; jb < j1; jb += 4 * groups {
+		nj := min(4*groups, j1-jb) / 4 // j1-j0 is a multiple of 8
+		_ = b[(jb+4*nj-1)*k+k16-1]   // bounds for the assembly
 		for i := i0; i < i1; i += rmax {
 			r := min(rmax, i1-i)
-			if k16 > 0 && s.lanes == 16 {
-				// Direct calls keep out on the stack (go:noescape does not
-				// survive a call through a func value).
-				dotNTavx512(r, &a[i*k], k*4, &b[j*k], k*4, k16, &out[0])
-			} else if k16 > 0 {
-				dotNTavx2(r, &a[i*k], k*4, &b[j*k], k*4, k16, &out[0])
+			_ = a[(i+r-1)*k+k16-1]
+			o, ldo := &out[0], 64*4
+			if direct {
+				_ = c[(i+r-1)*n+jb+4*nj-1]
+				o, ldo = &c[i*n+jb], n*4
+			}
+			// Direct calls keep out on the stack (go:noescape does not
+			// survive a call through a func value).
+			if s.lanes == 16 {
+				dotNTavx512(r, &a[i*k], k*4, &b[jb*k], k*4, k16, o, ldo, nj)
 			} else {
-				out = [16]float32{}
+				dotNTavx2(r, &a[i*k], k*4, &b[jb*k], k*4, k16, o, ldo, nj)
+			}
+			if direct {
+				continue
 			}
 			for ii := 0; ii < r; ii++ {
-				ar := a[(i+ii)*k : (i+ii)*k+k]
-				cr := c[(i+ii)*n+j : (i+ii)*n+j+4]
-				for jj := range 4 {
-					v := out[ii*4+jj]
-					if k16 < k {
-						v += dotGeneric(ar[k16:], b[(j+jj)*k+k16:(j+jj)*k+k])
+				ar := a[(i+ii)*k+k16 : (i+ii)*k+k]
+				row := out[ii*64 : ii*64+4*nj]
+				if k16 < k {
+					for j := range row {
+						row[j] += dotGeneric(ar, b[(jb+j)*k+k16:(jb+j)*k+k])
 					}
-					if acc {
-						cr[jj] += v
-					} else {
-						cr[jj] = v
+				}
+				cr := c[(i+ii)*n+jb : (i+ii)*n+jb+4*nj]
+				if acc {
+					for j, v := range row {
+						cr[j] += v
 					}
+				} else {
+					copy(cr, row)
 				}
 			}
 		}

@@ -86,28 +86,28 @@ var gemmavx512Tab = [7][5]gemmFunc{
 }
 
 //go:noescape
-func dotNTavx512_1(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)
+func dotNTavx512_1(a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int)
 
 //go:noescape
-func dotNTavx512_2(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)
+func dotNTavx512_2(a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int)
 
 //go:noescape
-func dotNTavx512_3(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)
+func dotNTavx512_3(a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int)
 
 //go:noescape
-func dotNTavx512_4(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)
+func dotNTavx512_4(a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int)
 
 // dotNTavx512 calls dotNTavx512_r; r in 1..4.
-func dotNTavx512(r int, a *float32, lda int, b *float32, ldb int, k16 int, out *float32) {
+func dotNTavx512(r int, a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int) {
 	switch r {
 	case 1:
-		dotNTavx512_1(a, lda, b, ldb, k16, out)
+		dotNTavx512_1(a, lda, b, ldb, k16, out, ldo, nj)
 	case 2:
-		dotNTavx512_2(a, lda, b, ldb, k16, out)
+		dotNTavx512_2(a, lda, b, ldb, k16, out, ldo, nj)
 	case 3:
-		dotNTavx512_3(a, lda, b, ldb, k16, out)
+		dotNTavx512_3(a, lda, b, ldb, k16, out, ldo, nj)
 	case 4:
-		dotNTavx512_4(a, lda, b, ldb, k16, out)
+		dotNTavx512_4(a, lda, b, ldb, k16, out, ldo, nj)
 	default:
 		panic("kernels: bad dotNT rows")
 	}
@@ -170,18 +170,18 @@ var gemmavx2Tab = [7][3]gemmFunc{
 }
 
 //go:noescape
-func dotNTavx2_1(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)
+func dotNTavx2_1(a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int)
 
 //go:noescape
-func dotNTavx2_2(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)
+func dotNTavx2_2(a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int)
 
 // dotNTavx2 calls dotNTavx2_r; r in 1..2.
-func dotNTavx2(r int, a *float32, lda int, b *float32, ldb int, k16 int, out *float32) {
+func dotNTavx2(r int, a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int) {
 	switch r {
 	case 1:
-		dotNTavx2_1(a, lda, b, ldb, k16, out)
+		dotNTavx2_1(a, lda, b, ldb, k16, out, ldo, nj)
 	case 2:
-		dotNTavx2_2(a, lda, b, ldb, k16, out)
+		dotNTavx2_2(a, lda, b, ldb, k16, out, ldo, nj)
 	default:
 		panic("kernels: bad dotNT rows")
 	}

@@ -74,10 +74,10 @@ func main() {
 		// A switch of direct calls, not a table of func values: the
 		// go:noescape promise only holds for direct calls, and the caller's
 		// out buffer must stay on its stack.
-		sw := fmt.Sprintf("// dotNT%s calls dotNT%s_r; r in 1..%d.\nfunc dotNT%s(r int, a *float32, lda int, b *float32, ldb int, k16 int, out *float32) {\nswitch r {\n", x.name, x.name, rmax, x.name)
+		sw := fmt.Sprintf("// dotNT%s calls dotNT%s_r; r in 1..%d.\nfunc dotNT%s(r int, a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int) {\nswitch r {\n", x.name, x.name, rmax, x.name)
 		for r := 1; r <= rmax; r++ {
 			dotNT(x, r)
-			sw += fmt.Sprintf("case %d:\ndotNT%s_%d(a, lda, b, ldb, k16, out)\n", r, x.name, r)
+			sw += fmt.Sprintf("case %d:\ndotNT%s_%d(a, lda, b, ldb, k16, out, ldo, nj)\n", r, x.name, r)
 		}
 		fmt.Fprintf(&g, "%sdefault:\npanic(\"kernels: bad dotNT rows\")\n}\n}\n\nconst dotNT%sRows = %d\n\n", sw, x.name, rmax)
 		dot(x)
@@ -184,14 +184,17 @@ func gemm(x isa, mr, nv int) {
 	p("\tRET")
 }
 
-// dotNT writes the r×4 inner-product kernel.
-// func dotNT<isa>_<r>(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)
-// lda, ldb in bytes; k16 a positive multiple of the lane count.
+// dotNT writes the r×4 inner-product kernel, looped over nj groups of 4
+// rows of B.
+// func dotNT<isa>_<r>(a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int)
+// lda, ldb, ldo in bytes; k16 a positive multiple of the lane count. Group g
+// (B rows 4g..4g+3) stores the product of A row i with B row 4g+j at
+// out + i·ldo + 4·(4g+j), so out may be C itself. With one row of A the k loop is unrolled twice with a
+// second set of accumulators, so that 8 FMA chains hide the FMA latency.
 func dotNT(x isa, r int) {
 	name := fmt.Sprintf("dotNT%s_%d", x.name, r)
-	fmt.Fprintf(&g, "//go:noescape\nfunc %s(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)\n\n", name)
+	fmt.Fprintf(&g, "//go:noescape\nfunc %s(a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int)\n\n", name)
 	R := x.reg
-	// accumulators: r*4 regs from 0; A loads at 16.. (avx512) or 12.. (avx2); B loads after.
 	acc := func(i, j int) string { return fmt.Sprintf("%s%d", R, i*4+j) }
 	aReg := func(i int) string { return fmt.Sprintf("%s%d", R, 16+i) }
 	bReg := func(j int) string { return fmt.Sprintf("%s%d", R, 20+j) }
@@ -201,72 +204,129 @@ func dotNT(x isa, r int) {
 		bReg = func(j int) string { return fmt.Sprintf("Y%d", 12+j) }
 		tmp = 15
 	}
+	unroll := r == 1
 	aAddr := []string{"(AX)", "(AX)(SI*1)", "(AX)(SI*2)", "(BX)"}
 	bAddr := []string{"(DX)", "(DX)(R8*1)", "(DX)(R8*2)", "(R13)"}
+	vb := x.lanes * 4 // bytes per vector
 	p("")
-	p("// func %s(a *float32, lda int, b *float32, ldb int, k16 int, out *float32)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
-	p("\tMOVQ a+0(FP), AX")
+	p("// func %s(a *float32, lda int, b *float32, ldb int, k16 int, out *float32, ldo int, nj int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("\tMOVQ ldo+48(FP), R12")
 	p("\tMOVQ lda+8(FP), SI")
-	p("\tMOVQ b+16(FP), DX")
 	p("\tMOVQ ldb+24(FP), R8")
-	p("\tMOVQ k16+32(FP), CX")
+	p("\tLEAQ (R8)(R8*2), R9")
+	p("\tMOVQ b+16(FP), R10")
 	p("\tMOVQ out+40(FP), DI")
+	p("\tMOVQ nj+56(FP), R11")
+	p("group:")
+	p("\tMOVQ a+0(FP), AX")
 	p("\tLEAQ (SI)(SI*2), BX")
 	p("\tADDQ AX, BX")
-	p("\tLEAQ (R8)(R8*2), R13")
-	p("\tADDQ DX, R13")
-	for i := 0; i < r; i++ {
+	p("\tMOVQ R10, DX")
+	p("\tLEAQ (R10)(R9*1), R13")
+	p("\tMOVQ k16+32(FP), CX")
+	nacc := r * 4
+	if unroll {
+		nacc = 8
+	}
+	for i := 0; i < nacc; i++ {
+		a := fmt.Sprintf("%s%d", R, i)
+		p("\t%s %s, %s, %s", vzero(x), a, a, a)
+	}
+	body := func(off int, accBase int) {
 		for j := 0; j < 4; j++ {
-			a := acc(i, j)
-			p("\t%s %s, %s, %s", vzero(x), a, a, a)
+			if prefetchDist > 0 {
+				p("\tPREFETCHT0 %s", offAddr(bAddr[j], off+prefetchDist))
+			}
+			p("\tVMOVUPS %s, %s", offAddr(bAddr[j], off), bReg(j))
+		}
+		for i := 0; i < r; i++ {
+			p("\tVMOVUPS %s, %s", offAddr(aAddr[i], off), aReg(i))
+			for j := 0; j < 4; j++ {
+				p("\tVFMADD231PS %s, %s, %s%d", bReg(j), aReg(i), R, accBase+i*4+j)
+			}
 		}
 	}
-	p("loop:")
-	for j := 0; j < 4; j++ {
-		p("\tVMOVUPS %s, %s", bAddr[j], bReg(j))
-	}
-	for i := 0; i < r; i++ {
-		p("\tVMOVUPS %s, %s", aAddr[i], aReg(i))
-		src := aReg(i)
-		for j := 0; j < 4; j++ {
-			p("\tVFMADD231PS %s, %s, %s", bReg(j), src, acc(i, j))
+	adv := func(n int) {
+		for _, r := range []string{"AX", "BX", "DX", "R13"} {
+			p("\tADDQ $%d, %s", n, r)
 		}
 	}
-	step := x.lanes * 4
-	p("\tADDQ $%d, AX", step)
-	p("\tADDQ $%d, BX", step)
-	p("\tADDQ $%d, DX", step)
-	p("\tADDQ $%d, R13", step)
-	p("\tSUBQ $%d, CX", x.lanes)
-	p("\tJNZ loop")
-	// Horizontal sums. Reduce each accumulator to a 128-bit lane, then
-	// transpose-add groups of 4 into one xmm holding 4 sums.
+	if unroll {
+		p("loop2:")
+		p("\tCMPQ CX, $%d", 2*x.lanes)
+		p("\tJLT tail")
+		body(0, 0)
+		body(vb, 4)
+		adv(2 * vb)
+		p("\tSUBQ $%d, CX", 2*x.lanes)
+		p("\tJMP loop2")
+		p("tail:")
+		p("\tTESTQ CX, CX")
+		p("\tJZ reduce")
+		body(0, 0)
+		p("reduce:")
+		for j := 0; j < 4; j++ {
+			p("\tVADDPS %s%d, %s%d, %s%d", R, 4+j, R, j, R, j)
+		}
+	} else {
+		p("loop:")
+		body(0, 0)
+		adv(vb)
+		p("\tSUBQ $%d, CX", x.lanes)
+		p("\tJNZ loop")
+	}
+	// Horizontal sums: fold each accumulator to 128 bits, then hadd groups
+	// of 4 into one xmm holding 4 sums.
 	for i := 0; i < r; i++ {
 		for j := 0; j < 4; j++ {
 			a := acc(i, j)
 			idx := i*4 + j
 			ylow := fmt.Sprintf("Y%d", idx)
+			ext := "VEXTRACTF128"
 			if x.reg == "Z" {
 				p("\tVEXTRACTF64X4 $1, %s, Y%d", a, tmp)
 				p("\tVADDPS Y%d, %s, %s", tmp, ylow, ylow)
-			}
-			ext := "VEXTRACTF128"
-			if x.reg == "Z" {
 				ext = "VEXTRACTF32X4" // EVEX form: the temporary is X20
 			}
 			p("\t%s $1, %s, X%d", ext, ylow, tmp)
 			p("\tVADDPS X%d, X%d, X%d", tmp, idx, idx)
 		}
-		// X(4i..4i+3) each hold 4 partial sums; hadd twice gives [s0 s1 s2 s3].
 		b := i * 4
 		p("\tVHADDPS X%d, X%d, X%d", b+1, b, b)
 		p("\tVHADDPS X%d, X%d, X%d", b+3, b+2, b+2)
 		p("\tVHADDPS X%d, X%d, X%d", b+2, b, b)
-		p("\tVMOVUPS X%d, %d(DI)", b, 16*i)
+		// Row i of out: (DI), (DI)(R12*1), (DI)(R12*2), then AX = DI+2·ldo.
+		switch i {
+		case 0:
+			p("\tVMOVUPS X%d, (DI)", b)
+		case 1:
+			p("\tVMOVUPS X%d, (DI)(R12*1)", b)
+		case 2:
+			p("\tVMOVUPS X%d, (DI)(R12*2)", b)
+		case 3:
+			p("\tLEAQ (DI)(R12*2), AX")
+			p("\tVMOVUPS X%d, (AX)(R12*1)", b)
+		}
 	}
+	p("\tADDQ $16, DI")
+	p("\tLEAQ (R10)(R8*4), R10")
+	p("\tDECQ R11")
+	p("\tJNZ group")
 	p("\tVZEROUPPER")
 	p("\tRET")
+}
+
+// prefetchDist is how far ahead (bytes) the inner-product kernels prefetch
+// each row of B; 0 disables.
+const prefetchDist = 1024
+
+// offAddr adds a byte offset to an address operand such as (AX)(SI*1).
+func offAddr(a string, off int) string {
+	if off == 0 {
+		return a
+	}
+	return fmt.Sprintf("%d%s", off, a)
 }
 
 // dot: func dot<isa>(a, b *float32, n int) float32, n a positive multiple of 4·lanes.
