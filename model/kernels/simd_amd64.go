@@ -149,7 +149,7 @@ func (s *simd) ntDot(c, a, b []float32, k, n int, acc bool, i0, i1, j0, j1 int) 
 	var out [4 * 64]float32
 	for jb := j0; jb < j1; jb += 4 * groups {
 		nj := min(4*groups, j1-jb) / 4 // j1-j0 is a multiple of 8
-		_ = b[(jb+4*nj-1)*k+k16-1]   // bounds for the assembly
+		_ = b[(jb+4*nj-1)*k+k16-1]     // bounds for the assembly
 		for i := i0; i < i1; i += rmax {
 			r := min(rmax, i1-i)
 			_ = a[(i+r-1)*k+k16-1]
