@@ -34,8 +34,10 @@ import (
 //
 //	reward = sum_k w_k t_k / sum_k w_k
 //
-// where graders = weighted mean of (2*score-1) over the graders that
-// applied, self = 2*self_score-1, feedback = confidence-weighted mean
+// where graders = [sum over reward-mode graders of w(2s-1) + sum over
+// failed penalty-mode graders of w(s-1)] / [the sum of those weights]
+// (absent when no reward grader applied and no check failed),
+// self = 2*self_score-1, feedback = confidence-weighted mean
 // polarity (its weight is multiplied by that confidence), outcome = +1
 // success, -1 failure (and timeout/abandoned under policy "failure").
 // RewardTerms holds t_k under the term's name and w_k under "w_"+name.

@@ -81,9 +81,11 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 	// graders
 	gi := &GradeInput{Answer: answer, ToolCalls: choice.Message.ToolCalls, Tools: rec.Tools, Metadata: rec.Metadata, Correction: fb.Correction}
 	graders, _ := r.For(out.TaskType)
+	var penalty []bool // parallel to out.Graders
 	for _, g := range graders {
 		if res, ok := g.Grade(gi); ok {
 			out.Graders = append(out.Graders, res)
+			penalty = append(penalty, g.Mode() == ModePenalty)
 		}
 	}
 	beh := behaviour(answer, out.ToolCalls)
@@ -125,9 +127,16 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 		num += w * t
 		den += w
 	}
+	// reward graders score in [-1, 1]; penalty graders only count when
+	// they fail, in [-1, 0): passing a length or format check earns nothing
 	var gnum, gden float64
-	for _, g := range out.Graders {
-		if g.Weight > 0 {
+	for i, g := range out.Graders {
+		switch {
+		case g.Weight <= 0 || i >= len(penalty):
+		case penalty[i] && g.Score < 1:
+			gnum += g.Weight * (g.Score - 1)
+			gden += g.Weight
+		case !penalty[i]:
 			gnum += g.Weight * (2*g.Score - 1)
 			gden += g.Weight
 		}
@@ -158,7 +167,7 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 	out.Trainable = den > 0
 	switch {
 	case den == 0:
-		out.Policy = "no signal: no grader applied and no feedback or outcome"
+		out.Policy = "no signal: no reference, failed check, feedback or outcome"
 	case cfg.Policy.EnvironmentFaults == PolicyExclude && hasEnvFault(out.Faults):
 		out.Trainable = false
 		out.Policy = "environment fault (" + envKinds(out.Faults) + "): no training credit either way"

@@ -189,3 +189,35 @@ func TestBehaviour(t *testing.T) {
 		}
 	}
 }
+
+func TestEvaluatePenaltyGraders(t *testing.T) {
+	r, err := ParseRubrics([]byte(`types:
+  t:
+    graders:
+      - {name: len, kind: length, max_words: 3}
+      - {name: fmt, kind: format, checks: [single_line], mode: reward}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	md := map[string]string{"type": "t"}
+	// the penalty grader passes: it earns nothing; the reward-mode format check earns +1
+	ev := Evaluate(r, cfg, rec("short answer", md), Feedback{})
+	if ev.RewardTerms["graders"] != 1 || ev.RewardTerms["w_graders"] != 1 {
+		t.Errorf("terms %+v", ev.RewardTerms)
+	}
+	// the penalty grader fails (6 words > 3: score 0): (1*(0-1) + 1*(+1)) / 2 = 0
+	ev = Evaluate(r, cfg, rec("one two three four five six", md), Feedback{})
+	if ev.RewardTerms["graders"] != 0 {
+		t.Errorf("terms %+v", ev.RewardTerms)
+	}
+	// only passing constraints: no graders term, no signal, not trainable
+	ev = Evaluate(DefaultRubrics(), cfg, rec("42", nil), Feedback{})
+	if _, has := ev.RewardTerms["graders"]; has || ev.Trainable || !strings.Contains(ev.Policy, "no signal") {
+		t.Errorf("only constraints passed: %+v", ev)
+	}
+	if _, err := NewGrader(GraderSpec{Name: "g", Kind: "regex", Pattern: "x", Mode: "sometimes"}); err == nil {
+		t.Error("bad mode accepted")
+	}
+}

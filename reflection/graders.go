@@ -48,6 +48,9 @@ func (in *GradeInput) reference(key string) (ref, source string, ok bool) {
 type Grader interface {
 	// Name is the grader's name in its rubric.
 	Name() string
+	// Mode is ModeReward (the score can earn reward: 2*score-1) or
+	// ModePenalty (a constraint: only a failure counts, as score-1).
+	Mode() string
 	// Grade returns the verdict with Score in [0, 1], or ok false when the
 	// grader does not apply (no reference, no tool calls).
 	Grade(in *GradeInput) (res events.GraderResult, ok bool)
@@ -60,10 +63,33 @@ var graderVersion = map[string]string{
 	"length": "length-1", "format": "format-1",
 }
 
+// Grader modes.
+const (
+	ModeReward  = "reward"
+	ModePenalty = "penalty"
+)
+
+// defaultMode: graders that compare with a reference judge correctness and
+// can earn reward; the others are constraints.
+func defaultMode(kind string) string {
+	switch kind {
+	case "exact", "normalized", "numeric":
+		return ModeReward
+	}
+	return ModePenalty
+}
+
 // NewGrader builds a grader from its spec, validating it.
 func NewGrader(s GraderSpec) (Grader, error) {
 	if s.Name == "" {
 		return nil, fmt.Errorf("grader without a name")
+	}
+	switch s.Mode {
+	case "":
+		s.Mode = defaultMode(s.Kind)
+	case ModeReward, ModePenalty:
+	default:
+		return nil, fmt.Errorf("grader %q: mode %q (reward|penalty)", s.Name, s.Mode)
 	}
 	if s.Weight == 0 {
 		s.Weight = 1
@@ -126,6 +152,7 @@ type base struct {
 }
 
 func (b *base) Name() string { return b.spec.Name }
+func (b *base) Mode() string { return b.spec.Mode }
 
 func (b *base) result(score float64, label, explanation string) events.GraderResult {
 	return events.GraderResult{Name: b.spec.Name, Version: b.version, Score: score, Weight: b.spec.Weight,

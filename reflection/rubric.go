@@ -50,6 +50,11 @@ type GraderSpec struct {
 	Name   string  `yaml:"name"`
 	Kind   string  `yaml:"kind"` // exact, normalized, numeric, regex, json_valid, json_schema, tool_call, length, format
 	Weight float64 `yaml:"weight"`
+	// Mode: "reward" (the score earns reward, 2*score-1; default for
+	// exact, normalized, numeric) or "penalty" (a constraint that only
+	// counts when it fails, as score-1; default for the other kinds, so
+	// that passing a length or format check alone earns nothing).
+	Mode string `yaml:"mode"`
 	// Reference is the metadata key holding the reference answer (exact,
 	// normalized, numeric; default "expected"). Without one in the
 	// interaction's metadata, a correction received as feedback is used;
