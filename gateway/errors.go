@@ -112,7 +112,11 @@ func engineAPIError(err error) *APIError {
 		if st < 400 || st > 599 {
 			st = http.StatusBadGateway
 		}
-		return &APIError{Status: st, Type: t, Message: "engine: " + ee.Message, RetryAfter: ee.RetryAfter}
+		e := &APIError{Status: st, Type: t, Message: "engine: " + ee.Message, RetryAfter: ee.RetryAfter}
+		if st == http.StatusNotFound {
+			e.Code, e.Param = "model_not_found", "model"
+		}
+		return e
 	}
 	return &APIError{Status: http.StatusBadGateway, Type: "api_error", Message: "The model engine failed to answer."}
 }
