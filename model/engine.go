@@ -228,7 +228,8 @@ type genSeq struct {
 	adapter   *Adapter
 	rng       *rand.Rand
 	kc, vc    [][]float32 // per layer: [kv_heads][cap][head_dim]
-	cap       int
+	cap       int         // positions the cache holds now
+	maxCap    int         // positions it may ever need
 	pos       int   // tokens in the cache
 	pending   []int // tokens to feed next
 	generated []int
@@ -280,13 +281,11 @@ func (e *Engine) Generate(ctx context.Context, req Request) (*Result, error) {
 	if req.MaxTokens > 0 && req.MaxTokens < room {
 		s.maxGen = req.MaxTokens
 	}
-	// The last sampled token is never fed, so the cache holds prompt + maxGen − 1 tokens.
-	s.cap = len(req.PromptIDs) + s.maxGen - 1
-	kvSize := c.NumKeyValueHeads * s.cap * c.HeadDim
+	// The last sampled token is never fed, so the cache holds prompt + maxGen − 1 tokens at
+	// most. It is allocated by the engine when the sequence runs, and grows as it generates, so
+	// waiting requests and short answers hold little memory.
+	s.maxCap = len(req.PromptIDs) + s.maxGen - 1
 	s.kc, s.vc = make([][]float32, c.NumHiddenLayers), make([][]float32, c.NumHiddenLayers)
-	for l := range s.kc {
-		s.kc[l], s.vc[l] = make([]float32, kvSize), make([]float32, kvSize)
-	}
 	s.pending = slices.Clone(req.PromptIDs)
 	s.rng = rand.New(rand.NewPCG(req.Seed, req.Seed^0x5851f42d4c957f2d))
 	s.out = make(chan Token, s.maxGen+1)
@@ -429,6 +428,9 @@ func (e *Engine) step(seqs []*genSeq) {
 			sampleRows = append(sampleRows, N-1)
 			sampleSeqs = append(sampleSeqs, s)
 		}
+	}
+	for i, s := range seqs {
+		s.reserve(c, s.pos+n[i])
 	}
 	x := grow(&bf.x, N*C)
 	ln := grow(&bf.ln, N*C)
@@ -612,4 +614,22 @@ func callMask(f func([]int, []float32), generated []int, z []float32) (err error
 	}()
 	f(generated, z)
 	return nil
+}
+
+// reserve makes the KV cache hold at least need positions (doubling, up to maxCap).
+func (s *genSeq) reserve(c Config, need int) {
+	if need <= s.cap {
+		return
+	}
+	nc := min(max(need, 2*s.cap, 16), s.maxCap)
+	hd := c.HeadDim
+	for l := range s.kc {
+		k, v := make([]float32, c.NumKeyValueHeads*nc*hd), make([]float32, c.NumKeyValueHeads*nc*hd)
+		for h := 0; h < c.NumKeyValueHeads; h++ {
+			copy(k[h*nc*hd:], s.kc[l][h*s.cap*hd:(h*s.cap+s.pos)*hd])
+			copy(v[h*nc*hd:], s.vc[l][h*s.cap*hd:(h*s.cap+s.pos)*hd])
+		}
+		s.kc[l], s.vc[l] = k, v
+	}
+	s.cap = nc
 }
