@@ -230,8 +230,8 @@ type genSeq struct {
 	kc, vc    [][]float32 // per layer: [kv_heads][cap][head_dim]
 	cap       int         // positions the cache holds now
 	maxCap    int         // positions it may ever need
-	pos       int   // tokens in the cache
-	pending   []int // tokens to feed next
+	pos       int         // tokens in the cache
+	pending   []int       // tokens to feed next
 	generated []int
 	maxGen    int
 	out       chan Token
