@@ -9,6 +9,7 @@
 //	POST /v1/chat/completions              OpenAI Chat Completions (stream or not)
 //	GET  /v1/chat/completions              stored completions: after, limit, order, model, metadata[k]=v
 //	GET  /v1/chat/completions/{id}         one stored completion
+//	GET  /v1/chat/completions/{id}/messages its request messages (after, limit, order)
 //	POST /v1/chat/completions/{id}/feedback
 //	POST /v1/feedback                      {interaction_id, feedback_id, text, rating, outcome, correction, source, user}
 //	GET  /v1/interactions/{id}             the recorded interaction and every later event on its stream

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -69,6 +70,74 @@ func (s *Server) getCompletion(c echo.Context) error {
 		return s.fail(c, apiErr)
 	}
 	return c.JSON(http.StatusOK, storedCompletion(ev, rec))
+}
+
+type storedMessage struct {
+	ID         string        `json:"id"`
+	Role       string        `json:"role"`
+	Content    *string       `json:"content"`
+	Name       string        `json:"name,omitempty"`
+	ToolCalls  []toolCallOut `json:"tool_calls,omitempty"`
+	ToolCallID string        `json:"tool_call_id,omitempty"`
+}
+
+// getMessages serves GET /v1/chat/completions/{id}/messages: the request's
+// messages in OpenAI's list shape (after, limit, order).
+func (s *Server) getMessages(c echo.Context) error {
+	iid, ok := InteractionID(c.Param("id"))
+	if !ok {
+		return s.fail(c, errNotFound("id", "No chat completion found with id '"+c.Param("id")+"'."))
+	}
+	q := c.QueryParams()
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return s.fail(c, badRequest("limit", "Invalid 'limit': expected an integer between 1 and 100."))
+		}
+		limit = n
+	}
+	order := q.Get("order")
+	if order != "" && order != "asc" && order != "desc" {
+		return s.fail(c, badRequest("order", "Invalid 'order': expected 'asc' or 'desc'."))
+	}
+	_, rec, apiErr := s.loadInteraction(c.Request().Context(), iid, keyOf(c).Tenant)
+	if apiErr != nil {
+		return s.fail(c, apiErr)
+	}
+	all := make([]storedMessage, len(rec.Messages))
+	for i, m := range rec.Messages {
+		content := m.Content
+		sm := storedMessage{ID: fmt.Sprintf("%s-%d", CompletionID(iid), i), Role: m.Role, Content: &content, Name: m.Name, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			sm.ToolCalls = append(sm.ToolCalls, toolCallOut{ID: tc.ID, Type: "function", Function: fnOut{Name: tc.Name, Arguments: tc.Arguments}})
+		}
+		all[i] = sm
+	}
+	if order == "desc" {
+		for i, j := 0, len(all)-1; i < j; i, j = i+1, j-1 {
+			all[i], all[j] = all[j], all[i]
+		}
+	}
+	start := 0
+	if after := q.Get("after"); after != "" {
+		start = len(all)
+		for i, m := range all {
+			if m.ID == after {
+				start = i + 1
+			}
+		}
+	}
+	page := all[start:]
+	more := len(page) > limit
+	if more {
+		page = page[:limit]
+	}
+	out := map[string]any{"object": "list", "data": page, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(page) > 0 {
+		out["first_id"], out["last_id"] = page[0].ID, page[len(page)-1].ID
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 type listOut struct {

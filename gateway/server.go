@@ -230,6 +230,7 @@ func (s *Server) routes() *echo.Echo {
 	v1.POST("/chat/completions", s.chat)
 	v1.GET("/chat/completions", s.listCompletions)
 	v1.GET("/chat/completions/:id", s.getCompletion)
+	v1.GET("/chat/completions/:id/messages", s.getMessages)
 	v1.POST("/chat/completions/:id/feedback", s.feedback)
 	v1.POST("/feedback", s.feedback)
 	v1.GET("/models", s.listModels)

@@ -148,6 +148,13 @@ const tests = {
     const got = await client.chat.completions.retrieve(r.id);
     assert.equal(got.id, r.id);
     assert.equal(got.choices[0].message.content, 'echo: pin');
+    const msgs = [];
+    for await (const m of client.chat.completions.messages.list(r.id)) msgs.push(m);
+    assert.deepEqual(msgs.map((m) => [m.role, m.content]), [['user', 'pin']]);
+    const listed = [];
+    for await (const c of client.chat.completions.list({ limit: 2 })) listed.push(c.id);
+    assert.ok(listed.includes(r.id), 'auto-pagination over stored completions reaches the new one');
+    assert.equal(new Set(listed).size, listed.length);
   },
 
   async errors() {
