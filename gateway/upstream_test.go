@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -144,5 +145,31 @@ func TestUpstreamGivesUp(t *testing.T) {
 	u, _ := NewUpstream(UpstreamConfig{BaseURL: "http://127.0.0.1:1", Model: "m"})
 	if _, err := u.Generate(context.Background(), &GenerateRequest{Version: "v9", N: 1}, nil); err == nil {
 		t.Fatal("unknown version accepted")
+	}
+}
+
+// An upstream stream that breaks after some output is not retried (the
+// client has seen output): the client gets an error event, no [DONE], and
+// nothing is recorded.
+func TestUpstreamStreamBreaks(t *testing.T) {
+	var calls atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n")
+	}))
+	defer up.Close()
+	eng, err := NewUpstream(UpstreamConfig{BaseURL: up.URL, Model: "m", Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *Config, d *Deps) { d.Engine = eng })
+	resp, body := e.post("/v1/chat/completions", keyA, map[string]any{"model": "citizen", "messages": userMsg("hi"), "stream": true})
+	datas := sse(t, body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"content":"Hel"`) || !strings.Contains(datas[len(datas)-1], `"error"`) || slices.Contains(datas, "[DONE]") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if calls.Load() != 1 || len(e.interactions()) != 0 {
+		t.Fatalf("calls %d, recorded %d", calls.Load(), len(e.interactions()))
 	}
 }
