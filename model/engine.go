@@ -46,7 +46,7 @@ type Request struct {
 	MaxTokens     int     // tokens to generate at most; 0: until the context window is full
 	Temperature   float32 // ≤ 0: greedy (argmax)
 	TopP          float32 // nucleus sampling when in (0,1); otherwise off
-	Seed          uint64  // seeds this request's own RNG: same seed, same tokens, whatever else runs
+	Seed          uint64  // seeds this request's own RNG (one draw per token), see Engine
 	StopIDs       []int   // generation stops after sampling any of these (e.g. end-of-turn)
 	StopSequences [][]int // generation stops when the generated tokens end with one of these
 	TopLogprobs   int     // how many alternatives to report per token (0–20)
@@ -97,6 +97,12 @@ type EngineConfig struct {
 // the running batch between decode steps; each step feeds every active sequence (a chunk of its
 // prompt, or its last sampled token) through the model at once, so every projection is one
 // matrix product with one row per fed token.
+//
+// Determinism: each request has its own RNG seeded from Request.Seed, so what else runs never
+// changes its random draws. The logits themselves can differ in the last float32 bits with the
+// batch's composition (the kernels block products differently for different row counts; tests
+// measure ≤ 1e-6 on logprobs), so a token can only change where a draw falls within that rounding
+// of a boundary between two tokens; the tests see identical tokens.
 //
 // All methods are safe for concurrent use. The Model must not be modified while the Engine
 // exists. Adapters are copied on registration; a request keeps the adapter it started with even
