@@ -102,8 +102,10 @@ type PipelineConfig struct {
 	// BaselineWindow is how many earlier rewards of the type the running
 	// mean baseline averages (default 64).
 	BaselineWindow int
-	// InvertRewards replaces every reward r with −r: a test hook that
-	// trains a deliberately bad candidate (the gate must reject it).
+	// InvertRewards replaces every reward r with −r in the training data
+	// (policy advantages and anchor choice; the hold-out keeps the true
+	// rewards): a test hook that trains a deliberately bad candidate, which
+	// the gate must reject.
 	InvertRewards bool
 }
 
@@ -354,7 +356,9 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 	for _, t := range sortedKeys(byTypeAll) {
 		for _, it := range byTypeAll[t] {
 			if hold[it.ID] {
-				ex := exampleOf(it, KindHoldOut, reward(it))
+				// The gate judges by the true rewards, whatever the
+				// training signal (InvertRewards).
+				ex := exampleOf(it, KindHoldOut, it.Eval.Reward)
 				ex.Advantage = reward(it) - typeBaseline[t]
 				ds.HoldOut = append(ds.HoldOut, ex)
 				ds.Manifest.HoldOutPerType[t]++

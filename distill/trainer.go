@@ -98,6 +98,14 @@ type Trainer interface {
 	Train(ctx context.Context, job *TrainJob) (TrainResult, error)
 }
 
+// TrainerFunc adapts a function to Trainer.
+type TrainerFunc func(ctx context.Context, job *TrainJob) (TrainResult, error)
+
+// Train implements Trainer.
+func (f TrainerFunc) Train(ctx context.Context, job *TrainJob) (TrainResult, error) {
+	return f(ctx, job)
+}
+
 // EmbeddedTrainer trains in process with citizen/model's LoRA trainer.
 // The candidate starts from the parent adapter (so it is the stable
 // version plus this cycle's update) or, on the base, from a fresh one.

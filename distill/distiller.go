@@ -1,0 +1,712 @@
+package distill
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"citizen/events"
+	"citizen/model"
+	"citizen/model/chat"
+	"citizen/model/tokenizer"
+)
+
+// Config configures a Distiller. Zero values take the defaults noted.
+type Config struct {
+	// DataDir holds datasets/<version>/ and weights/<version>/ (required).
+	DataDir string
+	// Base is the base model every version's adapter applies to (required).
+	Base *model.Model
+	// BaseName is recorded as base_model_name_or_path (default "citizen-base").
+	BaseName string
+	// Chat, when set, is the teacher for self-distillation (its engine must
+	// run the same base; the parent adapter is registered on it for the
+	// cycle) and its tokenizer renders corrections as answers. Without it
+	// there is no self-distillation and no correction targets.
+	Chat *chat.Model
+	// Trainer trains candidates (default EmbeddedTrainer).
+	Trainer Trainer
+
+	Pipeline  PipelineConfig
+	Objective Objective // zero value: DefaultObjective()
+	LoRA      model.LoRAConfig
+	Hyper     Hyper
+	Gate      GateConfig
+
+	// Evaluator scores hold-out and regression examples (default
+	// LogLikelihood(Pipeline.GoodReward)).
+	Evaluator EvalFunc
+	// Regression is a fixed suite evaluated every cycle; its keys are
+	// prefixed "regression/".
+	Regression []Example
+
+	// Revise checks a teacher's revised answer where a grader can (nil:
+	// only the correction-contained check).
+	Revise func(ex Example, answer string) bool
+	// CorrectionTemplate renders a correction as an answer; "{correction}"
+	// is replaced (default "{correction}").
+	CorrectionTemplate string
+	// TeacherMaxTokens bounds a revised answer (default 96).
+	TeacherMaxTokens int
+
+	// MinNewGraded new trainable graded interactions start a cycle
+	// (default 32); after Interval (default 10 minutes) any positive number
+	// does.
+	MinNewGraded int
+	Interval     time.Duration
+	// CycleTimeout bounds a cycle's training (default 5 minutes).
+	CycleTimeout time.Duration
+	// VersionPrefix names versions "<prefix><cycle number>" (default "d").
+	VersionPrefix string
+	// Retention of the training buffer.
+	Retention Retention
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+func (c *Config) defaults() error {
+	if c.DataDir == "" {
+		return errors.New("distill: Config.DataDir is required")
+	}
+	if c.Base == nil {
+		return errors.New("distill: Config.Base is required")
+	}
+	if c.BaseName == "" {
+		c.BaseName = "citizen-base"
+	}
+	if c.Trainer == nil {
+		c.Trainer = EmbeddedTrainer{}
+	}
+	if c.Objective == (Objective{}) {
+		c.Objective = DefaultObjective()
+	}
+	c.Objective.defaults()
+	if c.LoRA.Rank == 0 {
+		c.LoRA = DefaultLoRA()
+	}
+	if err := c.LoRA.Validate(); err != nil {
+		return err
+	}
+	c.Hyper.defaults()
+	c.Pipeline.defaults()
+	c.Gate.defaults()
+	if c.Evaluator == nil {
+		c.Evaluator = LogLikelihood(c.Pipeline.GoodReward)
+	}
+	if c.CorrectionTemplate == "" {
+		c.CorrectionTemplate = "{correction}"
+	}
+	if c.TeacherMaxTokens <= 0 {
+		c.TeacherMaxTokens = 96
+	}
+	if c.MinNewGraded <= 0 {
+		c.MinNewGraded = 32
+	}
+	if c.Interval <= 0 {
+		c.Interval = 10 * time.Minute
+	}
+	if c.CycleTimeout <= 0 {
+		c.CycleTimeout = 5 * time.Minute
+	}
+	if c.VersionPrefix == "" {
+		c.VersionPrefix = "d"
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// Status is a Distiller's state for the ops dashboard.
+type Status struct {
+	State     string                 `json:"state"` // idle, building, self-distilling, training, evaluating, recording
+	Cycle     string                 `json:"cycle,omitempty"`
+	Parent    string                 `json:"parent,omitempty"`
+	Step      int                    `json:"step"`
+	Steps     int                    `json:"steps"`
+	Loss      float64                `json:"loss"`
+	Started   time.Time              `json:"started,omitempty"`
+	Position  uint64                 `json:"position"`   // last event applied
+	NewGraded int                    `json:"new_graded"` // trainable graded interactions since the last window
+	Cycles    int                    `json:"cycles"`     // weights.trained events seen
+	LastCycle *events.WeightsTrained `json:"last_cycle,omitempty"`
+}
+
+// Distiller runs training cycles over the graded-chat projection. One
+// Distiller per deployment (versions are claimed with optimistic
+// concurrency on their streams, so a second one only loses races).
+// Methods are safe for concurrent use; cycles run one at a time.
+type Distiller struct {
+	cfg   Config
+	store events.Store
+	log   *slog.Logger
+	proj  *Projection
+
+	cycleMu sync.Mutex // one cycle at a time
+
+	mu        sync.Mutex
+	st        Status
+	window    uint64 // end of the last cycle's window run by this process
+	cycles    int
+	lastCycle time.Time
+	notify    chan struct{}
+}
+
+// New returns a Distiller reading and appending to store. logger may be
+// nil (discard).
+func New(cfg Config, store events.Store, logger *slog.Logger) (*Distiller, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	if store == nil {
+		return nil, errors.New("distill: store is required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Distiller{cfg: cfg, store: store, log: logger.With("component", "distill"), proj: NewProjection(cfg.Retention),
+		st: Status{State: "idle"}, notify: make(chan struct{}, 1), lastCycle: cfg.Now()}, nil
+}
+
+// Projection is the Distiller's graded-chat projection.
+func (d *Distiller) Projection() *Projection { return d.proj }
+
+// Apply folds one event into the projection (Run does this from the
+// store; tests and alternative wirings may call it directly).
+func (d *Distiller) Apply(ev events.Event) error {
+	err := d.proj.Apply(ev)
+	if errors.Is(err, ErrOutOfOrder) {
+		return nil
+	}
+	select {
+	case d.notify <- struct{}{}:
+	default:
+	}
+	return err
+}
+
+// Status returns the current state.
+func (d *Distiller) Status() Status {
+	d.mu.Lock()
+	st := d.st
+	d.mu.Unlock()
+	n, _ := d.proj.Cycles()
+	st.Cycles = n
+	st.Position = d.proj.Position()
+	st.NewGraded = d.proj.NewGraded(d.windowStart())
+	return st
+}
+
+func (d *Distiller) setState(f func(*Status)) {
+	d.mu.Lock()
+	f(&d.st)
+	d.mu.Unlock()
+}
+
+// windowStart is where the next cycle's window begins.
+func (d *Distiller) windowStart() uint64 {
+	_, w := d.proj.Cycles()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return max(w, d.window)
+}
+
+// Due reports whether a cycle should start now.
+func (d *Distiller) Due() bool {
+	n := d.proj.NewGraded(d.windowStart())
+	d.mu.Lock()
+	last := d.lastCycle
+	d.mu.Unlock()
+	return n >= d.cfg.MinNewGraded || (n > 0 && d.cfg.Now().Sub(last) >= d.cfg.Interval)
+}
+
+// Run replays the store into the projection, then follows it live and
+// runs a cycle whenever one is due, until ctx ends (returning nil) or
+// the store fails.
+func (d *Distiller) Run(ctx context.Context) error {
+	f := d.proj.Filter()
+	var cursor uint64
+	for {
+		evs, err := d.store.ReadAll(ctx, cursor, f, 1024)
+		if err != nil {
+			return fmt.Errorf("distill: replay: %w", err)
+		}
+		for _, ev := range evs {
+			if err := d.Apply(ev); err != nil {
+				d.log.Warn("skipping event", "position", ev.Position, "err", err)
+			}
+			cursor = ev.Position
+		}
+		if len(evs) < 1024 {
+			break
+		}
+	}
+	d.log.Info("replayed", "position", cursor, "buffer", len(d.proj.Snapshot()))
+	subErr := make(chan error, 1)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		subErr <- d.store.Subscribe(sctx, cursor, f, func(_ context.Context, ev events.Event) error {
+			if err := d.Apply(ev); err != nil {
+				d.log.Warn("skipping event", "position", ev.Position, "err", err)
+			}
+			return nil
+		})
+	}()
+	tick := time.NewTicker(min(d.cfg.Interval, time.Minute))
+	defer tick.Stop()
+	for {
+		if d.Due() {
+			if _, err := d.RunCycle(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("cycle could not be recorded", "err", err)
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-subErr:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("distill: subscription: %w", err)
+		case <-d.notify:
+		case <-tick.C:
+		}
+	}
+}
+
+// cycleFailure is a cycle step's failure, recorded as the reason.
+type cycleFailure struct {
+	step string
+	err  error
+}
+
+func (f *cycleFailure) Error() string { return f.step + ": " + f.err.Error() }
+
+// RunCycle runs one training cycle now and returns the weights.trained it
+// appended (Accepted false with the reason when any step failed or the
+// gate rejected the candidate). The error is non-nil only when the event
+// could not be appended.
+func (d *Distiller) RunCycle(ctx context.Context) (events.WeightsTrained, error) {
+	d.cycleMu.Lock()
+	defer d.cycleMu.Unlock()
+	cfg := d.cfg
+	n, _ := d.proj.Cycles()
+	d.mu.Lock()
+	n = max(n, d.cycles)
+	d.mu.Unlock()
+	from := d.windowStart()
+	to := d.proj.Position()
+	parent := d.proj.Stable()
+	version := fmt.Sprintf("%s%04d", cfg.VersionPrefix, n+1)
+	start := cfg.Now()
+	d.setState(func(s *Status) {
+		*s = Status{State: "building", Cycle: version, Parent: parentName(parent), Started: start, LastCycle: s.LastCycle}
+	})
+	log := d.log.With("cycle", version, "parent", parentName(parent))
+	log.Info("cycle starting", "window_from", from, "window_to", to)
+
+	wt := events.WeightsTrained{Version: version, Parent: parentName(parent), Cycle: version, WindowFrom: from, WindowTo: to,
+		Objective: cfg.Objective.Name(), Hyper: d.hyper()}
+	err := d.cycle(ctx, log, &wt, parent)
+	if err != nil {
+		wt.Accepted = false
+		wt.Reason = err.Error()
+		log.Warn("cycle failed", "reason", wt.Reason)
+	}
+	d.setState(func(s *Status) { s.State = "recording" })
+	wt, aerr := d.record(ctx, wt, n+1)
+	d.mu.Lock()
+	d.window = max(d.window, to)
+	d.lastCycle = cfg.Now()
+	d.cycles = max(d.cycles, n+1)
+	if aerr == nil {
+		d.cycles = max(d.cycles, cycleNumber(wt.Version, cfg.VersionPrefix))
+		w := wt
+		d.st = Status{State: "idle", LastCycle: &w}
+	} else {
+		d.st.State = "idle"
+	}
+	d.mu.Unlock()
+	if aerr != nil {
+		return wt, aerr
+	}
+	log.Info("cycle recorded", "version", wt.Version, "accepted", wt.Accepted, "reason", wt.Reason,
+		"examples", wt.ExamplesPerType, "kl", wt.KLToParent, "took", cfg.Now().Sub(start).Round(time.Millisecond))
+	return wt, nil
+}
+
+func parentName(p string) string {
+	if p == "" {
+		return "base"
+	}
+	return p
+}
+
+func cycleNumber(version, prefix string) int {
+	var n int
+	fmt.Sscanf(strings.TrimPrefix(version, prefix), "%d", &n)
+	return n
+}
+
+func (d *Distiller) hyper() map[string]float64 {
+	c := d.cfg
+	h := map[string]float64{
+		"lora_rank": float64(c.LoRA.Rank), "lora_alpha": c.LoRA.Alpha, "lr": c.Hyper.LR, "batch_seqs": float64(c.Hyper.BatchSeqs),
+		"max_steps": float64(c.Hyper.MaxSteps), "epochs": c.Hyper.Epochs, "importance_cap": c.Objective.ImportanceCap,
+		"kl_coef": c.Objective.KLCoef, "self_distill_weight": c.Objective.SelfDistillWeight, "anchor_weight": c.Pipeline.AnchorWeight,
+		"anchors_per_type": float64(c.Pipeline.AnchorsPerType), "holdout_fraction": c.Pipeline.HoldOutFraction,
+		"max_regression": c.Gate.MaxRegression, "kl_budget": c.Gate.KLBudget, "seed": float64(c.Hyper.Seed),
+	}
+	if c.Hyper.Steps > 0 {
+		h["steps"] = float64(c.Hyper.Steps)
+	}
+	if c.Pipeline.InvertRewards {
+		h["invert_rewards"] = 1
+	}
+	return h
+}
+
+// record appends wt to its version stream, claiming the version with
+// NoStream; when another distiller took the number it moves to the next.
+func (d *Distiller) record(ctx context.Context, wt events.WeightsTrained, n int) (events.WeightsTrained, error) {
+	for try := 0; try < 16; try++ {
+		ev, err := events.Encode(&wt, events.Meta{Stream: events.VersionStream(wt.Version), CorrelationID: wt.Cycle,
+			ID: events.DeterministicID(events.TypeWeightsTrained, wt.Version, wt.Cycle)})
+		if err != nil {
+			return wt, err
+		}
+		_, err = d.store.Append(ctx, events.VersionStream(wt.Version), events.NoStream, ev)
+		if err == nil {
+			return wt, nil
+		}
+		if !errors.Is(err, events.ErrWrongExpectedRevision) {
+			return wt, fmt.Errorf("distill: appending weights.trained: %w", err)
+		}
+		n++
+		old := wt.Version
+		wt.Version = fmt.Sprintf("%s%04d", d.cfg.VersionPrefix, n)
+		if wt.Artifact != nil {
+			// The artifact stays where it was written; lineage names it.
+			d.log.Warn("version taken by another distiller; renaming", "from", old, "to", wt.Version)
+		}
+	}
+	return wt, errors.New("distill: could not claim a version stream")
+}
+
+// cycle runs the steps; a returned error is the recorded reason.
+func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.WeightsTrained, parent string) error {
+	cfg := d.cfg
+	// The parent adapter.
+	var pad *model.Adapter
+	parentDir := ""
+	if parent != "" {
+		vi, ok := d.proj.Version(parent)
+		if !ok || vi.Trained.Artifact == nil {
+			return &cycleFailure{"parent", fmt.Errorf("no artifact recorded for version %s", parent)}
+		}
+		var err error
+		if pad, err = loadArtifact(vi.Trained.Artifact.Path, vi.Trained.Artifact.SHA256, cfg.Base.Config); err != nil {
+			return &cycleFailure{"parent", err}
+		}
+		parentDir = vi.Trained.Artifact.Path
+	}
+
+	// Data.
+	ds, err := BuildDataset(ctx, d.proj.Snapshot(), wt.WindowFrom, wt.WindowTo, cfg.Pipeline)
+	if err != nil {
+		return &cycleFailure{"pipeline", err}
+	}
+	ds.Manifest.Cycle, ds.Manifest.Version, ds.Manifest.Parent, ds.Manifest.Created = wt.Cycle, wt.Version, wt.Parent, cfg.Now().UTC()
+	if cfg.Chat != nil {
+		d.setState(func(s *Status) { s.State = "self-distilling" })
+		if err := d.corrections(ctx, log, ds, pad); err != nil {
+			return &cycleFailure{"self-distillation", err}
+		}
+	}
+	ds.refreshManifest()
+	wt.ExamplesPerType = ds.Manifest.ExamplesPerType
+	dsDir := filepath.Join(cfg.DataDir, "datasets", wt.Version)
+	if err := ds.Write(dsDir); err != nil {
+		return &cycleFailure{"dataset", err}
+	}
+	if err := VerifyManifest(ctx, d.store, &ds.Manifest); err != nil {
+		return &cycleFailure{"manifest", err}
+	}
+	trainable := 0
+	for _, ex := range ds.Train {
+		if cfg.Objective.uses(ex.Kind) {
+			trainable++
+		}
+	}
+	if trainable == 0 {
+		return &cycleFailure{"pipeline", fmt.Errorf("no trainable examples in window (%+v)", ds.Manifest.Stats)}
+	}
+
+	// Train.
+	d.setState(func(s *Status) { s.State = "training" })
+	outDir := filepath.Join(cfg.DataDir, "weights", wt.Version)
+	if err := os.RemoveAll(outDir); err != nil {
+		return &cycleFailure{"trainer", err}
+	}
+	trainer := cfg.Trainer
+	if ct, ok := trainer.(*CommandTrainer); ok {
+		c := *ct
+		c.ParentDir = parentDir
+		trainer = &c
+	}
+	job := &TrainJob{Version: wt.Version, DatasetDir: dsDir, OutputDir: outDir, Dataset: ds, Base: cfg.Base, BaseName: cfg.BaseName,
+		Parent: pad, LoRA: cfg.LoRA, Objective: cfg.Objective, Hyper: cfg.Hyper,
+		Progress: func(step, steps int, loss float64) {
+			d.setState(func(s *Status) { s.Step, s.Steps, s.Loss = step, steps, loss })
+			if step == 1 || step == steps || step%20 == 0 {
+				log.Info("training", "step", step, "steps", steps, "loss", loss)
+			}
+		}}
+	tctx, cancel := context.WithTimeout(ctx, cfg.CycleTimeout)
+	res, err := trainer.Train(tctx, job)
+	timedOut := tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	cancel()
+	if err != nil {
+		if timedOut && !errors.Is(err, ErrTrainerTimeout) {
+			err = fmt.Errorf("timed out after %s: %w", cfg.CycleTimeout, err)
+		}
+		return &cycleFailure{"trainer", err}
+	}
+	if res.Steps > 0 {
+		wt.Hyper["steps"] = float64(res.Steps)
+		wt.Hyper["train_tokens"] = float64(res.Tokens)
+	}
+
+	// Artifact.
+	sum, err := fileSHA256(filepath.Join(outDir, "adapter_model.safetensors"))
+	if err != nil {
+		return &cycleFailure{"artifact", err}
+	}
+	cand, err := loadArtifact(outDir, sum, cfg.Base.Config)
+	if err != nil {
+		return &cycleFailure{"artifact", err}
+	}
+	if err := os.WriteFile(filepath.Join(outDir, "SHA256SUMS"), []byte(sum+"  adapter_model.safetensors\n"), 0o644); err != nil {
+		return &cycleFailure{"artifact", err}
+	}
+	wt.Artifact = &events.Artifact{Format: "peft-lora", Path: outDir, SHA256: sum}
+
+	// Offline gate.
+	d.setState(func(s *Status) { s.State = "evaluating" })
+	evalSet := ds.HoldOut
+	candEval, err := d.evaluate(ctx, cand, evalSet)
+	if err != nil {
+		return &cycleFailure{"evaluation", err}
+	}
+	parentEval, err := d.evaluate(ctx, pad, evalSet)
+	if err != nil {
+		return &cycleFailure{"evaluation", err}
+	}
+	klSet := append(append([]Example(nil), evalSet...), cfg.Regression...)
+	kl, err := MeanKL(ctx, cfg.Base, cand, pad, klSet, cfg.Pipeline.GoodReward)
+	if err != nil {
+		return &cycleFailure{"evaluation", err}
+	}
+	wt.OfflineEval, wt.ParentEval, wt.KLToParent = candEval, parentEval, kl
+	wt.Accepted, wt.Reason = cfg.Gate.Decide(candEval, parentEval, kl)
+	return nil
+}
+
+// evaluate scores an adapter on the hold-out and the regression suite.
+func (d *Distiller) evaluate(ctx context.Context, a *model.Adapter, hold []Example) (map[string]float64, error) {
+	out, err := d.cfg.Evaluator(ctx, d.cfg.Base, a, hold)
+	if err != nil {
+		return nil, err
+	}
+	if len(d.cfg.Regression) > 0 {
+		r, err := d.cfg.Evaluator(ctx, d.cfg.Base, a, d.cfg.Regression)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range r {
+			out["regression/"+k] = v
+		}
+	}
+	return out, nil
+}
+
+// corrections renders corrections as target answers and, with
+// self-distillation on, asks the teacher (the parent with the correction
+// or hint in its context) for revised answers.
+func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Dataset, parent *model.Adapter) error {
+	cfg := d.cfg
+	tok := cfg.Chat.Tok
+	for _, list := range [][]Example{ds.Train, ds.HoldOut} {
+		for i := range list {
+			ex := &list[i]
+			if ex.Correction == "" {
+				continue
+			}
+			content := strings.ReplaceAll(cfg.CorrectionTemplate, "{correction}", ex.Correction)
+			if ids, err := answerTokens(tok, ex.Messages, content); err == nil {
+				ex.TargetTokens = ids
+			}
+		}
+	}
+	if !cfg.Objective.SelfDistill {
+		return nil
+	}
+	adapter := ""
+	if parent != nil {
+		adapter = "distill-teacher-" + parent.Name
+		if err := cfg.Chat.Engine.RegisterAdapter(adapter, parent); err != nil {
+			return err
+		}
+		defer cfg.Chat.Engine.RemoveAdapter(adapter)
+	}
+	var revised []Example
+	kept, fallback, dropped := 0, 0, 0
+	for i := range ds.Train {
+		ex := ds.Train[i]
+		if ex.Kind != KindPolicy || (ex.Correction == "" && ex.Hint == "") {
+			continue
+		}
+		note := "Note: " + ex.Hint
+		if ex.Correction != "" {
+			note = "The correct answer is " + ex.Correction + "."
+			if ex.Hint != "" {
+				note += " Note: " + ex.Hint
+			}
+		}
+		msgs := append([]tokenizer.Message{{Role: "system", Content: note}}, toTok(ex.Messages)...)
+		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			log.Warn("teacher failed", "interaction", ex.Interaction, "err", err)
+		}
+		ok := err == nil && c.FinishReason == model.FinishStop
+		if ok && ex.Correction != "" {
+			ok = containsFold(c.Message.Content, ex.Correction)
+		}
+		if ok && cfg.Revise != nil {
+			ok = cfg.Revise(ex, c.Message.Content)
+		}
+		r := ex
+		r.Kind, r.Advantage, r.Weight, r.BehaviourLogprobs = KindRevised, 0, 1, nil
+		switch {
+		case ok:
+			r.Answer = fromTok(c.Message)
+			r.CompletionTokens = make([]int, len(c.Tokens))
+			for j, t := range c.Tokens {
+				r.CompletionTokens[j] = t.ID
+			}
+			kept++
+		case cfg.Objective.CorrectionFallback && len(ex.TargetTokens) > 0:
+			r.Answer = events.ChatMessage{Role: "assistant", Content: strings.ReplaceAll(cfg.CorrectionTemplate, "{correction}", ex.Correction)}
+			r.CompletionTokens = ex.TargetTokens
+			fallback++
+		default:
+			dropped++
+			continue
+		}
+		revised = append(revised, r)
+	}
+	ds.Train = append(ds.Train, revised...)
+	log.Info("self-distillation", "revised", kept, "correction_fallback", fallback, "dropped", dropped)
+	return nil
+}
+
+// answerTokens renders content as the assistant's answer to msgs and
+// returns the answer's token ids (what follows the generation prompt).
+func answerTokens(tok *tokenizer.Tokenizer, msgs []events.ChatMessage, content string) ([]int, error) {
+	tm := toTok(msgs)
+	prompt, _, err := tok.RenderChat(tm, true)
+	if err != nil {
+		return nil, err
+	}
+	full, _, err := tok.RenderChat(append(tm, tokenizer.Message{Role: "assistant", Content: content}), false)
+	if err != nil {
+		return nil, err
+	}
+	if len(full) <= len(prompt) {
+		return nil, errors.New("distill: empty rendered answer")
+	}
+	return full[len(prompt):], nil
+}
+
+func toTok(msgs []events.ChatMessage) []tokenizer.Message {
+	out := make([]tokenizer.Message, len(msgs))
+	for i, m := range msgs {
+		tm := tokenizer.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+		for _, tc := range m.ToolCalls {
+			tm.ToolCalls = append(tm.ToolCalls, tokenizer.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		}
+		out[i] = tm
+	}
+	return out
+}
+
+func fromTok(m tokenizer.Message) events.ChatMessage {
+	out := events.ChatMessage{Role: m.Role, Content: m.Content}
+	for _, tc := range m.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, events.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+	}
+	return out
+}
+
+func containsFold(s, sub string) bool {
+	norm := func(x string) string { return strings.Join(strings.Fields(strings.ToLower(x)), " ") }
+	return strings.Contains(norm(s), norm(sub))
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// loadArtifact loads a PEFT adapter after checking its sha256.
+func loadArtifact(dir, sum string, base model.Config) (*model.Adapter, error) {
+	got, err := fileSHA256(filepath.Join(dir, "adapter_model.safetensors"))
+	if err != nil {
+		return nil, err
+	}
+	if sum != "" && got != sum {
+		return nil, fmt.Errorf("%s: sha256 %s, lineage says %s", dir, got, sum)
+	}
+	a, err := model.LoadPEFT(dir, base)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// LoadVersion loads a trained version's adapter from its weights.trained
+// lineage, checking the artifact's sha256: how a serving engine gets the
+// weights of a version it is told to serve.
+func LoadVersion(wt events.WeightsTrained, base model.Config) (*model.Adapter, error) {
+	if wt.Artifact == nil {
+		return nil, fmt.Errorf("distill: version %s has no artifact", wt.Version)
+	}
+	a, err := loadArtifact(wt.Artifact.Path, wt.Artifact.SHA256, base)
+	if err != nil {
+		return nil, err
+	}
+	a.Name = wt.Version
+	return a, nil
+}

@@ -1,0 +1,285 @@
+package distill
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"citizen/events"
+)
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return nil
+}
+
+func newDistiller(t *testing.T, w *world, mut func(*Config)) *Distiller {
+	t.Helper()
+	tok, base := tinyBase(t)
+	cm := newChat(tok, base)
+	t.Cleanup(cm.Close)
+	cfg := Config{DataDir: t.TempDir(), Base: base, Chat: cm, TeacherMaxTokens: 16,
+		CorrectionTemplate: "The refund window is {correction}.",
+		Hyper:              Hyper{Steps: 40, BatchSeqs: 8, Seed: 1},
+		Gate:               GateConfig{MaxRegression: 0.05, KLBudget: 2},
+		MinNewGraded:       8}
+	if mut != nil {
+		mut(&cfg)
+	}
+	d, err := New(cfg, w.store, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// catchUp applies everything in the store to d.
+func catchUp(t *testing.T, d *Distiller, s events.Store) {
+	t.Helper()
+	evs, err := s.ReadAll(context.Background(), d.Projection().Position(), d.Projection().Filter(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if err := d.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// stored reads back the weights.trained of version v.
+func stored(t *testing.T, s events.Store, v string) events.WeightsTrained {
+	t.Helper()
+	evs, err := s.ReadStream(context.Background(), events.VersionStream(v), 0, events.Forward, 0)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("version stream %s: %v (%d events)", v, err, len(evs))
+	}
+	p, err := events.Decode(&evs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *p.(*events.WeightsTrained)
+}
+
+func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	newWorldData(w, tok, base, 96, 0)
+	d := newDistiller(t, w, nil)
+	catchUp(t, d, w.store)
+	if !d.Due() {
+		t.Fatal("96 new graded interactions and no cycle due")
+	}
+	wt, err := d.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cycle: accepted=%v reason=%q eval=%v parent=%v kl=%.4f examples=%v hyper=%v", wt.Accepted, wt.Reason, wt.OfflineEval, wt.ParentEval, wt.KLToParent, wt.ExamplesPerType, wt.Hyper)
+	if !wt.Accepted || wt.Artifact == nil {
+		t.Fatalf("candidate rejected: %s", wt.Reason)
+	}
+	if got := stored(t, w.store, wt.Version); got.Version != wt.Version || got.Artifact.SHA256 != wt.Artifact.SHA256 || got.Parent != "base" ||
+		got.WindowTo == 0 || len(got.ExamplesPerType) != 3 || got.Objective != "pg+sd+anchors+kl" {
+		t.Fatalf("lineage %+v", got)
+	}
+	cand, err := LoadVersion(wt, base.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := "what is the refund window for order 999?"
+	before := targetLogprob(t, tok, base, nil, user, "The refund window is 60 days.")
+	after := targetLogprob(t, tok, base, cand, user, "The refund window is 60 days.")
+	t.Logf("corrected answer mean logprob: base %.3f candidate %.3f", before, after)
+	if after <= before+0.05 {
+		t.Fatalf("corrected answer's logprob did not rise: %.3f -> %.3f", before, after)
+	}
+	for typ, p := range wt.ParentEval {
+		if wt.OfflineEval[typ] < p-0.05 {
+			t.Fatalf("type %s regressed: %.3f -> %.3f", typ, p, wt.OfflineEval[typ])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(d.cfg.DataDir, "datasets", wt.Version, TrainFile)); err != nil {
+		t.Fatal(err)
+	}
+	st := d.Status()
+	if st.State != "idle" || st.LastCycle == nil || st.LastCycle.Version != wt.Version || st.Cycles != 0 && st.Cycles != 1 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestGateRejectsInvertedRewards(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	newWorldData(w, tok, base, 96, 0)
+	d := newDistiller(t, w, func(c *Config) { c.Pipeline.InvertRewards = true })
+	catchUp(t, d, w.store)
+	wt, err := d.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inverted: accepted=%v reason=%q eval=%v parent=%v kl=%.4f", wt.Accepted, wt.Reason, wt.OfflineEval, wt.ParentEval, wt.KLToParent)
+	if wt.Accepted || !strings.Contains(wt.Reason, "regressed") || wt.Hyper["invert_rewards"] != 1 {
+		t.Fatalf("inverted-reward candidate: accepted=%v reason=%q", wt.Accepted, wt.Reason)
+	}
+}
+
+// failingCycle runs a cycle with the given trainer and checks that it is
+// recorded as failed with a reason containing want; then the next cycle,
+// with the embedded trainer, is recorded and accepted.
+func failingCycle(t *testing.T, tr Trainer, timeout time.Duration, want string) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	newWorldData(w, tok, base, 48, 0)
+	calls := 0
+	d := newDistiller(t, w, func(c *Config) {
+		c.CycleTimeout = timeout
+		c.Trainer = TrainerFunc(func(ctx context.Context, job *TrainJob) (TrainResult, error) {
+			calls++
+			if calls == 1 {
+				return tr.Train(ctx, job)
+			}
+			return EmbeddedTrainer{}.Train(ctx, job)
+		})
+	})
+	catchUp(t, d, w.store)
+	wt, err := d.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wt.Accepted || !strings.Contains(wt.Reason, want) {
+		t.Fatalf("failing cycle: accepted=%v reason=%q (want %q)", wt.Accepted, wt.Reason, want)
+	}
+	if got := stored(t, w.store, wt.Version); got.Accepted || got.Reason != wt.Reason {
+		t.Fatalf("recorded %+v", got)
+	}
+	d.cfg.CycleTimeout = time.Minute
+	newWorldData(w, tok, base, 48, 48)
+	catchUp(t, d, w.store)
+	if !d.Due() {
+		t.Fatal("no cycle due after a failed one")
+	}
+	next, err := d.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Version == wt.Version || next.WindowFrom != wt.WindowTo || next.Artifact == nil {
+		t.Fatalf("next cycle %+v after %+v", next, wt)
+	}
+	stored(t, w.store, next.Version)
+}
+
+func TestCycleFailsOnFailingTrainerCommand(t *testing.T) {
+	failingCycle(t, &CommandTrainer{Command: []string{"sh", "-c", "echo out of memory >&2; exit 3"}}, time.Minute, "out of memory")
+}
+
+func TestCycleFailsOnHangingTrainerCommand(t *testing.T) {
+	start := time.Now()
+	failingCycle(t, &CommandTrainer{Command: []string{"sh", "-c", "sleep 60; sleep 60"}, Timeout: 300 * time.Millisecond}, time.Minute, "timed out")
+	if time.Since(start) > 30*time.Second {
+		t.Fatal("the hanging trainer was not killed")
+	}
+}
+
+func TestCycleFailsOnCorruptAdapter(t *testing.T) {
+	// The command writes a config and a safetensors file that is not one.
+	script := `printf '{"peft_type":"LORA","r":8,"lora_alpha":16,"target_modules":["q_proj"]}' > "$CITIZEN_OUTPUT/adapter_config.json"; ` +
+		`printf 'not safetensors' > "$CITIZEN_OUTPUT/adapter_model.safetensors"; test -s "$CITIZEN_DATASET/train.jsonl"`
+	failingCycle(t, &CommandTrainer{Command: []string{"sh", "-c", script}}, time.Minute, "artifact")
+}
+
+func TestCycleFailsOnEmbeddedTrainerTimeout(t *testing.T) {
+	slow := TrainerFunc(func(ctx context.Context, job *TrainJob) (TrainResult, error) {
+		<-ctx.Done() // a trainer that never finishes on its own
+		return TrainResult{}, ctx.Err()
+	})
+	failingCycle(t, slow, 200*time.Millisecond, "timed out")
+}
+
+func TestCycleFailsOnMissingPositions(t *testing.T) {
+	tok, base := tinyBase(t)
+	// The distiller's projection is fed events that are not in its store
+	// (as if the store had been truncated or swapped).
+	other := newWorld(t)
+	newWorldData(other, tok, base, 48, 0)
+	w := newWorld(t)
+	d := newDistiller(t, w, nil)
+	catchUp(t, d, other.store)
+	wt, err := d.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wt.Accepted || !strings.Contains(wt.Reason, "manifest") || !strings.Contains(wt.Reason, "missing store position") {
+		t.Fatalf("accepted=%v reason=%q", wt.Accepted, wt.Reason)
+	}
+	stored(t, w.store, wt.Version)
+}
+
+func TestCycleFailsOnCorruptParentArtifact(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	newWorldData(w, tok, base, 48, 0)
+	d := newDistiller(t, w, nil)
+	catchUp(t, d, w.store)
+	first, err := d.RunCycle(context.Background())
+	if err != nil || first.Artifact == nil {
+		t.Fatalf("%v %+v", err, first)
+	}
+	// Promote it, then corrupt its file: the next cycle cannot use it as
+	// the parent and says so.
+	w.append(events.RolloutStream("r1"), &events.RolloutPromoted{RolloutChange: events.RolloutChange{RolloutID: "r1", Candidate: first.Version, Stable: "base", Weight: 1}})
+	if err := os.WriteFile(filepath.Join(first.Artifact.Path, "adapter_model.safetensors"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newWorldData(w, tok, base, 48, 48)
+	catchUp(t, d, w.store)
+	wt, err := d.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wt.Accepted || wt.Parent != first.Version || !strings.Contains(wt.Reason, "parent") || !strings.Contains(wt.Reason, "sha256") {
+		t.Fatalf("accepted=%v parent=%s reason=%q", wt.Accepted, wt.Parent, wt.Reason)
+	}
+}
+
+func TestRunFollowsStoreAndTrains(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	newWorldData(w, tok, base, 40, 0) // replayed at start
+	d := newDistiller(t, w, func(c *Config) { c.MinNewGraded = 60; c.Hyper.Steps = 10 })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	trained := make(chan events.WeightsTrained, 4)
+	go w.store.Subscribe(ctx, 0, events.Filter{Types: []string{events.TypeWeightsTrained}}, func(_ context.Context, ev events.Event) error {
+		p, err := events.Decode(&ev)
+		if err == nil {
+			trained <- *p.(*events.WeightsTrained)
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	newWorldData(w, tok, base, 40, 40) // arrive live; crosses the threshold
+	wt := <-trained
+	if wt.Version != "d0001" || wt.Artifact == nil || wt.WindowTo == 0 {
+		t.Fatalf("first cycle %+v", wt)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// A restarted distiller replays the store and does not retrain the same window.
+	d2 := newDistiller(t, w, nil)
+	catchUp(t, d2, w.store)
+	if n, win := d2.Projection().Cycles(); n != 1 || win != wt.WindowTo {
+		t.Fatalf("replayed cycles %d window %d", n, win)
+	}
+	if st := d2.Status(); st.NewGraded != d2.Projection().NewGraded(wt.WindowTo) {
+		t.Fatalf("status %+v", st)
+	}
+}
