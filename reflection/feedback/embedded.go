@@ -684,6 +684,26 @@ func detectSarcasm(ws []wtok, contribs []contrib) bool {
 			return true
 		}
 	}
+	// "as if ..." opening a clause; "thanks (a lot) for <something bad>"
+	for i, w := range ws {
+		clauseStart := i == 0 || ws[i-1].clause != w.clause
+		if clauseStart && w.w == "as" && i+1 < len(ws) && ws[i+1].w == "if" && ws[i+1].clause == w.clause {
+			return true
+		}
+		if w.w == "thanks" || w.w == "thank" {
+			j := i + 1
+			for j < len(ws) && ws[j].sent == w.sent && (ws[j].w == "a" || ws[j].w == "lot" || ws[j].w == "so" || ws[j].w == "much" || ws[j].w == "you") {
+				j++
+			}
+			if j < len(ws) && ws[j].sent == w.sent && ws[j].w == "for" {
+				for _, c := range contribs {
+					if c.at > j && ws[c.at].sent == w.sent && c.v < 0 {
+						return true
+					}
+				}
+			}
+		}
+	}
 	// a sentence that is only "not" after something positive: "so helpful. Not."
 	for i, w := range ws {
 		if w.w == "not" && (i == 0 || ws[i-1].sent != w.sent) && (i+1 == len(ws) || ws[i+1].sent != w.sent) && i > 0 {

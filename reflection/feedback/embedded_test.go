@@ -192,11 +192,11 @@ func FuzzInterpret(f *testing.F) {
 // TestEmbeddedLargeInputIsLinear guards against quadratic rules: inputs
 // built to maximise rule work take about 4 times as long at 4 times the
 // size (a quadratic rule would take 16 times). Timings are the best of
-// three, so a loaded machine does not make the test flaky.
+// two, so a loaded machine does not make the test flaky.
 func TestEmbeddedLargeInputIsLinear(t *testing.T) {
 	best := func(text string) time.Duration {
 		var b time.Duration
-		for i := 0; i < 3; i++ {
+		for i := 0; i < 2; i++ {
 			start := time.Now()
 			got := interp(t, Input{Text: text})
 			d := time.Since(start)
@@ -209,11 +209,26 @@ func TestEmbeddedLargeInputIsLinear(t *testing.T) {
 		}
 		return b
 	}
-	for _, unit := range []string{"but wrong. ", "great, not 5 ", "oh great, ", "no - it's 5 now, not 6. ", "i guess. ", "a. "} {
+	for _, unit := range []string{"but wrong. ", "oh great, not 5 ", "no - it's 5 now, not 6. ", "i guess. a. "} {
 		n := (MaxTextBytes - 1) / len(unit)
 		small, big := best(strings.Repeat(unit, n/4)), best(strings.Repeat(unit, n))
-		if big > 10*small+100*time.Millisecond {
+		if big > 12*small+250*time.Millisecond {
 			t.Errorf("%q: %v at size n/4, %v at n: superlinear", unit, small, big)
+		}
+	}
+}
+
+func TestEmbeddedSarcasmPrecision(t *testing.T) {
+	for text, want := range map[string]int{
+		"Thanks a lot for the quick help!":           1,
+		"That was a big help, thanks.":               1,
+		"It looks as if it works now, great.":        1,
+		"Thanks a lot for wasting my afternoon.":     -1,
+		"As if that would ever work.":                -1,
+		"Thank you so much for breaking production.": -1,
+	} {
+		if got := interp(t, Input{Text: text}); sign(got.Polarity) != want {
+			t.Errorf("%q: polarity %.2f, want sign %d", text, got.Polarity, want)
 		}
 	}
 }

@@ -28,7 +28,7 @@ var wordValence = map[string]float64{
 	// negative
 	"wrong": -1, "wrnog": -1, "incorrect": -1, "useless": -1, "terrible": -1, "awful": -1, "horrible": -1,
 	"worst": -1, "garbage": -1, "rubbish": -1, "nonsense": -1, "false": -0.9, "hallucinated": -1,
-	"hallucinating": -1, "hallucination": -1, "hallucinates": -1, "broken": -0.9, "broke": -0.9, "crashed": -0.9,
+	"hallucinating": -1, "hallucination": -1, "hallucinates": -1, "broken": -0.9, "broke": -0.9, "break": -0.6, "breaks": -0.8, "breaking": -0.8, "crashed": -0.9,
 	"crash": -0.8, "crashes": -0.8, "fails": -0.8, "failed": -0.8, "fail": -0.7, "failure": -0.7,
 	"disappointing": -0.9, "disappointed": -0.9, "waste": -1, "wasted": -1, "wasting": -1, "frustrated": -0.9,
 	"frustrating": -0.9, "unacceptable": -1, "wtf": -0.9, "invented": -0.9, "invent": -0.8, "misleading": -0.9,
@@ -162,7 +162,8 @@ var phraseList = []phrase{
 	{words: s("work on"), v: 0}, {words: s("a lot"), v: 0}, {words: s("looks like"), v: 0}, {words: s("seems like"), v: 0},
 	{words: s("sounds like"), v: 0}, {words: s("feel like"), v: 0}, {words: s("feels like"), v: 0},
 	{words: s("more detail"), v: -0.4}, {words: s("more details"), v: -0.4}, {words: s("not helpful"), v: -0.9},
-	{words: s("i needed more"), v: -0.5}, {words: s("be more"), v: -0.4},
+	{words: s("i needed more"), v: -0.5}, {words: s("breaking change"), v: 0}, {words: s("breaking changes"), v: 0},
+	{words: s("breaking news"), v: 0}, {words: s("be more"), v: -0.4},
 }
 
 func s(p string) []string { return strings.Fields(p) }
@@ -187,9 +188,8 @@ var phrasesByFirst = func() map[string][]phrase {
 // sarcasm cues.
 var (
 	// strong cues make every positive word in the text count as negative.
-	strongSarcasm = [][]string{s("thanks for nothing"), s("yeah right"), s("oh joy"), s("gee"), s("as if"),
-		s("thanks a lot for"), s("thank you for nothing"), s("just great"), s("big help"), s("real helpful"),
-		s("so helpful not")}
+	strongSarcasm = [][]string{s("thanks for nothing"), s("yeah right"), s("oh joy"), s("gee"),
+		s("thank you for nothing"), s("just great"), s("so helpful not")}
 	// interjections that, said of a bad outcome, are sarcastic.
 	sarcasticInterjections = map[string]bool{"great": true, "wonderful": true, "perfect": true, "brilliant": true,
 		"fantastic": true, "amazing": true, "lovely": true, "awesome": true, "nice": true, "super": true,
