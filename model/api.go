@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -91,4 +92,44 @@ func (m *Model) SequenceLogprobs(seqs [][]int, lora *Adapter) ([][]float32, erro
 		off += len(s)
 	}
 	return out, nil
+}
+
+// KL returns the exact mean over positions of KL(p‖q) = Σ_v p(v)·(log p(v) − log q(v)), where p
+// is this model (with lora) and q is ref (with refLora, nil for none), both at temperature 1, over
+// the positions of b that have a target (every position when b.Targets is nil). The models must
+// share the vocabulary. It is the "KL to parent" an offline gate reports. Safe for concurrent use
+// with other readers.
+func (m *Model) KL(b *Batch, lora *Adapter, ref *Model, refLora *Adapter) (float64, error) {
+	if ref.Config.VocabSize != m.Config.VocabSize {
+		return 0, fmt.Errorf("%w: vocabularies differ (%d vs %d)", ErrConfig, m.Config.VocabSize, ref.Config.VocabSize)
+	}
+	p, err := m.Logits(b, lora)
+	if err != nil {
+		return 0, err
+	}
+	q, err := ref.Logits(b, refLora)
+	if err != nil {
+		return 0, err
+	}
+	V := m.Config.VocabSize
+	lp, lq := make([]float32, V), make([]float32, V)
+	var sum float64
+	n := 0
+	for t := range b.Tokens {
+		if b.Targets != nil && b.Targets[t] < 0 {
+			continue
+		}
+		logSoftmaxT(lp, p[t*V:(t+1)*V], 1)
+		logSoftmaxT(lq, q[t*V:(t+1)*V], 1)
+		var kl float64
+		for v := range lp {
+			kl += math.Exp(float64(lp[v])) * float64(lp[v]-lq[v])
+		}
+		sum += kl
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return sum / float64(n), nil
 }
