@@ -40,6 +40,7 @@ type decision struct {
 // evidence is the state of the tests at one look.
 type evidence struct {
 	*events.RolloutEvidence
+	results     []result
 	looked      bool // both arms have MinLook evaluations
 	reward      interval
 	failed      string // first failed guardrail
@@ -48,11 +49,18 @@ type evidence struct {
 }
 
 // evidence computes counts, means and intervals for the active rollout.
-func (s *State) evidence() evidence {
+// Without full only the test results are computed (no maps, no text):
+// decide looks after every event and builds the full evidence only for a
+// decision.
+func (s *State) evidence(full bool) evidence {
 	a, cfg := s.active, s.cfg
 	g := cfg.Guardrails
 	c, st := &a.all[armCandidate], &a.all[armStable]
-	ev := evidence{RolloutEvidence: &events.RolloutEvidence{
+	if !full {
+		return s.tests(c, st)
+	}
+	ev := s.tests(c, st)
+	ev.RolloutEvidence = &events.RolloutEvidence{
 		Test: fmt.Sprintf("normal-mixture sequential test (always-valid confidence sequence) on candidate-stable difference of means; "+
 			"reward tau=%g alpha=%g; guardrails alpha=%g each with tau=tolerance", cfg.Tau, cfg.Alpha, g.Alpha),
 		Counts: map[string]int{
@@ -60,20 +68,37 @@ func (s *State) evidence() evidence {
 			"candidate.step": a.cur[armCandidate].reward.n, "stable.step": a.cur[armStable].reward.n,
 			"served.candidate": c.latency.n, "served.stable": st.latency.n,
 		},
-		Means:     map[string]float64{},
+		Means:     map[string]float64{"reward.candidate": c.reward.mean(), "reward.stable": st.reward.mean()},
 		Intervals: map[string]float64{},
-	}}
-	put := func(name string, cm, sm moments, iv interval) {
-		ev.Means[name+".candidate"] = cm.mean()
-		ev.Means[name+".stable"] = sm.mean()
-		ev.Means[name+".diff"] = iv.Diff
-		ev.Intervals[name+".lo"] = iv.Lo
-		ev.Intervals[name+".hi"] = iv.Hi
 	}
+	for _, r := range ev.results {
+		ev.Means[r.name+".candidate"] = r.cm.mean()
+		ev.Means[r.name+".stable"] = r.sm.mean()
+		ev.Means[r.name+".diff"] = r.iv.Diff
+		ev.Intervals[r.name+".lo"] = r.iv.Lo
+		ev.Intervals[r.name+".hi"] = r.iv.Hi
+	}
+	return ev
+}
+
+// result is one metric's test at one look.
+type result struct {
+	name   string
+	cm, sm moments
+	iv     interval
+}
+
+// tests runs the reward test and the guardrails on the whole rollout's
+// evidence (c candidate, st stable).
+func (s *State) tests(c, st *arm) evidence {
+	cfg := s.cfg
+	g := cfg.Guardrails
+	var ev evidence
 	if c.reward.n < cfg.MinLook || st.reward.n < cfg.MinLook {
-		ev.Means["reward.candidate"] = c.reward.mean()
-		ev.Means["reward.stable"] = st.reward.mean()
 		return ev
+	}
+	put := func(name string, cm, sm moments, iv interval) {
+		ev.results = append(ev.results, result{name, cm, sm, iv})
 	}
 	ev.looked = true
 	ev.reward = mixtureCS(c.reward, st.reward, cfg.Tau, cfg.Alpha, false)
@@ -190,7 +215,17 @@ func (s *State) decide() *decision {
 		return &decision{stream: a.stream, expected: events.Exact(a.rev), id: events.DeterministicID(a.id, events.TypeRolloutPromoted),
 			payload: &events.RolloutPromoted{RolloutChange: ch}, change: ch}
 	}
-	ev := s.evidence()
+	quick := s.evidence(false)
+	if a.anomaly == nil && (!quick.looked || (quick.failed == "" && quick.reward.Hi >= 0)) {
+		if a.paused || !quick.looked || !s.stepReady() {
+			return nil
+		}
+		last := a.step >= cfg.comparativeSteps()-1
+		if last && quick.reward.Lo <= 0 && (a.cur[armCandidate].reward.n < cfg.MaxPerArm || a.cur[armStable].reward.n < cfg.MaxPerArm) {
+			return nil
+		}
+	}
+	ev := s.evidence(true)
 	if x := a.anomaly; x != nil {
 		ev.Detail = fmt.Sprintf("anomaly.detected %s for %s (task type %q): value %.3g vs baseline %.3g over %d",
 			x.Kind, x.Version, x.TaskType, x.Value, x.Baseline, x.Window)

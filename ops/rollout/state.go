@@ -393,7 +393,7 @@ func (s *State) Status() Status {
 	}
 	if a := s.active; a != nil {
 		st.Active = &ActiveStatus{RolloutID: a.id, Candidate: a.candidate, Stable: a.stable, Step: a.step, Weight: a.weight,
-			Paused: a.paused, StartedAt: a.startedAt, Revision: a.rev, Evidence: s.evidence().RolloutEvidence}
+			Paused: a.paused, StartedAt: a.startedAt, Revision: a.rev, Evidence: s.evidence(true).RolloutEvidence}
 	}
 	return st
 }
