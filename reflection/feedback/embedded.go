@@ -92,6 +92,13 @@ func (e *Embedded) interpret(in Input) Interpretation {
 		}
 	}
 
+	if ex.value != "" && strings.HasPrefix(ex.hint, "The correct answer is ") {
+		if subj := promptSubject(in.PromptText); subj != "" {
+			rest := strings.TrimPrefix(ex.hint, "The correct answer is ")
+			ex.hint = subj + " is " + rest
+		}
+	}
+
 	type term struct{ p, c float64 }
 	var terms []term
 	if ta.note == "" && (ta.evidence > 0 || ex.value != "") {
@@ -898,4 +905,19 @@ func scareQuoted(text string) bool {
 		}
 	}
 	return false
+}
+
+// rePromptSubject finds the subject of a simple question ("What is the
+// refund window?" -> "the refund window").
+var rePromptSubject = regexp.MustCompile(`(?i)^\s*(?:what|when|where|who|how long|how much|how many days)\s*(?:'s|is|was)\s+((?:the|our|your|my)\s+[^?.!,;:\n]{2,60}?)\s*\??\s*$`)
+
+// promptSubject returns the capitalised subject of a simple question, or "".
+func promptSubject(prompt string) string {
+	m := rePromptSubject.FindStringSubmatch(prompt)
+	if m == nil {
+		return ""
+	}
+	s := strings.TrimSpace(m[1])
+	r, size := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[size:]
 }

@@ -232,3 +232,14 @@ func TestEmbeddedSarcasmPrecision(t *testing.T) {
 		}
 	}
 }
+
+func TestEmbeddedHintUsesPrompt(t *testing.T) {
+	got := interp(t, Input{Text: "no - it's 60 days now", PromptText: "What is the refund window?", AnswerText: "The refund window is 30 days."})
+	if got.Correction != "60 days" || got.Hint != "The refund window is now 60 days." {
+		t.Errorf("got %+v", got)
+	}
+	got = interp(t, Input{Text: "should be 12.5", PromptText: "Compute 25 / 2"})
+	if got.Hint != "The correct answer is 12.5." {
+		t.Errorf("got %+v", got)
+	}
+}
