@@ -125,7 +125,6 @@ type acts struct {
 	rstd1    [][]float32
 	q, k, v  [][]float32 // head-major, q and k rotated
 	att      [][]float32
-	atto     [][]float32 // head-major attention output
 	attrows  [][]float32 // [T, qDim] o_proj input
 	mid      [][]float32
 	ln2      [][]float32
@@ -142,6 +141,7 @@ type acts struct {
 	dbuf     []float32 // backing arena of backward scratch
 	// forward scratch
 	qrows, krows, vrows []float32
+	atto                []float32 // head-major attention output
 }
 
 // arena hands out slices from one buffer (grown when too small).
@@ -158,7 +158,7 @@ func (a *arena) take(n int) []float32 {
 
 func actsSize(c Config, T, att, M int, lora *Adapter) int {
 	C, L := c.HiddenSize, c.NumHiddenLayers
-	per := T*C*4 + T*2 + T*c.qDim()*3 + T*c.kvDim()*2 + att + T*c.IntermediateSize*3
+	per := T*C*4 + T*2 + T*c.qDim()*2 + T*c.kvDim()*2 + att + T*c.IntermediateSize*3
 	if lora != nil {
 		for mod := 0; mod < numModules; mod++ {
 			if lora.Config.targets(mod) {
@@ -166,7 +166,7 @@ func actsSize(c Config, T, att, M int, lora *Adapter) int {
 			}
 		}
 	}
-	return L*per + T*C*2 + T + M*C + M*c.VocabSize + T*c.qDim() + 2*T*c.kvDim()
+	return L*per + T*C*2 + T + M*C + M*c.VocabSize + 2*T*c.qDim() + 2*T*c.kvDim()
 }
 
 // alloc sizes a for the batch; it reuses a's arena when large enough.
@@ -195,7 +195,7 @@ func (a *acts) alloc(c Config, b *Batch, lora *Adapter, allRows bool) {
 	C, L, I := c.HiddenSize, c.NumHiddenLayers, c.IntermediateSize
 	a.resid = make([][]float32, L+1)
 	a.ln1, a.rstd1, a.q, a.k, a.v = make([][]float32, L), make([][]float32, L), make([][]float32, L), make([][]float32, L), make([][]float32, L)
-	a.att, a.atto, a.attrows, a.mid = make([][]float32, L), make([][]float32, L), make([][]float32, L), make([][]float32, L)
+	a.att, a.attrows, a.mid = make([][]float32, L), make([][]float32, L), make([][]float32, L)
 	a.ln2, a.rstd2, a.gate, a.up, a.hh = make([][]float32, L), make([][]float32, L), make([][]float32, L), make([][]float32, L), make([][]float32, L)
 	a.lu = make([][numModules][]float32, L)
 	for l := 0; l < L; l++ {
@@ -203,7 +203,7 @@ func (a *acts) alloc(c Config, b *Batch, lora *Adapter, allRows bool) {
 		a.ln1[l], a.rstd1[l] = ar.take(T*C), ar.take(T)
 		a.q[l], a.k[l], a.v[l] = ar.take(T*c.qDim()), ar.take(T*c.kvDim()), ar.take(T*c.kvDim())
 		a.att[l] = ar.take(attSize)
-		a.atto[l], a.attrows[l] = ar.take(T*c.qDim()), ar.take(T*c.qDim())
+		a.attrows[l] = ar.take(T * c.qDim())
 		a.mid[l], a.ln2[l], a.rstd2[l] = ar.take(T*C), ar.take(T*C), ar.take(T)
 		a.gate[l], a.up[l], a.hh[l] = ar.take(T*I), ar.take(T*I), ar.take(T*I)
 		if lora != nil {
@@ -218,6 +218,7 @@ func (a *acts) alloc(c Config, b *Batch, lora *Adapter, allRows bool) {
 	a.lnf, a.rstdf = ar.take(T*C), ar.take(T)
 	a.lnfRows, a.logits = ar.take(a.M*C), ar.take(a.M*c.VocabSize)
 	a.qrows, a.krows, a.vrows = ar.take(T*c.qDim()), ar.take(T*c.kvDim()), ar.take(T*c.kvDim())
+	a.atto = ar.take(T * c.qDim())
 	if cap(a.lse) < a.M {
 		a.lse = make([]float64, a.M)
 	}
@@ -255,8 +256,8 @@ func (m *Model) forward(a *acts, b *Batch, lora *Adapter, allRows bool) {
 		rowsToHeads(a.q[l], a.qrows, T, H, hd, a.pos, m.rope)
 		rowsToHeads(a.k[l], a.krows, T, KV, hd, a.pos, m.rope)
 		rowsToHeads(a.v[l], a.vrows, T, KV, hd, nil, nil)
-		attentionForward(a.atto[l], a.att[l], a.q[l], a.k[l], a.v[l], a.spans, T, H, KV, hd)
-		headsToRows(a.attrows[l], a.atto[l], T, H, hd, nil, nil)
+		attentionForward(a.atto, a.att[l], a.q[l], a.k[l], a.v[l], a.spans, T, H, KV, hd)
+		headsToRows(a.attrows[l], a.atto, T, H, hd, nil, nil)
 		copy(a.mid[l], a.resid[l])
 		proj(l, modO, a.mid[l], a.attrows[l], w.O, true)
 		rmsnormForward(a.ln2[l], a.rstd2[l], a.mid[l], w.PostNorm, T, C, eps)
