@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
+
+	"citizen/events"
 )
 
 func TestChatNonStreamingRecordsExactTokens(t *testing.T) {
@@ -393,5 +396,72 @@ func TestRequestIDEchoed(t *testing.T) {
 	resp.Body.Close()
 	if resp.Header.Get("X-Request-Id") != "client-123" {
 		t.Fatalf("%q", resp.Header.Get("X-Request-Id"))
+	}
+}
+
+// Under concurrency and a store that fails every third append, exactly the
+// acknowledged completions are recorded, each with its exact tokens.
+func TestOnlyAcknowledgedCompletionsAreRecorded(t *testing.T) {
+	e := newEnv(t, nil)
+	e.store.failEvery = 3
+	type outcome struct {
+		id    string
+		acked bool
+	}
+	const n = 60
+	results := make(chan outcome, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			stream := i%2 == 0
+			text := fmt.Sprintf("message %d", i)
+			b, _ := json.Marshal(map[string]any{"model": "citizen", "messages": userMsg(text), "stream": stream})
+			req, _ := http.NewRequest("POST", e.ts.URL+"/v1/chat/completions", strings.NewReader(string(b)))
+			req.Header.Set("Authorization", "Bearer "+keyA)
+			resp, err := e.ts.Client().Do(req)
+			if err != nil {
+				results <- outcome{}
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var o outcome
+			if !stream {
+				var c completionOut
+				if resp.StatusCode == 200 && json.Unmarshal(body, &c) == nil {
+					o = outcome{id: c.ID, acked: true}
+				}
+				results <- o
+				return
+			}
+			datas := sse(t, body)
+			var c struct {
+				ID string `json:"id"`
+			}
+			if len(datas) > 0 {
+				json.Unmarshal([]byte(datas[0]), &c)
+			}
+			results <- outcome{id: c.ID, acked: len(datas) > 0 && datas[len(datas)-1] == "[DONE]"}
+		}(i)
+	}
+	acked := 0
+	for i := 0; i < n; i++ {
+		o := <-results
+		iid, ok := InteractionID(o.id)
+		if !o.acked {
+			if ok {
+				if _, err := e.mem.ReadStream(context.Background(), events.InteractionStream(iid), 0, events.Forward, 1); err == nil {
+					t.Fatalf("%s was refused but recorded", o.id)
+				}
+			}
+			continue
+		}
+		acked++
+		_, rec := e.interaction(iid)
+		if !reflect.DeepEqual(rec.Choices[0].CompletionTokens, codepoints(rec.Choices[0].Message.Content)) || len(rec.Choices[0].Logprobs) != len(rec.Choices[0].CompletionTokens) {
+			t.Fatalf("%s recorded without exact tokens", o.id)
+		}
+	}
+	if got := len(e.interactions()); got != acked || acked == 0 || acked == n {
+		t.Fatalf("acknowledged %d of %d, recorded %d", acked, n, got)
 	}
 }

@@ -28,12 +28,16 @@ type faultyStore struct {
 	events.Store
 	failing  atomic.Bool
 	appended atomic.Int64
+	// failEvery, if > 0, fails every failEvery-th append.
+	failEvery int64
+	calls     atomic.Int64
 }
 
 var errInjected = errors.New("injected store failure")
 
 func (f *faultyStore) Append(ctx context.Context, stream string, exp events.ExpectedRevision, evs ...events.Event) (events.AppendResult, error) {
-	if f.failing.Load() {
+	n := f.calls.Add(1)
+	if f.failing.Load() || f.failEvery > 0 && n%f.failEvery == 0 {
 		return events.AppendResult{}, errInjected
 	}
 	res, err := f.Store.Append(ctx, stream, exp, evs...)
