@@ -171,7 +171,7 @@ func New(cfg Config, store events.Store, logger *slog.Logger) (*Distiller, error
 		return nil, errors.New("distill: store is required")
 	}
 	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Distiller{cfg: cfg, store: store, log: logger.With("component", "distill"), proj: NewProjection(cfg.Retention),
 		st: Status{State: "idle"}, notify: make(chan struct{}, 1), lastCycle: cfg.Now()}, nil
