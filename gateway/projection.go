@@ -16,6 +16,7 @@ type projection struct {
 	mu       sync.RWMutex
 	byTenant map[string][]entry
 	seen     map[string]bool
+	changed  chan struct{} // closed and replaced on every add
 }
 
 type entry struct {
@@ -27,7 +28,7 @@ type entry struct {
 }
 
 func newProjection() *projection {
-	return &projection{byTenant: map[string][]entry{}, seen: map[string]bool{}}
+	return &projection{byTenant: map[string][]entry{}, seen: map[string]bool{}, changed: make(chan struct{})}
 }
 
 func entryOf(iid, tenant string, created int64, rec *events.InteractionRecorded) entry {
@@ -74,6 +75,15 @@ func (p *projection) add(e entry) {
 	copy(list[i+1:], list[i:])
 	list[i] = e
 	p.byTenant[e.tenant] = list
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// watch returns a channel that is closed at the next add.
+func (p *projection) watch() <-chan struct{} {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.changed
 }
 
 // list returns up to limit entries of tenant after the id `after` (exclusive;

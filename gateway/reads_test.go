@@ -177,17 +177,19 @@ func TestProjectionRebuiltOnStart(t *testing.T) {
 		t.Fatalf("rebuilt %d entries", len(got))
 	}
 	// Live: an interaction recorded by another gateway shows up.
+	changed := srv2.proj.watch()
 	complete(t, e, keyA, map[string]any{})
-	deadline := time.Now().Add(5 * time.Second)
+	timeout := time.After(10 * time.Second)
 	for {
-		got, _ = srv2.proj.list("tenant-a", "", 100, false, nil)
-		if len(got) == 4 {
+		if got, _ = srv2.proj.list("tenant-a", "", 100, false, nil); len(got) == 4 {
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+			changed = srv2.proj.watch()
+		case <-timeout:
 			t.Fatalf("live update missing: %d", len(got))
 		}
-		time.Sleep(time.Millisecond) // polling a condition, not synchronising on time
 	}
 }
 
@@ -248,13 +250,16 @@ func TestRouterFollowsRolloutEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	changed := e.srv.Router().Changed()
 	waitFor := func(want Rollout) {
-		deadline := time.Now().Add(5 * time.Second)
+		timeout := time.After(10 * time.Second)
 		for e.srv.Router().Rollout() != want {
-			if time.Now().After(deadline) {
+			select {
+			case <-changed:
+				changed = e.srv.Router().Changed()
+			case <-timeout:
 				t.Fatalf("router %+v, want %+v", e.srv.Router().Rollout(), want)
 			}
-			time.Sleep(time.Millisecond) // polling a condition
 		}
 	}
 	ch := events.RolloutChange{RolloutID: "r1", Stable: "v1", Candidate: "v2", Weight: 0.05}

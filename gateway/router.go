@@ -31,12 +31,23 @@ type Rollout struct {
 // conversations from stable to candidate, never back. Safe for concurrent
 // use; the rollout controller (or FollowRollouts) updates it.
 type Router struct {
-	mu sync.RWMutex
-	r  Rollout
+	mu      sync.RWMutex
+	r       Rollout
+	changed chan struct{} // closed and replaced on every SetRollout
 }
 
 // NewRouter returns a router that sends everything to stable.
-func NewRouter(stable string) *Router { return &Router{r: Rollout{Stable: stable}} }
+func NewRouter(stable string) *Router {
+	return &Router{r: Rollout{Stable: stable}, changed: make(chan struct{})}
+}
+
+// Changed returns a channel that is closed at the next SetRollout (for
+// callers that wait for a routing change, such as tests and ops views).
+func (rt *Router) Changed() <-chan struct{} {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	return rt.changed
+}
 
 // SetRollout sets the routing state. A weight outside [0,1] is clamped; an
 // empty candidate means no rollout.
@@ -52,6 +63,8 @@ func (rt *Router) SetRollout(stable, candidate string, weight float64) {
 	}
 	rt.mu.Lock()
 	rt.r = Rollout{Stable: stable, Candidate: candidate, Weight: weight}
+	close(rt.changed)
+	rt.changed = make(chan struct{})
 	rt.mu.Unlock()
 }
 

@@ -61,8 +61,11 @@ type Server struct {
 	startOnce sync.Once
 	startErr  error
 	ready     atomic.Bool
-	bufs      sync.Pool // *bytes.Buffer for request bodies
-	outs      sync.Pool // *[]byte for encoded responses
+	// onShutdown, if set (tests), runs when Serve begins shutting down,
+	// after the listener is closed.
+	onShutdown func()
+	bufs       sync.Pool // *bytes.Buffer for request bodies
+	outs       sync.Pool // *[]byte for encoded responses
 }
 
 // New builds a server: it fills defaults, validates cfg and wires the
@@ -194,6 +197,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	hs := &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	if s.onShutdown != nil {
+		hs.RegisterOnShutdown(s.onShutdown)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("gateway listening", "addr", ln.Addr().String())
