@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"citizen/events"
 
@@ -624,23 +625,76 @@ func (s *Store) fail(err error) error {
 // syncer makes groups durable: it takes every job waiting, fdatasyncs
 // their segments once, publishes the new durable position, acknowledges
 // the requests and wakes subscribers.
+//
+// Cohorts. Appenders that wait for their fsync come back with their next
+// append right after it; if the next fsync started at once it would cover
+// only the appends queued meanwhile, and two half-size groups would
+// alternate for good (measured: 8 events per fsync with 16 writers). So
+// before syncing, the syncer waits until as many appends are written as
+// were in flight after the previous fsync (those just acknowledged plus
+// those already queued), but never longer than half the previous fsync's
+// duration (at most 2 ms). A lone appender never waits: it is the whole
+// cohort.
 func (s *Store) syncer(done chan<- struct{}) {
 	defer close(done)
-	var jobs []*syncJob
+	var jobs, carry []*syncJob
 	var segs []*segment
-	for job := range s.syncs {
-		jobs = append(jobs[:0], job)
-	drain:
+	target := 0
+	var lastSync time.Duration
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	open := true
+	for open {
+		jobs = append(jobs[:0], carry...)
+		carry = carry[:0]
+		if len(jobs) == 0 {
+			j, ok := <-s.syncs
+			if !ok {
+				return
+			}
+			jobs = append(jobs, j)
+		}
+		count := 0
+		for _, j := range jobs {
+			count += len(j.reqs)
+		}
+		linger := min(lastSync/2, 2*time.Millisecond)
+		waiting := false
+	gather:
 		for {
 			select {
 			case j, ok := <-s.syncs:
 				if !ok {
-					break drain
+					open = false
+					break gather
 				}
 				jobs = append(jobs, j)
+				count += len(j.reqs)
+				continue
 			default:
-				break drain
 			}
+			if count >= target || linger <= 0 {
+				break
+			}
+			if !waiting {
+				timer.Reset(linger)
+				waiting = true
+			}
+			select {
+			case j, ok := <-s.syncs:
+				if !ok {
+					open = false
+					break gather
+				}
+				jobs = append(jobs, j)
+				count += len(j.reqs)
+			case <-timer.C:
+				waiting = false
+				break gather
+			}
+		}
+		if waiting && !timer.Stop() {
+			<-timer.C
 		}
 		segs = segs[:0]
 		for _, j := range jobs {
@@ -651,6 +705,7 @@ func (s *Store) syncer(done chan<- struct{}) {
 			}
 		}
 		err := s.brokenErr()
+		start := time.Now()
 		for _, sg := range segs {
 			if err != nil {
 				break
@@ -659,6 +714,9 @@ func (s *Store) syncer(done chan<- struct{}) {
 				err = s.fail(serr)
 			}
 			s.stats.syncs.Add(1)
+		}
+		if len(segs) > 0 {
+			lastSync = time.Since(start)
 		}
 		nEvents, nReqs := 0, 0
 		if err == nil {
@@ -678,6 +736,50 @@ func (s *Store) syncer(done chan<- struct{}) {
 			close(s.notify)
 			s.notify = make(chan struct{})
 			s.notifyMu.Unlock()
+		}
+		// The next cohort: those just acknowledged and those queued.
+		target = nReqs
+	queued:
+		for open {
+			select {
+			case j, ok := <-s.syncs:
+				if !ok {
+					open = false
+					break queued
+				}
+				carry = append(carry, j)
+				target += len(j.reqs)
+			default:
+				break queued
+			}
+		}
+	}
+	// Closed: sync what was carried.
+	if len(carry) > 0 {
+		s.finalSync(carry)
+	}
+}
+
+// finalSync syncs the last jobs once the writer has exited.
+func (s *Store) finalSync(jobs []*syncJob) {
+	err := s.brokenErr()
+	seen := map[*segment]bool{}
+	for _, j := range jobs {
+		for _, sg := range j.segs {
+			if err == nil && !seen[sg] {
+				seen[sg] = true
+				if serr := fdatasync(sg.f); serr != nil {
+					err = s.fail(serr)
+				}
+			}
+		}
+	}
+	if err == nil {
+		s.durable.Store(jobs[len(jobs)-1].last)
+	}
+	for _, j := range jobs {
+		for _, r := range j.reqs {
+			finish(r, err)
 		}
 	}
 }
