@@ -11,36 +11,36 @@ import (
 // DefaultConfig when passed to New.
 type Config struct {
 	// Listen is the address Run listens on.
-	Listen string `yaml:"listen"`
+	Listen string `yaml:"listen" help:"address the gateway listens on"`
 	// MaxBodyBytes bounds a request body; larger bodies get 413.
-	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	MaxBodyBytes int64 `yaml:"max_body_bytes" help:"largest accepted request body in bytes (larger: 413)"`
 	// DevMode enables the development key DevKey (tenant DevTenant):
 	// "auto" (the default) enables it only when Listen is a loopback
 	// address, "on" always, "off" never.
-	DevMode string `yaml:"dev_mode"`
+	DevMode string `yaml:"dev_mode" help:"accept the development key sk-citizen-dev: auto (only on a loopback listen address), on or off"`
 	// KeysFile is the JSON key file (see CreateKey); services sets it to
 	// <data dir>/keys.json. Used only when Deps.Keys is nil.
-	KeysFile string `yaml:"keys_file"`
+	KeysFile string `yaml:"keys_file" help:"JSON file of hashed API keys (default <data_dir>/keys.json)"`
 	// Limits are the default per-key limits (a key's own limits win).
 	Limits Limits `yaml:"limits"`
 	// StableVersion is the version "citizen" routes to before any rollout
 	// event; empty means the engine's first version.
-	StableVersion string `yaml:"stable_version"`
+	StableVersion string `yaml:"stable_version" help:"version the model citizen serves before any rollout event (default: the engine's first)"`
 	// ShutdownTimeout bounds the drain of in-flight requests in Run.
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" help:"how long to drain in-flight requests on shutdown"`
 	// RequestTimeout bounds one generation.
-	RequestTimeout time.Duration `yaml:"request_timeout"`
+	RequestTimeout time.Duration `yaml:"request_timeout" help:"longest generation"`
 	// RecordTimeout bounds the append of one interaction.
-	RecordTimeout time.Duration `yaml:"record_timeout"`
+	RecordTimeout time.Duration `yaml:"record_timeout" help:"longest append of one interaction to the event store"`
 	// IgnoreRollouts stops Start from following rollout.* events into the
 	// router (then only Router.SetRollout changes routing).
-	IgnoreRollouts bool `yaml:"ignore_rollouts"`
+	IgnoreRollouts bool `yaml:"ignore_rollouts" help:"do not follow rollout.* events (routing changes only through Router.SetRollout)"`
 }
 
 // Limits are per-key rate limits; 0 means unlimited.
 type Limits struct {
-	RequestsPerMinute int `yaml:"requests_per_minute"`
-	TokensPerMinute   int `yaml:"tokens_per_minute"`
+	RequestsPerMinute int `yaml:"requests_per_minute" help:"default requests per minute per API key (0 = unlimited)"`
+	TokensPerMinute   int `yaml:"tokens_per_minute" help:"default tokens per minute per API key (0 = unlimited)"`
 }
 
 // DefaultConfig returns the defaults.
