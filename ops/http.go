@@ -1,0 +1,220 @@
+package ops
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"citizen/events"
+	"citizen/ops/rollout"
+
+	"github.com/labstack/echo/v4"
+)
+
+//go:embed dashboard.html
+var dashboardHTML []byte
+
+// Deps are the HTTP surface's collaborators.
+type Deps struct {
+	// Store is read for the rollout state, the versions and the stream,
+	// and appended to by the operator actions (required).
+	Store events.Store
+	// Auth authenticates every /v1/ops request; returning an error refuses
+	// it (return an *echo.HTTPError to choose the status; any other error
+	// is a 401). nil allows everything: development only. The dashboard
+	// page itself (GET /ops) holds no data and is not authenticated; it
+	// sends the key the operator types in as "Authorization: Bearer".
+	Auth func(c echo.Context) error
+	// Rollout is the controller's configuration, used by the read-side
+	// projection for the steps and the evidence shown.
+	Rollout rollout.Config
+	// Heartbeat is the interval of SSE comments on an idle stream
+	// (default 15s).
+	Heartbeat time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Routes is what Register needs from echo: *echo.Echo and *echo.Group
+// both have it.
+type Routes interface {
+	GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route
+	POST(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route
+}
+
+// Handler serves the operator surface. Create it with New; safe for
+// concurrent use.
+type Handler struct {
+	store     events.Store
+	auth      func(c echo.Context) error
+	proj      *rollout.Projection
+	heartbeat time.Duration
+	log       *slog.Logger
+}
+
+// New checks deps and returns a handler.
+func New(deps Deps) (*Handler, error) {
+	if deps.Store == nil {
+		return nil, errors.New("ops: Deps.Store is required")
+	}
+	cfg := deps.Rollout.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("ops: %w", err)
+	}
+	h := &Handler{store: deps.Store, auth: deps.Auth, proj: rollout.NewProjection(cfg, deps.Store),
+		heartbeat: deps.Heartbeat, log: deps.Logger}
+	if h.heartbeat <= 0 {
+		h.heartbeat = 15 * time.Second
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.log = h.log.With("component", "ops")
+	return h, nil
+}
+
+// Register is New followed by Handler.Register.
+func Register(r Routes, deps Deps) (*Handler, error) {
+	h, err := New(deps)
+	if err != nil {
+		return nil, err
+	}
+	h.Register(r)
+	return h, nil
+}
+
+// Register adds the routes to r. The paths are absolute (/v1/ops/...,
+// /ops): pass the root *echo.Echo or a group without a prefix, and no
+// group middleware that would authenticate /ops itself.
+func (h *Handler) Register(r Routes) {
+	a := h.authenticate
+	r.GET("/v1/ops/rollout", h.getRollout, a)
+	r.POST("/v1/ops/rollout/:action", h.postRollout, a)
+	r.GET("/v1/ops/versions", h.getVersions, a)
+	r.GET("/v1/ops/stream", h.stream, a)
+	r.GET("/ops", h.dashboard)
+}
+
+// HTTPHandler returns a standalone echo serving only the operator
+// surface, for mounting next to another handler (http.ServeMux).
+func (h *Handler) HTTPHandler() http.Handler {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	h.Register(e)
+	return e
+}
+
+func (h *Handler) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if h.auth != nil {
+			if err := h.auth(c); err != nil {
+				var he *echo.HTTPError
+				if errors.As(err, &he) {
+					return writeError(c, he.Code, fmt.Sprint(he.Message))
+				}
+				return writeError(c, http.StatusUnauthorized, err.Error())
+			}
+		}
+		return next(c)
+	}
+}
+
+// writeError writes an OpenAI-shaped error, as the gateway does.
+func writeError(c echo.Context, status int, msg string) error {
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "api_error"
+	}
+	return c.JSON(status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": http.StatusText(status)}})
+}
+
+func (h *Handler) getRollout(c echo.Context) error {
+	st, _, err := h.proj.Sync(c.Request().Context())
+	if err != nil {
+		h.log.Error("rollout state", "err", err)
+		return writeError(c, http.StatusServiceUnavailable, "the event store is not available")
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+// VersionsResponse is GET /v1/ops/versions.
+type VersionsResponse struct {
+	Stable   string            `json:"stable"`
+	Versions []rollout.Version `json:"versions"`
+	Rollout  rollout.Status    `json:"rollout"`
+}
+
+func (h *Handler) getVersions(c echo.Context) error {
+	st, vs, err := h.proj.Sync(c.Request().Context())
+	if err != nil {
+		h.log.Error("versions", "err", err)
+		return writeError(c, http.StatusServiceUnavailable, "the event store is not available")
+	}
+	return c.JSON(http.StatusOK, VersionsResponse{Stable: st.Stable, Versions: vs, Rollout: st})
+}
+
+// ActionRequest is the optional body of POST /v1/ops/rollout/{action}.
+type ActionRequest struct {
+	Reason string `json:"reason"`
+}
+
+// ActionResponse is the answer to an operator action: the appended event
+// and the state after it.
+type ActionResponse struct {
+	Event  events.Event   `json:"event"`
+	Status rollout.Status `json:"status"`
+}
+
+var actions = map[string]func(context.Context, events.Store, string) (events.Event, error){
+	"pause": rollout.Pause, "resume": rollout.Resume, "promote": rollout.Promote, "abort": rollout.Abort,
+}
+
+func (h *Handler) postRollout(c echo.Context) error {
+	name := c.Param("action")
+	act, ok := actions[name]
+	if !ok {
+		return writeError(c, http.StatusNotFound, fmt.Sprintf("unknown action %q (pause, resume, promote, abort)", name))
+	}
+	var req ActionRequest
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10))
+	if err != nil {
+		return writeError(c, http.StatusBadRequest, "reading the body: "+err.Error())
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			return writeError(c, http.StatusBadRequest, "the body must be JSON {\"reason\": \"...\"}: "+err.Error())
+		}
+	}
+	if req.Reason == "" {
+		req.Reason = c.QueryParam("reason")
+	}
+	ctx := c.Request().Context()
+	ev, err := act(ctx, h.store, req.Reason)
+	switch {
+	case errors.Is(err, rollout.ErrNoRollout), errors.Is(err, rollout.ErrPaused), errors.Is(err, rollout.ErrNotPaused),
+		errors.Is(err, rollout.ErrConflict):
+		return writeError(c, http.StatusConflict, err.Error())
+	case err != nil:
+		h.log.Error("operator action", "action", name, "err", err)
+		return writeError(c, http.StatusServiceUnavailable, err.Error())
+	}
+	h.log.Info("operator action", "action", name, "rollout", ev.CorrelationID, "reason", req.Reason, "position", ev.Position)
+	st, _, err := h.proj.Sync(ctx)
+	if err != nil {
+		return writeError(c, http.StatusServiceUnavailable, err.Error())
+	}
+	return c.JSON(http.StatusOK, ActionResponse{Event: ev, Status: st})
+}
+
+func (h *Handler) dashboard(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "no-cache")
+	c.Response().Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+	return c.Blob(http.StatusOK, "text/html; charset=utf-8", dashboardHTML)
+}

@@ -1,0 +1,211 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"citizen/events"
+
+	"github.com/labstack/echo/v4"
+)
+
+// StreamTypes are the event types GET /v1/ops/stream serves (and its
+// default selection). interaction.recorded and feedback.received (prompts
+// and customers' words) are not on the operator stream.
+var StreamTypes = []string{
+	events.TypeInteractionEvaluated, events.TypeFeedbackInterpreted, events.TypeAnomalyDetected,
+	events.TypeWeightsTrained,
+	events.TypeRolloutStarted, events.TypeRolloutAdvanced, events.TypeRolloutPaused,
+	events.TypeRolloutResumed, events.TypeRolloutPromoted, events.TypeRolloutRolledBack,
+}
+
+// streamFilter is a parsed stream query.
+type streamFilter struct {
+	types    []string
+	versions []string
+	tenant   string
+}
+
+// list splits repeated and comma-separated query values.
+func list(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func parseStreamFilter(c echo.Context) (streamFilter, error) {
+	q := c.QueryParams()
+	f := streamFilter{versions: list(q["version"]), tenant: q.Get("tenant")}
+	for _, t := range list(q["type"]) {
+		// "rollout" or "rollout.*" select every rollout type
+		if p, ok := strings.CutSuffix(t, ".*"); ok {
+			t = p
+		}
+		n := len(f.types)
+		for _, st := range StreamTypes {
+			if st == t || strings.HasPrefix(st, t+".") {
+				f.types = append(f.types, st)
+			}
+		}
+		if len(f.types) == n {
+			return f, fmt.Errorf("type %q is not on the stream (one of %s, or a prefix such as rollout)", t, strings.Join(StreamTypes, ", "))
+		}
+	}
+	if len(f.types) == 0 {
+		f.types = slices.Clone(StreamTypes)
+	}
+	return f, nil
+}
+
+// versionsOf are the versions an event is about, for the version filter.
+type versionsLite struct {
+	ModelVersion string `json:"model_version"`
+	Version      string `json:"version"`
+	Parent       string `json:"parent"`
+	Candidate    string `json:"candidate"`
+	Stable       string `json:"stable"`
+}
+
+func (f streamFilter) match(ev *events.Event) bool {
+	if f.tenant != "" && ev.Tenant != f.tenant {
+		return false
+	}
+	if len(f.versions) == 0 {
+		return true
+	}
+	var v versionsLite
+	if json.Unmarshal(ev.Data, &v) != nil {
+		return false
+	}
+	for _, want := range f.versions {
+		if want != "" && (want == v.ModelVersion || want == v.Version || want == v.Parent || want == v.Candidate || want == v.Stable) {
+			return true
+		}
+	}
+	return false
+}
+
+// stream serves GET /v1/ops/stream: Server-Sent Events, one per stored
+// event, "id" the store position, "event" the type and "data" the JSON
+// envelope. It starts after Last-Event-ID (header, or query last_event_id
+// or after), else backlog positions before the end of the store, else at
+// the end (only new events). Filters: type (repeated or comma-separated;
+// a prefix such as "rollout" selects a family), version (the event's
+// model_version, version, parent, candidate or stable; events naming no
+// version, feedback.interpreted, do not match), tenant (the envelope's;
+// events without a tenant do not match). A comment line is sent at once
+// and then every Deps.Heartbeat while nothing else is sent.
+func (h *Handler) stream(c echo.Context) error {
+	f, err := parseStreamFilter(c)
+	if err != nil {
+		return writeError(c, http.StatusBadRequest, err.Error())
+	}
+	req := c.Request()
+	ctx, cancel := context.WithCancel(req.Context())
+	defer cancel()
+	after, err := h.startPosition(ctx, c)
+	if err != nil {
+		return writeError(c, http.StatusBadRequest, err.Error())
+	}
+	w := c.Response()
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("Connection", "keep-alive")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	var mu sync.Mutex
+	var werr error
+	write := func(b []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if werr != nil {
+			return werr
+		}
+		if _, werr = w.Write(b); werr == nil {
+			w.Flush()
+		} else {
+			cancel()
+		}
+		return werr
+	}
+	if err := write(fmt.Appendf(nil, "retry: 2000\n: citizen ops stream from position %d\n\n", after)); err != nil {
+		return nil
+	}
+	go func() {
+		t := time.NewTicker(h.heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				if write(fmt.Appendf(nil, ": heartbeat %s\n\n", now.UTC().Format(time.RFC3339))) != nil {
+					return
+				}
+			}
+		}
+	}()
+	sf := events.Filter{Types: f.types}
+	err = h.store.Subscribe(ctx, after, sf, func(_ context.Context, ev events.Event) error {
+		if !f.match(&ev) {
+			return nil
+		}
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		buf := make([]byte, 0, len(data)+64)
+		buf = fmt.Appendf(buf, "id: %d\nevent: %s\ndata: ", ev.Position, ev.Type)
+		buf = append(buf, data...)
+		buf = append(buf, "\n\n"...)
+		return write(buf)
+	})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, events.ErrClosed) {
+		h.log.Warn("stream ended", "err", err)
+	}
+	return nil
+}
+
+func (h *Handler) startPosition(ctx context.Context, c echo.Context) (uint64, error) {
+	req := c.Request()
+	for _, s := range []string{req.Header.Get("Last-Event-ID"), c.QueryParam("last_event_id"), c.QueryParam("after")} {
+		if s = strings.TrimSpace(s); s != "" {
+			p, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("Last-Event-ID / after must be a store position (an unsigned integer), got %q", s)
+			}
+			return p, nil
+		}
+	}
+	last, err := h.store.LastPosition(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if s := c.QueryParam("backlog"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("backlog must be a count of positions, got %q", s)
+		}
+		if n >= last {
+			return 0, nil
+		}
+		return last - n, nil
+	}
+	return last, nil
+}
