@@ -35,7 +35,8 @@ type Deps struct {
 	// Router chooses versions; nil means a new router whose stable version
 	// is Config.StableVersion or the engine's first version.
 	Router *Router
-	// Logger; nil discards.
+	// Logger, already carrying the caller's component attribute; nil
+	// discards.
 	Logger *slog.Logger
 	// Registry for the metrics; nil means a fresh one (served on /metrics
 	// either way).
@@ -85,7 +86,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.log = s.log.With("component", "gateway")
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 	}
