@@ -287,7 +287,6 @@ func (r *request) check(res *Result) *APIError {
 }
 
 func (r *request) engineFailed(err error) error {
-	status := http.StatusBadGateway
 	if r.c.Request().Context().Err() != nil {
 		// The client went away; nothing to answer.
 		r.done(499, Usage{})
@@ -304,9 +303,8 @@ func (r *request) engineFailed(err error) error {
 		return r.s.fail(r.c, e)
 	}
 	e := engineAPIError(err)
-	status = e.Status
-	r.s.log.Warn("engine failed", "interaction", r.iid, "status", status, "err", err)
-	r.done(status, Usage{})
+	r.s.log.Warn("engine failed", "interaction", r.iid, "status", e.Status, "err", err)
+	r.done(e.Status, Usage{})
 	return r.s.fail(r.c, e)
 }
 
