@@ -42,7 +42,9 @@
 // request (4xx) never reaches the engine or the store. Every interaction
 // is recorded whatever the request's "store" flag says (the flag is kept in
 // params); the stored-completions list therefore shows all of a tenant's
-// completions.
+// completions. That list is served from an in-memory index (id, tenant,
+// metadata per interaction) rebuilt from the store by Start; the
+// completions themselves are read from the store.
 //
 // # Tenancy and keys
 //
@@ -53,7 +55,8 @@
 // call; FileKeys reloads the file when it changes (within RecheckEvery, 1 s).
 // A key maps to a tenant, an optional user and optional per-minute request
 // and token limits (token buckets; Config.Limits are the defaults; 0 is
-// unlimited). Every read and feedback checks the interaction's tenant;
+// unlimited); the buckets live in each gateway process, so N gateways behind
+// a load balancer allow up to N times the limit. Every read and feedback checks the interaction's tenant;
 // another tenant's interaction is answered 404, as an unknown one.
 //
 // Development mode: the key DevKey ("sk-citizen-dev", tenant "dev") is
