@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,7 +93,11 @@ func TestReadsAreTenantScoped(t *testing.T) {
 	if resp.StatusCode != 200 || len(io.Events) != 2 || io.Events[1].Type != events.TypeFeedbackReceived || len(io.Interaction) == 0 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	for _, p := range []string{"/v1/chat/completions/" + id, "/v1/interactions/" + iid} {
+	resp, body = e.do("GET", "/v1/chat/completions/"+id+"/messages", keyA, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"content":"hi"`) {
+		t.Fatalf("messages: %d %s", resp.StatusCode, body)
+	}
+	for _, p := range []string{"/v1/chat/completions/" + id, "/v1/interactions/" + iid, "/v1/chat/completions/" + id + "/messages"} {
 		if resp, body := e.do("GET", p, keyB, nil); resp.StatusCode != 404 {
 			t.Fatalf("tenant B read %s: %d %s", p, resp.StatusCode, body)
 		}
@@ -202,6 +207,12 @@ func TestModelsAndRouting(t *testing.T) {
 	decodeJSON(t, body, &ml)
 	if resp.StatusCode != 200 || len(ml.Data) != 3 || ml.Data[0].ID != "citizen" || ml.Data[2].ID != "citizen@v2" || ml.Data[2].Parent != "citizen@v1" {
 		t.Fatalf("%s", body)
+	}
+	if resp, body := e.do("GET", "/v1/models/citizen@v2", keyA, nil); resp.StatusCode != 200 || !strings.Contains(string(body), `"parent":"citizen@v1"`) {
+		t.Fatalf("model: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := e.do("GET", "/v1/models/citizen@v9", keyA, nil); resp.StatusCode != 404 {
+		t.Fatalf("unknown model: %d", resp.StatusCode)
 	}
 	resp, body = e.post("/v1/chat/completions", keyA, map[string]any{"model": "citizen@v2", "messages": userMsg("x")})
 	if resp.StatusCode != 200 || resp.Header.Get("X-Citizen-Model-Version") != "v2" {
