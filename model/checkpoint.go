@@ -172,7 +172,7 @@ type peftConfig struct {
 	R                   int            `json:"r"`
 	LoraAlpha           float64        `json:"lora_alpha"`
 	LoraDropout         float64        `json:"lora_dropout"`
-	TargetModules       []string       `json:"target_modules"`
+	TargetModules       any            `json:"target_modules"` // list of names, or "all-linear"
 	Bias                string         `json:"bias"`
 	FanInFanOut         bool           `json:"fan_in_fan_out"`
 	BaseModelNameOrPath string         `json:"base_model_name_or_path"`
@@ -256,7 +256,25 @@ func LoadPEFT(dir string, base Config) (*Adapter, error) {
 	case len(pc.ModulesToSave) > 0 || len(pc.RankPattern) > 0 || len(pc.AlphaPattern) > 0 || pc.LayersToTransform != nil:
 		return nil, bad("modules_to_save, rank_pattern, alpha_pattern and layers_to_transform are not supported")
 	}
-	lc := LoRAConfig{Rank: pc.R, Alpha: pc.LoraAlpha, Dropout: pc.LoraDropout, TargetModules: pc.TargetModules}
+	var targets []string
+	switch tm := pc.TargetModules.(type) {
+	case string:
+		if tm != "all-linear" {
+			return nil, bad("target_modules %q: only a list of module names or \"all-linear\" is supported", tm)
+		}
+		targets = LoRAModules
+	case []any:
+		for _, v := range tm {
+			name, ok := v.(string)
+			if !ok {
+				return nil, bad("target_modules entry %v is not a string", v)
+			}
+			targets = append(targets, name)
+		}
+	default:
+		return nil, bad("target_modules missing or malformed")
+	}
+	lc := LoRAConfig{Rank: pc.R, Alpha: pc.LoraAlpha, Dropout: pc.LoraDropout, TargetModules: targets}
 	if err := lc.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}

@@ -244,5 +244,22 @@ func TestPEFTRoundTripAndLayout(t *testing.T) {
 		nb, _ := json.Marshal(raw)
 		os.WriteFile(filepath.Join(d, AdapterConfigFile), nb, 0o644)
 	})
+	bad("regex targets", func(d string) {
+		var raw map[string]any
+		json.Unmarshal(b, &raw)
+		raw["target_modules"] = ".*proj"
+		nb, _ := json.Marshal(raw)
+		os.WriteFile(filepath.Join(d, AdapterConfigFile), nb, 0o644)
+	})
+	// "all-linear" means every module this package knows
+	d := copyDir(t, dir)
+	var raw map[string]any
+	json.Unmarshal(b, &raw)
+	raw["target_modules"] = "all-linear"
+	nb, _ := json.Marshal(raw)
+	os.WriteFile(filepath.Join(d, AdapterConfigFile), nb, 0o644)
+	if got, err := LoadPEFT(d, c); err != nil || len(got.Config.TargetModules) != 7 {
+		t.Errorf("all-linear: %v", err)
+	}
 	bad("not json", func(d string) { os.WriteFile(filepath.Join(d, AdapterConfigFile), []byte("[]"), 0o644) })
 }
