@@ -28,6 +28,11 @@ type Feedback struct {
 	// Correction is the latest right answer stated in feedback, used as
 	// the graders' reference when the interaction carries none.
 	Correction string
+	// Type and TypeConfidence are a type inferred outside (the memory's
+	// nearest labelled neighbours) for an interaction the client did not
+	// label; when set it is used before the rubrics' prompt patterns.
+	Type           string
+	TypeConfidence float64
 }
 
 // Behaviour labels recorded by the zero-weight "behaviour" grader result,
@@ -69,6 +74,9 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 	out.TaskType, out.TypeSource, out.TypeConfidence = rec.TaskType, "given", 1
 	if out.TaskType == "" {
 		out.TaskType = firstNonEmpty(rec.Metadata["task_type"], rec.Metadata["type"])
+	}
+	if out.TaskType == "" && fb.Type != "" {
+		out.TaskType, out.TypeSource, out.TypeConfidence = fb.Type, "inferred", fb.TypeConfidence
 	}
 	if out.TaskType == "" {
 		if t := r.Infer(lastUser(rec.Messages)); t != "" {

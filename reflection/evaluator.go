@@ -30,8 +30,20 @@ func DefaultRubrics() *Rubrics {
 	return r
 }
 
+// TypeInferrer guesses the type of an interaction its client did not
+// label (citizen wires the memory's k-NN vote over labelled
+// interactions). An empty type means no confident guess.
+type TypeInferrer interface {
+	InferType(ctx context.Context, rec *events.InteractionRecorded) (typ string, confidence float64, err error)
+}
+
 // EvaluatorConfig configures an Evaluator.
 type EvaluatorConfig struct {
+	// Types, if set, infers the type of unlabelled interactions before the
+	// rubrics' prompt patterns are tried. Its guesses are recorded in the
+	// evaluation (type_source "inferred", type_confidence), so replay reads
+	// them instead of asking again.
+	Types TypeInferrer
 	// Rubrics in force (default: StaticRubrics(DefaultRubrics())).
 	Rubrics *RubricStore
 	// Config: reward weights and policy (zero value: DefaultConfig()).
@@ -48,6 +60,7 @@ type Evaluator struct {
 	rubrics *RubricStore
 	cfg     Config
 	reader  StreamReader
+	types   TypeInferrer
 	log     *slog.Logger
 }
 
@@ -67,7 +80,7 @@ func NewEvaluator(cfg EvaluatorConfig, logger *slog.Logger) (*Evaluator, error) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Evaluator{rubrics: cfg.Rubrics, cfg: c, reader: cfg.Reader, log: logger.With("component", "reflection")}, nil
+	return &Evaluator{rubrics: cfg.Rubrics, cfg: c, reader: cfg.Reader, types: cfg.Types, log: logger.With("component", "reflection")}, nil
 }
 
 // Handle is a router handler. For interaction.recorded it returns the first
@@ -93,7 +106,9 @@ func (e *Evaluator) Handle(ctx context.Context, ev events.Event) ([]events.Event
 			return nil, fmt.Errorf("reflection: event %s: %w", ev.ID, err)
 		}
 		rec := p.(*events.InteractionRecorded)
-		out := Evaluate(e.rubrics.Current(), e.cfg, rec, Feedback{})
+		var fb Feedback
+		e.inferType(ctx, rec, &fb)
+		out := Evaluate(e.rubrics.Current(), e.cfg, rec, fb)
 		out.Seq = 1
 		return e.emit(ev, out)
 	case events.TypeFeedbackReceived, events.TypeFeedbackInterpreted:
@@ -111,11 +126,26 @@ func (e *Evaluator) Handle(ctx context.Context, ev events.Event) ([]events.Event
 			e.log.WarnContext(ctx, "feedback for an interaction that is not recorded", "stream", ev.Stream, "event", ev.ID)
 			return nil, nil
 		}
+		e.inferType(ctx, rec, &fb)
 		out := Evaluate(e.rubrics.Current(), e.cfg, rec, fb)
 		out.Seq = seq
 		return e.emit(ev, out)
 	}
 	return nil, nil
+}
+
+// inferType asks the TypeInferrer about an unlabelled interaction; a
+// failure is logged and the rubrics' patterns decide instead.
+func (e *Evaluator) inferType(ctx context.Context, rec *events.InteractionRecorded, fb *Feedback) {
+	if e.types == nil || rec.TaskType != "" || rec.Metadata["task_type"] != "" || rec.Metadata["type"] != "" {
+		return
+	}
+	t, conf, err := e.types.InferType(ctx, rec)
+	if err != nil {
+		e.log.WarnContext(ctx, "type inference failed", "interaction", rec.InteractionID, "err", err)
+		return
+	}
+	fb.Type, fb.TypeConfidence = t, conf
 }
 
 func (e *Evaluator) emit(cause events.Event, out events.InteractionEvaluated) ([]events.Event, error) {

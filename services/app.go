@@ -39,6 +39,7 @@ type App struct {
 	Embedded *embedded.Engine
 	Gateway  *gateway.Server
 	Memory   memory.Index
+	Embedder memory.Embedder
 	Indexer  *memory.Indexer
 	Failures *memory.FailureLog
 	// Scoreboard is reflection's live aggregate per (type, version).
@@ -71,7 +72,7 @@ func (a *App) Modules() []Module {
 		{Name: "bus", Deps: []string{"store"}, Init: a.initBus},
 		{Name: "engine", Init: a.initEngine},
 		{Name: "gateway", Deps: []string{"store", "engine"}, Init: a.initGateway},
-		{Name: "reflection", Deps: []string{"store", "bus"}, Init: a.initReflection},
+		{Name: "reflection", Deps: []string{"store", "bus", "memory"}, Init: a.initReflection},
 		{Name: "feedback", Deps: []string{"store", "bus"}, Init: a.initFeedback},
 		{Name: "memory", Deps: []string{"store", "bus"}, Init: a.initMemory},
 	}
@@ -203,7 +204,8 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 	}
 	a.Memory = ix
 	a.Failures = memory.NewFailureLog(0, 0)
-	idx, err := memory.NewIndexer(ctx, ix, memory.NewHashEmbedder(mc.Dim), a.Store, a.Failures)
+	a.Embedder = memory.NewHashEmbedder(mc.Dim)
+	idx, err := memory.NewIndexer(ctx, ix, a.Embedder, a.Store, a.Failures)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +232,7 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 // and the scoreboard, which is rebuilt from the store first.
 func (a *App) initReflection(ctx context.Context) (Service, error) {
 	log := a.logger("reflection")
-	ev, err := reflection.NewEvaluator(reflection.EvaluatorConfig{Reader: a.Store}, log)
+	ev, err := reflection.NewEvaluator(reflection.EvaluatorConfig{Reader: a.Store, Types: memoryTypes{a.Memory, a.Embedder}}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -262,4 +264,33 @@ func (a *App) initReflection(ctx context.Context) (Service, error) {
 		bus.EventHandler{Name: "scoreboard", Topics: []string{bus.Topic(events.TypeInteractionEvaluated)},
 			Subscriber: group("scoreboard"), Store: a.Store, Handle: sb.Handle},
 	)
+}
+
+// memoryTypes infers an unlabelled interaction's type from its nearest
+// labelled neighbours in the memory (k = 7, confidence at least 0.5).
+type memoryTypes struct {
+	ix  memory.Index
+	emb memory.Embedder
+}
+
+func (m memoryTypes) InferType(ctx context.Context, rec *events.InteractionRecorded) (string, float64, error) {
+	var v memory.InteractionView
+	v.Tenant = rec.Tenant
+	for _, msg := range rec.Messages {
+		if msg.Role == "user" {
+			v.Prompt = msg.Content
+		}
+	}
+	if len(rec.Choices) > 0 {
+		v.Answer = rec.Choices[0].Message.Content
+	}
+	vecs, err := m.emb.Embed(ctx, []string{v.Text()})
+	if err != nil {
+		return "", 0, err
+	}
+	g, err := memory.InferType(ctx, m.ix, memory.InteractionsCollection, rec.Tenant, vecs[0], 7, 0.5)
+	if err != nil || g.Type == memory.Unknown {
+		return "", g.Confidence, err
+	}
+	return g.Type, g.Confidence, nil
 }
