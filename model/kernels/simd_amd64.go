@@ -36,7 +36,8 @@ const (
 var ntDotMaxM = 24
 
 type scratch struct {
-	b []float32 // kcBlock × ncBlock
+	b    []float32 // kcBlock × ncBlock
+	tile []float32 // one microkernel tile, for a last, narrow panel
 }
 
 // scratchFree keeps packing buffers across calls (a sync.Pool would hand
@@ -48,7 +49,7 @@ func getScratch() *scratch {
 	case sc := <-scratchFree:
 		return sc
 	default:
-		return &scratch{b: make([]float32, kcBlock*ncBlock)}
+		return &scratch{b: make([]float32, kcBlock*ncBlock), tile: make([]float32, 6*64)}
 	}
 }
 
@@ -111,21 +112,30 @@ func (s *simd) scaleS(alpha float32, x []float32) {
 	scaleGeneric(alpha, x[n:])
 }
 
-// mm computes C[i0:i1, j0:j1]. Columns past the last full vector go to the
-// portable code (at most lanes-1 of them).
+// mm computes C[i0:i1, j0:j1].
 func (s *simd) mm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0, j1 int) {
-	jv := j0 + (j1-j0)/s.lanes*s.lanes
-	if jv < j1 {
-		genericMM(kind, c, a, b, m, k, n, acc, i0, i1, jv, j1)
-	}
-	if jv == j0 || i0 == i1 {
+	if i0 == i1 || j0 == j1 {
 		return
 	}
 	if kind == kindNT && i1-i0 <= ntDotMaxM {
-		s.ntDot(c, a, b, k, n, acc, i0, i1, j0, jv)
+		// Groups of 4 columns in assembly, the last n%4 as vector dots.
+		j4 := j0 + (j1-j0)/4*4
+		if j4 > j0 {
+			s.ntDot(c, a, b, k, n, acc, i0, i1, j0, j4)
+		}
+		for i := i0; i < i1; i++ {
+			for j := j4; j < j1; j++ {
+				v := s.dotS(a[i*k:i*k+k], b[j*k:j*k+k])
+				if acc {
+					c[i*n+j] += v
+				} else {
+					c[i*n+j] = v
+				}
+			}
+		}
 		return
 	}
-	s.gemm(kind, c, a, b, m, k, n, acc, i0, i1, j0, jv)
+	s.gemm(kind, c, a, b, m, k, n, acc, i0, i1, j0, j1)
 }
 
 // ntDot is the packing-free C = A·Bᵀ for few rows of A. One assembly call
@@ -148,7 +158,7 @@ func (s *simd) ntDot(c, a, b []float32, k, n int, acc bool, i0, i1, j0, j1 int) 
 	direct := !acc && k16 == k
 	var out [4 * 64]float32
 	for jb := j0; jb < j1; jb += 4 * groups {
-		nj := min(4*groups, j1-jb) / 4 // j1-j0 is a multiple of 8
+		nj := min(4*groups, j1-jb) / 4 // j1-j0 is a multiple of 4
 		_ = b[(jb+4*nj-1)*k+k16-1]     // bounds for the assembly
 		for i := i0; i < i1; i += rmax {
 			r := min(rmax, i1-i)
@@ -189,8 +199,9 @@ func (s *simd) ntDot(c, a, b []float32, k, n int, acc bool, i0, i1, j0, j1 int) 
 	}
 }
 
-// gemm computes C[i0:i1, j0:j1] (j1-j0 a multiple of the lane count) with
-// packed B blocks and the register-blocked microkernels.
+// gemm computes C[i0:i1, j0:j1] with packed B blocks and the
+// register-blocked microkernels. A last panel narrower than a vector multiple
+// is packed with zero columns, computed into a scratch tile and merged.
 func (s *simd) gemm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0, j1 int) {
 	sc := getScratch()
 	defer putScratch(sc)
@@ -202,7 +213,7 @@ func (s *simd) gemm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, 
 		load := acc || pc > 0
 		for jc := j0; jc < j1; jc += ncBlock {
 			nc := min(ncBlock, j1-jc)
-			packB(kind, sc.b, b, k, n, pc, kc, jc, nc, NR)
+			packB(kind, sc.b, b, k, n, pc, kc, jc, nc, NR, W)
 			for ir := i0; ir < i1; ir += MR {
 				mr := min(MR, i1-ir)
 				// A is read in place: element (i,p) at a + i·ia + p·sa. For TN
@@ -217,7 +228,26 @@ func (s *simd) gemm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, 
 				}
 				for jr := jc; jr < jc+nc; jr += NR {
 					nr := min(NR, jc+nc-jr)
-					s.kern(mr, nr/W)(kc, ap, sa, ia, &sc.b[(jr-jc)*kc], nr*4, &c[ir*n+jr], n*4, load)
+					nrv := (nr + W - 1) / W * W
+					bp := &sc.b[(jr-jc)*kc]
+					if nr == nrv {
+						_ = c[(ir+mr-1)*n+jr+nr-1] // bounds for the assembly
+						s.kern(mr, nr/W)(kc, ap, sa, ia, bp, nr*4, &c[ir*n+jr], n*4, load)
+						continue
+					}
+					t := sc.tile[:mr*nrv]
+					s.kern(mr, nrv/W)(kc, ap, sa, ia, bp, nrv*4, &t[0], nrv*4, false)
+					for i := range mr {
+						cr := c[(ir+i)*n+jr : (ir+i)*n+jr+nr]
+						tr := t[i*nrv : i*nrv+nr]
+						if load {
+							for j, v := range tr {
+								cr[j] += v
+							}
+						} else {
+							copy(cr, tr)
+						}
+					}
 				}
 			}
 		}
@@ -225,31 +255,47 @@ func (s *simd) gemm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, 
 }
 
 // packB copies B's block (rows pc..pc+kc of the k dimension, columns
-// jc..jc+nc of the n dimension) into dst as column panels of width NR (the
-// last one narrower): panel q holds kc rows of its width, contiguous.
-func packB(kind int, dst, b []float32, k, n, pc, kc, jc, nc, NR int) {
+// jc..jc+nc of the n dimension) into dst as column panels of width NR:
+// panel q holds kc rows of its width, contiguous. The last panel may be
+// narrower; its width is rounded up to a multiple of W with zero columns.
+func packB(kind int, dst, b []float32, k, n, pc, kc, jc, nc, NR, W int) {
 	for q := 0; q < nc; q += NR {
 		w := min(NR, nc-q)
-		pan := dst[q*kc : q*kc+w*kc]
+		wv := (w + W - 1) / W * W
+		pan := dst[q*kc : q*kc+wv*kc]
 		if kind == kindNT {
-			// B is [n×k]: transpose, 8×8 blocks in assembly (w is a
-			// multiple of 8), the last kc%8 rows in Go.
+			// B is [n×k]: transpose, 8×8 blocks in assembly, the last kc%8
+			// rows and w%8 columns in Go.
 			kc8 := kc / 8 * 8
-			for jj := 0; jj < w; jj += 8 {
+			w8 := w / 8 * 8
+			for jj := 0; jj < w8; jj += 8 {
 				if kc8 > 0 {
 					_ = b[(jc+q+jj+7)*k+pc+kc8-1] // bounds for the assembly
-					transpose8(&b[(jc+q+jj)*k+pc], k*4, &pan[jj], w*4, kc8/8)
+					transpose8(&b[(jc+q+jj)*k+pc], k*4, &pan[jj], wv*4, kc8/8)
 				}
 				for r := jj; r < jj+8; r++ {
 					src := b[(jc+q+r)*k+pc+kc8 : (jc+q+r)*k+pc+kc]
 					for p, v := range src {
-						pan[(kc8+p)*w+r] = v
+						pan[(kc8+p)*wv+r] = v
 					}
+				}
+			}
+			for r := w8; r < w; r++ {
+				src := b[(jc+q+r)*k+pc : (jc+q+r)*k+pc+kc]
+				for p, v := range src {
+					pan[p*wv+r] = v
+				}
+			}
+			if w < wv {
+				for p := range kc {
+					clear(pan[p*wv+w : p*wv+wv])
 				}
 			}
 		} else {
 			for p := range kc {
-				copy(pan[p*w:p*w+w], b[(pc+p)*n+jc+q:(pc+p)*n+jc+q+w])
+				row := pan[p*wv : p*wv+wv]
+				copy(row, b[(pc+p)*n+jc+q:(pc+p)*n+jc+q+w])
+				clear(row[w:])
 			}
 		}
 	}
