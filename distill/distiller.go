@@ -139,6 +139,11 @@ type Status struct {
 	NewGraded int                    `json:"new_graded"` // trainable graded interactions since the last window
 	Cycles    int                    `json:"cycles"`     // weights.trained events seen
 	LastCycle *events.WeightsTrained `json:"last_cycle,omitempty"`
+	// TrainTokens and TrainTime are the last training run's target tokens
+	// and duration (tokens/s = TrainTokens / TrainTime).
+	TrainTokens int           `json:"train_tokens"`
+	SeqTokens   int           `json:"seq_tokens"`
+	TrainTime   time.Duration `json:"train_time_ns"`
 }
 
 // Distiller runs training cycles over the graded-chat projection. One
@@ -159,6 +164,7 @@ type Distiller struct {
 	cycles    int
 	lastCycle time.Time
 	notify    chan struct{}
+	lastTrain TrainResult
 }
 
 // New returns a Distiller reading and appending to store. logger may be
@@ -201,6 +207,9 @@ func (d *Distiller) Status() Status {
 	d.mu.Unlock()
 	n, _ := d.proj.Cycles()
 	st.Cycles = n
+	d.mu.Lock()
+	st.TrainTokens, st.SeqTokens, st.TrainTime = d.lastTrain.Tokens, d.lastTrain.SeqTokens, d.lastTrain.Time
+	d.mu.Unlock()
 	st.Position = d.proj.Position()
 	st.NewGraded = d.proj.NewGraded(d.windowStart())
 	return st
@@ -474,6 +483,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 			}
 		}}
 	tctx, cancel := context.WithTimeout(ctx, cfg.CycleTimeout)
+	trainStart := time.Now()
 	res, err := trainer.Train(tctx, job)
 	timedOut := tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
@@ -483,6 +493,12 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		}
 		return &cycleFailure{"trainer", err}
 	}
+	if res.Time == 0 {
+		res.Time = time.Since(trainStart)
+	}
+	d.mu.Lock()
+	d.lastTrain = res
+	d.mu.Unlock()
 	if res.Steps > 0 {
 		wt.Hyper["steps"] = float64(res.Steps)
 		wt.Hyper["train_tokens"] = float64(res.Tokens)

@@ -13,13 +13,13 @@ import (
 // world appends synthetic interactions to a store, as the gateway,
 // reflection and the feedback ingester would.
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	store events.Store
 	clock time.Time
 	n     int
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	return &world{t: t, store: memstore.New(memstore.Config{}), clock: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
 }
 

@@ -86,10 +86,11 @@ type TrainJob struct {
 
 // TrainResult is what a trainer reports.
 type TrainResult struct {
-	Steps  int
-	Tokens int // target tokens processed
-	Loss   float64
-	Time   time.Duration
+	Steps     int
+	Tokens    int // target (completion) tokens trained on
+	SeqTokens int // prompt and completion tokens through the model
+	Loss      float64
+	Time      time.Duration
 }
 
 // Trainer trains a candidate adapter from a dataset. Implementations stop
@@ -167,11 +168,28 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 				mref = append(mref, ref[i])
 			}
 		}
+		// The current policy's logprobs for the importance ratios (policy
+		// examples with behaviour logprobs only; a constant in the loss).
 		var cur [][]float32
-		if o.PolicyGradient {
-			if cur, _, err = completionLogprobs(job.Base, ad, mb, len(mb)); err != nil {
+		var need []*Example
+		var at []int
+		for i, ex := range mb {
+			if ex.Kind == KindPolicy && ex.BehaviourLogprobs != nil {
+				need, at = append(need, ex), append(at, i)
+			}
+		}
+		if len(need) > 0 {
+			lp, _, err := completionLogprobs(job.Base, ad, need, len(need))
+			if err != nil {
 				return res, err
 			}
+			cur = make([][]float32, len(mb))
+			for k, i := range at {
+				cur[i] = lp[k]
+			}
+		}
+		for _, ex := range mb {
+			res.SeqTokens += len(ex.PromptTokens) + len(ex.CompletionTokens)
 		}
 		b, err := o.batch(mb, cur, mref)
 		if err != nil {

@@ -1,0 +1,161 @@
+package distill
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"citizen/events"
+	"citizen/model"
+	"citizen/model/chat"
+	"citizen/model/tokenizer"
+	"citizen/workplace"
+)
+
+// benchBase is the shipped base checkpoint (model/base, or
+// CITIZEN_BASE) when present, else a random model of the ~3.7M preset
+// with a tokenizer trained on the workplace corpus.
+func benchBase(b *testing.B) (*tokenizer.Tokenizer, *model.Model, string) {
+	dir := os.Getenv("CITIZEN_BASE")
+	if dir == "" {
+		dir = filepath.Join("..", "model", "base")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
+		m, err := model.Load(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tok, err := tokenizer.LoadFile(filepath.Join(dir, chat.TokenizerFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return tok, m, "checkpoint " + dir
+	}
+	var corpus []string
+	for _, c := range workplace.Corpus(1, 1500, workplace.CorpusOptions{}) {
+		for _, m := range c.Messages {
+			corpus = append(corpus, m.Content)
+		}
+	}
+	tok, err := tokenizer.Train(corpus, 2048, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := model.NewRandom(model.Tiny3M(), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tok, m, "random Tiny3M"
+}
+
+// benchWorld records n workplace conversations (their last assistant
+// turn as the answer) with rewards and some corrections.
+func benchWorld(b *testing.B, tok *tokenizer.Tokenizer, n int) *world {
+	w := newWorld(b)
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, c := range workplace.Corpus(7, n, workplace.CorpusOptions{}) {
+		last := len(c.Messages) - 1
+		for last >= 0 && c.Messages[last].Role != "assistant" {
+			last--
+		}
+		if last < 1 {
+			continue
+		}
+		var msgs []events.ChatMessage
+		for _, m := range c.Messages[:last] {
+			em := events.ChatMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
+			for _, tc := range m.ToolCalls {
+				em.ToolCalls = append(em.ToolCalls, events.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			}
+			msgs = append(msgs, em)
+		}
+		ans := c.Messages[last]
+		prompt, _, err := tok.RenderChat(toTok(msgs), true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		comp, err := answerTokens(tok, msgs, ans.Content)
+		if err != nil || len(prompt)+len(comp) > 400 {
+			continue
+		}
+		lps := make([]float32, len(comp))
+		for j := range lps {
+			lps[j] = -1
+		}
+		ch := events.Choice{Message: events.ChatMessage{Role: "assistant", Content: ans.Content}, CompletionTokens: comp}
+		for j, id := range comp {
+			ch.Logprobs = append(ch.Logprobs, events.TokenLogprob{Token: id, Logprob: lps[j]})
+		}
+		w.n++
+		id := fmt.Sprintf("b%05d", w.n)
+		w.append(events.InteractionStream(id), &events.InteractionRecorded{InteractionID: id, TaskType: c.Type, Model: "citizen",
+			ModelVersion: "base", Engine: "embedded", Messages: msgs, PromptTokens: prompt, Choices: []events.Choice{ch}})
+		reward := []float64{1, 1, 0.5, -1}[r.IntN(4)]
+		w.evaluate(id, c.Type, 1, reward, r.IntN(10) != 0)
+		if reward < 0 && r.IntN(2) == 0 {
+			w.feedback(id, ans.Content, "")
+		}
+	}
+	return w
+}
+
+// BenchmarkCycle measures one full cycle (pipeline, self-distillation,
+// training with the default hyper-parameters, artifact, offline gate) on
+// the ~3.7M preset, and the training throughput in target tokens/s.
+func BenchmarkCycle(b *testing.B) {
+	tok, base, what := benchBase(b)
+	w := benchWorld(b, tok, 256)
+	cm := chat.New(tok, model.NewEngine(base, model.EngineConfig{}))
+	defer cm.Close()
+	b.Logf("base: %s; %d interactions", what, w.n)
+	var cycle, train, cpu time.Duration
+	var tokens, seqTokens, steps int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d, err := New(Config{DataDir: b.TempDir(), Base: base, Chat: cm, MinNewGraded: 1, Hyper: Hyper{Seed: uint64(i)}}, w.store, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		evs, _ := w.store.ReadAll(context.Background(), 0, d.Projection().Filter(), 0)
+		for _, ev := range evs {
+			if ev.Type != events.TypeWeightsTrained { // every iteration trains on the same window
+				d.Apply(ev)
+			}
+		}
+		start, cpu0 := time.Now(), cpuTime()
+		wt, err := d.RunCycle(context.Background())
+		cpu += cpuTime() - cpu0
+		if err != nil || wt.Artifact == nil {
+			b.Fatalf("cycle: %v %+v", err, wt)
+		}
+		cycle += time.Since(start)
+		st := d.Status()
+		train += st.TrainTime
+		seqTokens += st.SeqTokens
+		tokens += int(wt.Hyper["train_tokens"])
+		steps += int(wt.Hyper["steps"])
+		if i == 0 {
+			b.Logf("cycle %s: accepted=%v reason=%q examples=%v steps=%v kl=%.4f", wt.Version, wt.Accepted, wt.Reason, wt.ExamplesPerType, wt.Hyper["steps"], wt.KLToParent)
+		}
+	}
+	b.ReportMetric(cycle.Seconds()/float64(b.N), "s/cycle")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/cycle")
+	b.ReportMetric(float64(tokens)/train.Seconds(), "tokens/s")
+	b.ReportMetric(float64(seqTokens)/train.Seconds(), "seq-tokens/s")
+	b.ReportMetric(float64(steps)/float64(b.N), "steps/cycle")
+	b.ReportMetric(train.Seconds()/float64(b.N), "train-s/cycle")
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
