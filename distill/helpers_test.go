@@ -8,6 +8,8 @@ import (
 
 	"citizen/events"
 	"citizen/events/memstore"
+	"citizen/model"
+	"citizen/model/chat"
 )
 
 // world appends synthetic interactions to a store, as the gateway,
@@ -90,4 +92,16 @@ func replay(t *testing.T, s events.Store, ret Retention) *Projection {
 		}
 	}
 	return p
+}
+
+func chatRequest(msgs []events.ChatMessage, maxTokens int) chat.Request {
+	return chat.Request{Messages: toTok(msgs), MaxTokens: maxTokens}
+}
+
+func tokenIDs(ts []model.Token) []int {
+	out := make([]int, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out
 }
