@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"citizen/events"
@@ -18,10 +19,18 @@ import (
 // together receive every event, each stream in order, and that the
 // message maps back to the same event.
 func TestEventsKeepStreamOrderAcrossPartitions(t *testing.T) {
-	brokers := kfakeBrokers(t)
+	streamOrder(t, kfakeBrokers(t))
+}
+
+func TestEventsKeepStreamOrderAcrossPartitionsApacheKafka(t *testing.T) {
+	streamOrder(t, realBrokers(t))
+}
+
+func streamOrder(t *testing.T, brokers []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	topic := bus.Topic(events.TypeFeedbackReceived)
+	topic := bus.Topic(events.TypeFeedbackReceived) + "-" + watermill.NewShortUUID()
+	group := "g-" + watermill.NewShortUUID()
 	tc := kafka.TopicConfig{Partitions: 4}
 	if err := kafka.CreateTopics(ctx, brokers, tc, topic); err != nil {
 		t.Fatal(err)
@@ -64,7 +73,7 @@ func TestEventsKeepStreamOrderAcrossPartitions(t *testing.T) {
 	}
 	all := make(chan got)
 	for member := range 2 {
-		sub, err := kafka.NewSubscriber(kafka.SubscriberConfig{Brokers: brokers, Group: "g",
+		sub, err := kafka.NewSubscriber(kafka.SubscriberConfig{Brokers: brokers, Group: group,
 			HeartbeatInterval: 500 * time.Millisecond, MaxWait: 100 * time.Millisecond}, nil)
 		if err != nil {
 			t.Fatal(err)
