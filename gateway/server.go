@@ -41,6 +41,12 @@ type Deps struct {
 	// Registry for the metrics; nil means a fresh one (served on /metrics
 	// either way).
 	Registry *prometheus.Registry
+	// Routes, if set, registers more routes on the authenticated /v1
+	// group (the operator endpoints); their handlers read the caller with
+	// KeyOf. Pages, if set, registers routes on the root without
+	// authentication (the dashboard page, which authenticates its API calls).
+	Routes func(v1 *echo.Group)
+	Pages  func(e *echo.Echo)
 }
 
 // Server is the HTTP gateway. Create it with New; serve Handler() yourself
@@ -58,6 +64,7 @@ type Server struct {
 	proj    *projection
 	echo    *echo.Echo
 	devKey  bool
+	deps    Deps
 
 	startOnce sync.Once
 	startErr  error
@@ -80,7 +87,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, errors.New("gateway: Deps.Store and Deps.Engine are required")
 	}
 	s := &Server{cfg: cfg, store: deps.Store, engine: deps.Engine, keys: deps.Keys, router: deps.Router,
-		log: deps.Logger, reg: deps.Registry, limiter: newLimiter(), proj: newProjection(), devKey: cfg.DevKeyEnabled()}
+		log: deps.Logger, reg: deps.Registry, limiter: newLimiter(), proj: newProjection(), devKey: cfg.DevKeyEnabled(), deps: deps}
 	s.bufs.New = func() any { return new(bytes.Buffer) }
 	s.outs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	if s.log == nil {
@@ -242,6 +249,12 @@ func (s *Server) routes() *echo.Echo {
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/:model", s.getModel)
 	v1.GET("/interactions/:id", s.getInteraction)
+	if s.deps.Routes != nil {
+		s.deps.Routes(v1)
+	}
+	if s.deps.Pages != nil {
+		s.deps.Pages(e)
+	}
 	return e
 }
 
@@ -357,10 +370,20 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func keyOf(c echo.Context) Key {
+// KeyOf returns the authenticated caller of a request on the /v1 group.
+func KeyOf(c echo.Context) Key {
 	k, _ := c.Get("citizen.key").(Key)
 	return k
 }
+
+func keyOf(c echo.Context) Key { return KeyOf(c) }
+
+// OperatorTenant is the tenant of operator keys: they see every tenant's
+// data on the operator endpoints. The development key acts as an operator.
+const OperatorTenant = "operator"
+
+// IsOperator reports whether the key may see every tenant's data.
+func (k Key) IsOperator() bool { return k.Tenant == OperatorTenant || k.ID == "dev" }
 
 func redact(secret string) string {
 	if len(secret) <= 8 {
