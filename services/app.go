@@ -148,7 +148,7 @@ func (a *App) initGateway(ctx context.Context) (Service, error) {
 	if cfg.KeysFile == "" {
 		cfg.KeysFile = filepath.Join(a.Config.DataDir, "keys.json")
 	}
-	srv, err := gateway.New(cfg, gateway.Deps{Store: a.Store, Engine: a.Engine, Logger: a.logger("gateway")})
+	srv, err := gateway.New(cfg, gateway.Deps{Store: a.Store, Engine: a.Engine, Logger: a.logger("gateway"), Routes: a.opsRoutes})
 	if err != nil {
 		return nil, err
 	}

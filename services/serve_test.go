@@ -118,6 +118,43 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The operator endpoints of the components are mounted on the gateway.
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Authorization", "Bearer sk-citizen-dev")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.Header.Get("Content-Type") == "text/event-stream" {
+			// read the first event, then hang up
+			buf := make([]byte, 4096)
+			n, _ := io.ReadAtLeast(resp.Body, buf, 64)
+			return resp.StatusCode, string(buf[:n])
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for {
+		code, body := get("/v1/ops/scoreboard?type=policy")
+		if code != 200 {
+			t.Fatalf("scoreboard: %d %s", code, body)
+		}
+		if strings.Contains(body, `"policy"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scoreboard never counted the interaction: %s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, body := get("/v1/ops/failure-modes"); code != 200 || !strings.Contains(body, `"object":"list"`) {
+		t.Fatalf("failure modes: %d %s", code, body)
+	}
+	if code, body := get("/v1/ops/stream?types=interaction.evaluated"); code != 200 || !strings.Contains(body, "interaction.evaluated") {
+		t.Fatalf("stream: %d %s", code, body)
+	}
 	cancel()
 	select {
 	case rc := <-done:
