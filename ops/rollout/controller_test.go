@@ -298,7 +298,7 @@ func TestReplayEqualsLive(t *testing.T) {
 // other does not) decide on the same state at once: exactly one decision
 // lands at that revision; the loser sees it and carries on from there.
 func TestRacingControllersOneDecision(t *testing.T) {
-	for iter := 0; iter < 20; iter++ {
+	for iter := 0; iter < 10; iter++ {
 		h := newHarness(t, Config{MinPerArm: 20}, "v1", uint64(100+iter))
 		cand := base
 		cand.length *= 0.8
@@ -341,7 +341,7 @@ func TestRacingControllersOneDecision(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		h.serve(3000, h.ended)
+		h.serve(1000, h.ended)
 		for _, c := range []*Controller{strict, lenient} {
 			if err := c.CatchUp(h.ctx); err != nil {
 				t.Fatal(err)

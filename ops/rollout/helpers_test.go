@@ -82,10 +82,15 @@ func (h *harness) catchUp() {
 	if err := h.ctrl.CatchUp(h.ctx); err != nil {
 		h.t.Fatal(err)
 	}
+	head, err := h.store.LastPosition(h.ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	evs, err := h.store.ReadAll(h.ctx, h.routerPos, events.Filter{StreamPrefixes: []string{"rollout-"}}, 0)
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	defer func() { h.routerPos = max(h.routerPos, head) }()
 	for i := range evs {
 		if err := h.router.Apply(&evs[i]); err != nil {
 			h.t.Fatal(err)
@@ -191,9 +196,11 @@ func decodeChanges(t testing.TB, evs []events.Event) []typedChange {
 	return out
 }
 
+// ended reports whether the last rollout event the router saw ended a
+// rollout.
 func (h *harness) ended() bool {
-	ds := h.decisions()
-	return len(ds) > 0 && (ds[len(ds)-1].typ == events.TypeRolloutPromoted || ds[len(ds)-1].typ == events.TypeRolloutRolledBack)
+	n := len(h.events)
+	return n > 0 && (h.events[n-1].Type == events.TypeRolloutPromoted || h.events[n-1].Type == events.TypeRolloutRolledBack)
 }
 
 func types(ds []typedChange) []string {
