@@ -17,7 +17,9 @@ func init() { threads.Store(int32(runtime.GOMAXPROCS(0))) }
 // SetThreads sets how many goroutines one large MatMul* call may use
 // (default runtime.GOMAXPROCS(0) at start-up; n < 1 means 1). The workers
 // are started lazily and kept for the life of the process. Safe for
-// concurrent use; calls already running keep their split.
+// concurrent use; calls already running keep their split. Callers that
+// already run many products in parallel on their own goroutines may prefer
+// SetThreads(1) to avoid oversubscribing the cores.
 func SetThreads(n int) {
 	if n < 1 {
 		n = 1

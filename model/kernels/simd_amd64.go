@@ -2,6 +2,8 @@ package kernels
 
 import "golang.org/x/sys/cpu"
 
+//go:generate go run internal/gen/main.go
+
 // gemmFunc is a generated microkernel: C[mr × nv·W] (+)= A·B over kc steps.
 // A element (i,p) at a + i·ia + p·sa bytes (broadcast), B row p at b + p·ldb
 // bytes (nv vectors), C row i at c + i·ldc bytes. load adds the old C.
@@ -74,12 +76,14 @@ func init() {
 	if hasAVX512() {
 		fast = append(fast, avx512.impl("avx512"))
 	}
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+	if avx2OK() {
 		fast = append(fast, avx2.impl("avx2"))
 	}
 	impls = append(fast, impls...)
 	selectImpl()
 }
+
+func avx2OK() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 
 func hasAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasFMA }
 
