@@ -51,7 +51,11 @@ func (c *InProcessConfig) setDefaults() {
 //     redelivery to the group;
 //   - order: messages with the same ordering key (the event's stream by
 //     default) reach a group one at a time in publish order; the next one
-//     is handed out only after the previous one is acked.
+//     is handed out only after the previous one is acked. With
+//     SubscriberConfig.Parallelism > 1 messages of different keys are
+//     handled at once, but a group hands messages out in log order, so a
+//     message whose key is busy holds back the ones behind it until its
+//     predecessor is acked (like a Kafka partition with one consumer).
 //
 // Messages are copied on Publish; message contexts are not carried over
 // (a delivered message's context derives from the Subscribe context and
@@ -75,11 +79,21 @@ type entry struct {
 }
 
 type topic struct {
-	name   string
-	base   uint64 // offset of log[0]
-	log    []entry
-	groups map[string]*group
-	space  chan struct{} // closed and replaced when the backlog shrinks
+	name    string
+	base    uint64 // offset of log[0]
+	log     []entry
+	groups  map[string]*group
+	space   chan struct{} // closed and replaced when the backlog shrinks, if waiting
+	waiting bool          // a publisher waits on space
+}
+
+// signalSpace wakes publishers waiting for the backlog to shrink.
+func (t *topic) signalSpace() {
+	if t.waiting {
+		close(t.space)
+		t.space = make(chan struct{})
+		t.waiting = false
+	}
 }
 
 func (t *topic) end() uint64 { return t.base + uint64(len(t.log)) }
@@ -128,7 +142,10 @@ func (b *InProcess) Close() error {
 }
 
 // Publisher returns a publisher on the bus. Closing it does not close the
-// bus; it only makes later Publish calls on it fail.
+// bus; it only makes later Publish calls on it fail. Publish blocks while a
+// live group lags MaxBacklog messages behind, until it catches up or the
+// bus is closed (not when a caller's context ends: a Relay stuck there
+// returns once the consumers catch up).
 func (b *InProcess) Publisher() message.Publisher { return &inprocPublisher{b: b} }
 
 // SubscriberConfig configures a Subscriber of an InProcess bus.
@@ -186,6 +203,7 @@ func (b *InProcess) publish(name string, msgs []*message.Message) error {
 	for _, m := range msgs {
 		for !b.closed && b.blockedLocked(t) {
 			space := t.space
+			t.waiting = true
 			for _, g := range t.groups {
 				g.notify()
 			}
@@ -250,8 +268,7 @@ func (b *InProcess) compactLocked(t *topic) {
 	if cap(t.log) > 1024 && len(t.log) < cap(t.log)/4 {
 		t.log = slices.Clone(t.log)
 	}
-	close(t.space)
-	t.space = make(chan struct{})
+	t.signalSpace()
 }
 
 // join adds a member to group name of topic (creating both).
@@ -281,9 +298,7 @@ func (b *InProcess) leave(t *topic, g *group) {
 		b.trimLocked(t)
 	}
 	if g.members == 0 {
-		// a publisher may be waiting for this group
-		close(t.space)
-		t.space = make(chan struct{})
+		t.signalSpace() // a publisher may be waiting for this group
 	}
 }
 
@@ -310,6 +325,9 @@ func (b *InProcess) take(ctx context.Context, t *topic, g *group, closing <-chan
 				g.busy[e.key] = struct{}{}
 				g.inflight[off] = e
 				b.trimLocked(t)
+				if t.waiting {
+					t.signalSpace() // this group may have been the one lagging
+				}
 				b.mu.Unlock()
 				return off, e, true
 			}

@@ -329,3 +329,52 @@ func TestInProcessBackPressureAndRetention(t *testing.T) {
 		t.Fatalf("subscribe after close: %v", err)
 	}
 }
+
+// A publisher blocked by a lagging live group is released as that group
+// catches up, even while an idle group keeps the backlog from shrinking;
+// the idle group then loses the oldest messages.
+func TestInProcessBackPressureWithIdleGroup(t *testing.T) {
+	b := bus.NewInProcess(bus.InProcessConfig{MaxBacklog: 4}, nil)
+	defer b.Close()
+	ctx := testCtx(t)
+	idle := b.Subscriber(bus.SubscriberConfig{Group: "idle"})
+	if _, err := idle.Subscribe(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := idle.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := b.Subscriber(bus.SubscriberConfig{Group: "live"}).Subscribe(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	done := make(chan error, 1)
+	go func() {
+		pub := b.Publisher()
+		for i := range n {
+			if err := pub.Publish("t", keyed("k", i)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range n {
+		m := recv(t, ch)
+		if string(m.Payload) != fmt.Sprintf("k-%d", i) {
+			t.Fatalf("got %s, want k-%d", m.Payload, i)
+		}
+		m.Ack()
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	late, err := b.Subscriber(bus.SubscriberConfig{Group: "idle"}).Subscribe(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(t, late); string(m.Payload) != fmt.Sprintf("k-%d", n-4) {
+		t.Fatalf("idle group resumed at %s, want the oldest retained k-%d", m.Payload, n-4)
+	}
+}

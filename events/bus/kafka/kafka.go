@@ -8,10 +8,12 @@
 //   - consumer groups (Kafka's own): subscribers in one group share the
 //     partitions, different groups each read everything; a new group
 //     starts at the oldest retained offset;
-//   - a subscription keeps one message in flight (which is at most one per
-//     partition, so order within a partition holds), commits its offset
-//     only after Ack, and hands a Nacked message out again until it is
-//     acked: delivery is at-least-once;
+//   - a subscription's consumer keeps one message in flight (which is at
+//     most one per partition, so order within a partition holds), commits
+//     its offset only after Ack, and hands a Nacked message out again until
+//     it is acked: delivery is at-least-once; SubscriberConfig.Consumers
+//     runs several consumers (group members) per subscription to handle
+//     several partitions at once;
 //   - the message UUID travels in the header "_uuid", metadata in the
 //     other headers, the payload as the value.
 //
@@ -225,6 +227,11 @@ type SubscriberConfig struct {
 	Brokers []string
 	// Group is the consumer group (required).
 	Group string
+	// Consumers is how many group members (kafka-go readers) one
+	// Subscribe call runs, merged into its channel (default 1). Each has
+	// one message in flight, so up to Consumers messages of different
+	// partitions are handled at once; order within a partition holds.
+	Consumers int
 	// CommitInterval: 0 (default) commits each acked offset synchronously;
 	// a positive value commits in the background at that interval (faster;
 	// a crash then redelivers up to an interval of acked messages).
@@ -262,6 +269,9 @@ func NewSubscriber(cfg SubscriberConfig, logger *slog.Logger) (*Subscriber, erro
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 500 * time.Millisecond
 	}
+	if cfg.Consumers <= 0 {
+		cfg.Consumers = 1
+	}
 	cfg.Topic.setDefaults()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -288,27 +298,35 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	}
 	ctx, stop := context.WithCancel(ctx)
 	s.stops = append(s.stops, stop)
-	r := kafkago.NewReader(kafkago.ReaderConfig{
-		Brokers:           s.cfg.Brokers,
-		GroupID:           s.cfg.Group,
-		Topic:             topic,
-		MaxWait:           s.cfg.MaxWait,
-		CommitInterval:    s.cfg.CommitInterval,
-		StartOffset:       kafkago.FirstOffset,
-		SessionTimeout:    s.cfg.SessionTimeout,
-		RebalanceTimeout:  s.cfg.RebalanceTimeout,
-		HeartbeatInterval: s.cfg.HeartbeatInterval,
-		MaxBytes:          s.cfg.Topic.MaxMessageBytes * 2,
-		Logger:            logf(s.logger, slog.LevelDebug),
-		ErrorLogger:       logf(s.logger, slog.LevelWarn),
-	})
 	out := make(chan *message.Message)
+	var members sync.WaitGroup
+	for range s.cfg.Consumers {
+		r := kafkago.NewReader(kafkago.ReaderConfig{
+			Brokers:           s.cfg.Brokers,
+			GroupID:           s.cfg.Group,
+			Topic:             topic,
+			MaxWait:           s.cfg.MaxWait,
+			CommitInterval:    s.cfg.CommitInterval,
+			StartOffset:       kafkago.FirstOffset,
+			SessionTimeout:    s.cfg.SessionTimeout,
+			RebalanceTimeout:  s.cfg.RebalanceTimeout,
+			HeartbeatInterval: s.cfg.HeartbeatInterval,
+			MaxBytes:          s.cfg.Topic.MaxMessageBytes * 2,
+			Logger:            logf(s.logger, slog.LevelDebug),
+			ErrorLogger:       logf(s.logger, slog.LevelWarn),
+		})
+		members.Add(1)
+		go func() {
+			defer members.Done()
+			defer r.Close()
+			s.consume(ctx, r, topic, out)
+		}()
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		defer close(out)
-		defer r.Close()
-		s.consume(ctx, r, topic, out)
+		members.Wait()
+		close(out)
 	}()
 	return out, nil
 }

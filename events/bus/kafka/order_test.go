@@ -15,9 +15,10 @@ import (
 )
 
 // TestEventsKeepStreamOrderAcrossPartitions publishes events of several
-// streams to a 4-partition topic and checks that two members of a group
-// together receive every event, each stream in order, and that the
-// message maps back to the same event.
+// streams to a 4-partition topic and checks that three members of a group
+// (two subscribers, one running two consumers) together receive every
+// event, each stream in order, and that the message maps back to the same
+// event.
 func TestEventsKeepStreamOrderAcrossPartitions(t *testing.T) {
 	streamOrder(t, kfakeBrokers(t))
 }
@@ -73,7 +74,7 @@ func streamOrder(t *testing.T, brokers []string) {
 	}
 	all := make(chan got)
 	for member := range 2 {
-		sub, err := kafka.NewSubscriber(kafka.SubscriberConfig{Brokers: brokers, Group: group,
+		sub, err := kafka.NewSubscriber(kafka.SubscriberConfig{Brokers: brokers, Group: group, Consumers: 1 + member,
 			HeartbeatInterval: 500 * time.Millisecond, MaxWait: 100 * time.Millisecond}, nil)
 		if err != nil {
 			t.Fatal(err)
