@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"citizen/events"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Controller runs rollouts: it follows the store into its State and,
@@ -21,6 +24,7 @@ type Controller struct {
 
 	mu sync.Mutex
 	st *State
+	decisions *prometheus.CounterVec
 	// await is the position of the controller's last appended decision;
 	// it decides nothing until its state includes that position.
 	await uint64
@@ -39,7 +43,9 @@ func New(cfg Config, store events.Store, logger *slog.Logger) (*Controller, erro
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Controller{cfg: cfg, store: store, log: logger.With("component", "rollout"), st: NewState(cfg)}, nil
+	return &Controller{cfg: cfg, store: store, log: logger.With("component", "rollout"), st: NewState(cfg),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "citizen_rollout_decisions_total",
+			Help: "Rollout decisions appended by this controller."}, []string{"type", "reason"})}, nil
 }
 
 // Status returns the controller's view of the rollout (as of the last
@@ -185,6 +191,8 @@ func (c *Controller) step(ctx context.Context) error {
 	c.mu.Lock()
 	c.await = res.LastPosition
 	c.mu.Unlock()
+	code, _, _ := strings.Cut(d.change.Reason, ":")
+	c.decisions.WithLabelValues(ev.Type, code).Inc()
 	c.log.Info("rollout decision", "type", ev.Type, "rollout", d.change.RolloutID, "candidate", d.change.Candidate,
 		"stable", d.change.Stable, "step", d.change.Step, "weight", d.change.Weight, "reason", d.change.Reason)
 	return nil
