@@ -26,7 +26,8 @@ type RelayConfig struct {
 	// waiting; a lone event is published at once.
 	BatchSize int
 	// CheckpointEvery and CheckpointInterval: the checkpoint is saved
-	// once that many events were published since the last save, or that
+	// once the published position passed the saved one by CheckpointEvery
+	// (positions, so events the Filter skips count too), or that
 	// long after the first unsaved one (defaults 1024 and 1 s), and when
 	// Run returns. A restart republishes at most the unsaved events.
 	CheckpointEvery    int
@@ -89,8 +90,10 @@ func NewRelay(store events.Store, pub message.Publisher, cfg RelayConfig, logger
 }
 
 // Run relays until ctx is cancelled (it then saves the checkpoint of what
-// was published and returns nil) or the store fails (it returns the
-// error). It does not close the publisher.
+// was published and returns nil) or the store fails or returns an event
+// that cannot be mapped to a message (it returns the error, having saved
+// the checkpoint of what was published). A failing Publish is retried
+// with backoff, never skipped. It does not close the publisher.
 func (r *Relay) Run(ctx context.Context) error {
 	after, _, err := r.store.Checkpoint(ctx, r.cfg.Name)
 	if err != nil {
@@ -169,7 +172,10 @@ func (r *Relay) Run(ctx context.Context) error {
 		if err := r.publish(ctx, batch); err != nil {
 			cancel()
 			<-subErr
-			return finish(nil) // only ctx cancellation stops publish retries
+			if parent.Err() != nil {
+				return finish(nil)
+			}
+			return finish(err)
 		}
 		published = batch[len(batch)-1].Position
 		if published-saved >= uint64(r.cfg.CheckpointEvery) {
@@ -191,8 +197,8 @@ func (r *Relay) publish(ctx context.Context, batch []events.Event) error {
 	for _, ev := range batch {
 		msg, err := ToMessage(ev)
 		if err != nil {
-			// a store never returns such an event; refuse to skip it silently
-			return r.retry(ctx, func() error { return err })
+			// a store never returns such an event; stop rather than skip it
+			return fmt.Errorf("bus: relay %s: event at position %d cannot be published: %w", r.cfg.Name, ev.Position, err)
 		}
 		t := r.cfg.Topic(ev)
 		if _, ok := byTopic[t]; !ok {

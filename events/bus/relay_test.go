@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -258,5 +259,46 @@ func TestRelayReturnsStoreErrors(t *testing.T) {
 	_ = mem.Close()
 	if err := <-done; !errors.Is(err, events.ErrClosed) {
 		t.Fatalf("Run returned %v, want ErrClosed", err)
+	}
+}
+
+// corruptingStore hands out the event at position bad with broken data.
+type corruptingStore struct {
+	events.Store
+	bad uint64
+}
+
+func (s corruptingStore) Subscribe(ctx context.Context, after uint64, f events.Filter, h events.Handler) error {
+	return s.Store.Subscribe(ctx, after, f, func(ctx context.Context, ev events.Event) error {
+		if ev.Position == s.bad {
+			ev.Data = []byte("{")
+		}
+		return h(ctx, ev)
+	})
+}
+
+func TestRelayStopsAtAnEventItCannotPublish(t *testing.T) {
+	ctx := testCtx(t)
+	mem := memstore.New(memstore.Config{})
+	defer mem.Close()
+	for i := range 3 {
+		if _, err := mem.Append(ctx, "interaction-1", events.Any, feedback(t, 1, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := bus.NewInProcess(bus.InProcessConfig{}, nil)
+	defer b.Close()
+	ch, _ := b.Subscriber(bus.SubscriberConfig{Group: "g"}).Subscribe(ctx, bus.Topic(events.TypeFeedbackReceived))
+	relay, _ := bus.NewRelay(corruptingStore{Store: mem, bad: 2}, b.Publisher(), bus.RelayConfig{BatchSize: 1}, nil)
+	err := relay.Run(ctx)
+	if !errors.Is(err, events.ErrMalformed) || !strings.Contains(err.Error(), "position 2") {
+		t.Fatalf("Run returned %v, want ErrMalformed at position 2", err)
+	}
+	if m := recv(t, ch); m.Metadata.Get(bus.MetaPosition) != "1" {
+		t.Fatalf("published position %s", m.Metadata.Get(bus.MetaPosition))
+	}
+	none(t, ch)
+	if pos, _, _ := mem.Checkpoint(ctx, "relay"); pos != 1 {
+		t.Fatalf("checkpoint %d, want 1 (the last published)", pos)
 	}
 }
