@@ -20,6 +20,10 @@ type simd struct {
 	// bytes) with 4 rows of B (stride ldb bytes) over k16 elements (a
 	// positive multiple of the lane count) to out[i*4+j].
 	dotRows int
+	// dotMaxM: MatMulNT with at most this many rows uses the packing-free
+	// inner-product kernels (decode: m=1 or a small batch), more rows the
+	// packed GEMM. Placed at the measured crossover (BenchmarkTuneNTDot).
+	dotMaxM int
 	dot     func(a, b *float32, n int) float32
 	axpy    func(alpha float32, x, y *float32, n int)
 	scale   func(alpha float32, x *float32, n int)
@@ -32,10 +36,6 @@ const (
 	kcBlock = 256
 	ncBlock = 512
 )
-
-// ntDotMaxM: MatMulNT with at most this many rows uses the packing-free
-// inner-product kernels (decode: m=1 or a small batch).
-var ntDotMaxM = 24
 
 type scratch struct {
 	b    []float32 // kcBlock × ncBlock
@@ -63,10 +63,10 @@ func putScratch(sc *scratch) {
 }
 
 var (
-	avx512 = &simd{lanes: 16, mr: 6, nvMax: 4,
+	avx512 = &simd{lanes: 16, mr: 6, nvMax: 4, dotMaxM: 64,
 		kern:    func(mr, nv int) gemmFunc { return gemmavx512Tab[mr][nv] },
 		dotRows: dotNTavx512Rows, dot: dotavx512, axpy: axpyavx512, scale: scaleavx512}
-	avx2 = &simd{lanes: 8, mr: 6, nvMax: 2,
+	avx2 = &simd{lanes: 8, mr: 6, nvMax: 2, dotMaxM: 40,
 		kern:    func(mr, nv int) gemmFunc { return gemmavx2Tab[mr][nv] },
 		dotRows: dotNTavx2Rows, dot: dotavx2, axpy: axpyavx2, scale: scaleavx2}
 )
@@ -121,7 +121,7 @@ func (s *simd) mm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0
 	if i0 == i1 || j0 == j1 {
 		return
 	}
-	if kind == kindNT && i1-i0 <= ntDotMaxM {
+	if kind == kindNT && i1-i0 <= s.dotMaxM {
 		// Groups of 4 columns in assembly, the last n%4 as vector dots.
 		j4 := j0 + (j1-j0)/4*4
 		if j4 > j0 {
