@@ -428,6 +428,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		if pad, err = loadArtifact(vi.Trained.Artifact.Path, vi.Trained.Artifact.SHA256, cfg.Base.Config); err != nil {
 			return &cycleFailure{"parent", err}
 		}
+		pad.Name = parent
 		parentDir = vi.Trained.Artifact.Path
 	}
 

@@ -127,6 +127,19 @@ func TestGateRejectsInvertedRewards(t *testing.T) {
 	if wt.Accepted || !strings.Contains(wt.Reason, "regressed") || wt.Hyper["invert_rewards"] != 1 {
 		t.Fatalf("inverted-reward candidate: accepted=%v reason=%q", wt.Accepted, wt.Reason)
 	}
+	// The rollback test's hook: the same bad candidate, forced past the
+	// gate, with the gate's verdict kept in the lineage.
+	w2 := newWorld(t)
+	newWorldData(w2, tok, base, 96, 0)
+	forced := newDistiller(t, w2, func(c *Config) { c.Pipeline.InvertRewards = true; c.Gate.ForceAccept = true })
+	catchUp(t, forced, w2.store)
+	fw, err := forced.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fw.Accepted || fw.Artifact == nil || !strings.HasPrefix(fw.Reason, "forced; gate:") || !strings.Contains(fw.Reason, "regressed") {
+		t.Fatalf("forced candidate: accepted=%v reason=%q", fw.Accepted, fw.Reason)
+	}
 }
 
 // failingCycle runs a cycle with the given trainer and checks that it is

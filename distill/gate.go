@@ -167,6 +167,11 @@ type GateConfig struct {
 	// KLBudget: the candidate is rejected when its mean per-token KL to
 	// the parent exceeds this (default 0.5 nats).
 	KLBudget float64
+	// ForceAccept accepts every candidate that trained, recording what the
+	// gate would have said in the reason ("forced; gate: ..."). A test
+	// hook: the rollback test needs a bad candidate (InvertRewards) to
+	// reach the canary. Never set it in production.
+	ForceAccept bool
 }
 
 func (g *GateConfig) defaults() {
@@ -196,9 +201,15 @@ func (g GateConfig) Decide(cand, parent map[string]float64, kl float64) (bool, s
 	if kl > g.KLBudget {
 		reasons = append(reasons, fmt.Sprintf("KL to parent %.4f over budget %.4f", kl, g.KLBudget))
 	}
+	if len(parent) == 0 {
+		reasons = append(reasons, "no offline evidence (empty hold-out and regression suite)")
+	}
 	if len(reasons) == 0 {
 		return true, ""
 	}
 	sort.Strings(reasons)
+	if g.ForceAccept {
+		return true, "forced; gate: " + strings.Join(reasons, "; ")
+	}
 	return false, "gate: " + strings.Join(reasons, "; ")
 }

@@ -2,6 +2,7 @@ package distill
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -53,5 +54,12 @@ func TestGateDecide(t *testing.T) {
 	}
 	if ok, _ := g.Decide(map[string]float64{"a": -0.5, "b": -2}, parent, 0.3); ok {
 		t.Fatal("KL over budget accepted")
+	}
+	if ok, _ := g.Decide(map[string]float64{}, map[string]float64{}, 0); ok {
+		t.Fatal("accepted without any offline evidence")
+	}
+	g.ForceAccept = true
+	if ok, why := g.Decide(map[string]float64{"a": -0.5, "b": -2.2}, parent, 0.1); !ok || !strings.Contains(why, "forced; gate: b regressed") {
+		t.Fatalf("forced: %v %q", ok, why)
 	}
 }

@@ -32,6 +32,14 @@ const (
 // Example is one training or evaluation sequence: the exact prompt token
 // ids, the exact completion token ids to learn (or to score), and what the
 // objective needs. One line of a dataset's JSONL files.
+//
+// For an external trainer, the loss weight of completion token j is
+//   - policy: Advantage × min(c, exp(logp_current(j) − BehaviourLogprobs[j])) × Weight
+//     (ratio 1 without behaviour logprobs; the ratio is not differentiated);
+//   - revised: the objective's self-distillation weight × Weight;
+//   - anchor: Weight;
+//
+// and holdout examples are never trained on.
 type Example struct {
 	Interaction string               `json:"interaction"`
 	Type        string               `json:"type"`

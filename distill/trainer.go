@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -129,6 +130,9 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 	var exs []*Example
 	for i := range job.Dataset.Train {
 		ex := &job.Dataset.Train[i]
+		if ex.Kind == KindPolicy && math.Abs(ex.Advantage) < 1e-9 {
+			continue // no gradient: skip the compute
+		}
 		if o.uses(ex.Kind) && len(ex.CompletionTokens) > 0 && len(ex.PromptTokens) > 0 {
 			exs = append(exs, ex)
 		}
