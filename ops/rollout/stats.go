@@ -63,7 +63,11 @@ func mixtureCS(cand, stab moments, tau, alpha float64, binary bool) interval {
 	t2 := tau * tau
 	half := math.Sqrt(v * (v + t2) / t2 * (2*math.Log(1/alpha) + math.Log((v+t2)/v)))
 	d := cand.mean() - stab.mean()
-	return interval{Diff: d, Lo: d - half, Hi: d + half}
+	iv := interval{Diff: d, Lo: d - half, Hi: d + half}
+	if binary { // a difference of rates lies in [-1, 1]
+		iv.Lo, iv.Hi = max(iv.Lo, -1), min(iv.Hi, 1)
+	}
+	return iv
 }
 
 func smoothedBernoulli(m moments) float64 {
