@@ -32,7 +32,7 @@ func BenchmarkApplyDecide(b *testing.B) {
 					toks := make([]int, 200)
 					lps := make([]events.TokenLogprob, 200)
 					p = &events.InteractionRecorded{InteractionID: id, Tenant: "t", Model: "citizen", ModelVersion: v, Engine: "e",
-						Messages: []events.ChatMessage{{Role: "user", Content: "What is the capital of France? Answer briefly."}},
+						Messages:     []events.ChatMessage{{Role: "user", Content: "What is the capital of France? Answer briefly."}},
 						PromptTokens: toks, Choices: []events.Choice{{Message: events.ChatMessage{Role: "assistant", Content: "Paris."},
 							FinishReason: "stop", CompletionTokens: toks, Logprobs: lps}}, LatencyMS: 100 + 50*rng.Float64()}
 				}

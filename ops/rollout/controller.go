@@ -22,8 +22,8 @@ type Controller struct {
 	store events.Store
 	log   *slog.Logger
 
-	mu sync.Mutex
-	st *State
+	mu        sync.Mutex
+	st        *State
 	decisions *prometheus.CounterVec
 	// await is the position of the controller's last appended decision;
 	// it decides nothing until its state includes that position.
