@@ -128,6 +128,16 @@ func (h *Handler) stream(c echo.Context) error {
 	hd.Set("Connection", "keep-alive")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// A server WriteTimeout would cut the stream: this response has none.
+	// A writer that cannot flush (a middleware's wrapper) still works,
+	// buffered.
+	rc := http.NewResponseController(w.Writer)
+	_ = rc.SetWriteDeadline(time.Time{})
+	flush := func() {
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			h.log.Debug("stream flush", "err", err)
+		}
+	}
 
 	var mu sync.Mutex
 	var werr error
@@ -138,7 +148,7 @@ func (h *Handler) stream(c echo.Context) error {
 			return werr
 		}
 		if _, werr = w.Write(b); werr == nil {
-			w.Flush()
+			flush()
 		} else {
 			cancel()
 		}
