@@ -57,6 +57,10 @@ type Config struct {
 	CorrectionTemplate string
 	// TeacherMaxTokens bounds a revised answer (default 96).
 	TeacherMaxTokens int
+	// Exemplars, when set, adds earlier good exchanges of the same type to
+	// the teacher's context (as user/assistant turns after the note); see
+	// MemoryExemplars. The student never sees them.
+	Exemplars ExemplarFunc
 
 	// MinNewGraded new trainable graded interactions start a cycle
 	// (default 32); after Interval (default 10 minutes) any positive number
@@ -601,8 +605,23 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 				note += " Note: " + ex.Hint
 			}
 		}
-		msgs := append([]tokenizer.Message{{Role: "system", Content: note}}, toTok(ex.Messages)...)
+		msgs := []tokenizer.Message{{Role: "system", Content: note}}
+		if cfg.Exemplars != nil {
+			exs, err := cfg.Exemplars(ctx, ex)
+			if err != nil {
+				log.Warn("exemplars", "interaction", ex.Interaction, "err", err)
+			}
+			for _, e := range exs {
+				msgs = append(msgs, tokenizer.Message{Role: "user", Content: e.Prompt}, tokenizer.Message{Role: "assistant", Content: e.Answer})
+			}
+		}
+		msgs = append(msgs, toTok(ex.Messages)...)
 		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
+		if errors.Is(err, chat.ErrPromptTooLong) && len(msgs) > len(ex.Messages)+1 {
+			// Exemplars made it too long: the note alone.
+			msgs = append(msgs[:1], toTok(ex.Messages)...)
+			c, err = cfg.Chat.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

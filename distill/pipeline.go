@@ -42,6 +42,7 @@ const (
 // and holdout examples are never trained on.
 type Example struct {
 	Interaction string               `json:"interaction"`
+	Tenant      string               `json:"tenant,omitempty"`
 	Type        string               `json:"type"`
 	Kind        string               `json:"kind"`
 	Messages    []events.ChatMessage `json:"messages"`
@@ -395,7 +396,7 @@ func (ds *Dataset) refreshManifest() {
 }
 
 func exampleOf(it *Interaction, kind string, reward float64) Example {
-	return Example{Interaction: it.ID, Type: it.Type(), Kind: kind, Messages: it.Messages, Answer: it.Answer,
+	return Example{Interaction: it.ID, Tenant: it.Tenant, Type: it.Type(), Kind: kind, Messages: it.Messages, Answer: it.Answer,
 		PromptTokens: it.PromptTokens, CompletionTokens: it.CompletionTokens, BehaviourLogprobs: it.BehaviourLogprobs,
 		Reward: reward, Correction: it.Correction, Hint: it.Hint, Sources: it.Sources}
 }
