@@ -20,11 +20,14 @@
 //
 // # Mounting
 //
-//	h, err := ops.Register(e, ops.Deps{Store: store, Auth: auth, Rollout: cfg, Logger: logger})
+// On the gateway (its authenticated /v1 group and its root):
 //
-// with e the gateway's root *echo.Echo (or any *echo.Group without a
-// prefix); or serve h.HTTPHandler() for the paths /v1/ops/ and /ops next to
-// another handler.
+//	h, err := ops.New(ops.Deps{Store: store, Auth: auth, Rollout: cfg, Logger: logger})
+//	gateway.Deps{..., Routes: func(v1 *echo.Group) { h.RegisterAPI(v1) },
+//		Pages: func(e *echo.Echo) { h.RegisterPages(e) }}
+//
+// On any other echo root: ops.Register(e, deps) adds everything; or serve
+// h.HTTPHandler() for the paths /v1/ops/ and /ops next to another handler.
 //
 // # The stream
 //

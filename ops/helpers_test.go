@@ -141,7 +141,7 @@ func (e *env) openStream(query, lastEventID string) *sseReader {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		e.t.Fatalf("content type %q", ct)
 	}
-	r := &sseReader{resp: resp, br: bufio.NewReader(resp.Body)}
+	r := &sseReader{resp: resp, br: newBufReader(resp)}
 	e.t.Cleanup(func() { resp.Body.Close() })
 	return r
 }
@@ -196,3 +196,5 @@ func (r *sseReader) nextEvent(t *testing.T) (sse, events.Event) {
 }
 
 var errDone = errors.New("done")
+
+func newBufReader(resp *http.Response) *bufio.Reader { return bufio.NewReader(resp.Body) }

@@ -90,16 +90,33 @@ func Register(r Routes, deps Deps) (*Handler, error) {
 	return h, nil
 }
 
-// Register adds the routes to r. The paths are absolute (/v1/ops/...,
-// /ops): pass the root *echo.Echo or a group without a prefix, and no
-// group middleware that would authenticate /ops itself.
+// Register adds every route to r, the root *echo.Echo (or a group
+// without a prefix): the API under /v1/ops and the page /ops. To mount on
+// the gateway, use RegisterAPI and RegisterPages instead (gateway.Deps
+// Routes and Pages).
 func (h *Handler) Register(r Routes) {
+	h.registerAPI(r, "/v1")
+	h.RegisterPages(r)
+}
+
+// RegisterAPI adds the API routes to v1, a group whose prefix is "/v1"
+// (the gateway's authenticated group: gateway.Deps.Routes); Deps.Auth, if
+// set, runs after the group's middleware (for example to require an
+// operator key with gateway.KeyOf).
+func (h *Handler) RegisterAPI(v1 Routes) { h.registerAPI(v1, "") }
+
+func (h *Handler) registerAPI(r Routes, prefix string) {
 	a := h.authenticate
-	r.GET("/v1/ops/rollout", h.getRollout, a)
-	r.POST("/v1/ops/rollout/:action", h.postRollout, a)
-	r.GET("/v1/ops/versions", h.getVersions, a)
-	r.GET("/v1/ops/stream", h.stream, a)
-	r.GET("/ops", h.dashboard)
+	r.GET(prefix+"/ops/rollout", h.getRollout, a)
+	r.POST(prefix+"/ops/rollout/:action", h.postRollout, a)
+	r.GET(prefix+"/ops/versions", h.getVersions, a)
+	r.GET(prefix+"/ops/stream", h.stream, a)
+}
+
+// RegisterPages adds GET /ops, the dashboard, to the root e without
+// authentication (the page holds no data; gateway.Deps.Pages).
+func (h *Handler) RegisterPages(e Routes) {
+	e.GET("/ops", h.dashboard)
 }
 
 // HTTPHandler returns a standalone echo serving only the operator

@@ -29,9 +29,11 @@ var StreamTypes = []string{
 
 // streamFilter is a parsed stream query.
 type streamFilter struct {
-	types    []string
-	versions []string
-	tenant   string
+	types     []string
+	versions  []string
+	tenant    string
+	taskTypes []string
+	kinds     []string
 }
 
 // list splits repeated and comma-separated query values.
@@ -49,8 +51,8 @@ func list(vals []string) []string {
 
 func parseStreamFilter(c echo.Context) (streamFilter, error) {
 	q := c.QueryParams()
-	f := streamFilter{versions: list(q["version"]), tenant: q.Get("tenant")}
-	for _, t := range list(q["type"]) {
+	f := streamFilter{versions: list(q["version"]), tenant: q.Get("tenant"), taskTypes: list(q["task_type"]), kinds: list(q["kind"])}
+	for _, t := range list(append(q["type"], q["types"]...)) {
 		// "rollout" or "rollout.*" select every rollout type
 		if p, ok := strings.CutSuffix(t, ".*"); ok {
 			t = p
@@ -71,8 +73,10 @@ func parseStreamFilter(c echo.Context) (streamFilter, error) {
 	return f, nil
 }
 
-// versionsOf are the versions an event is about, for the version filter.
+// versionsLite is what the filters read from an event's data.
 type versionsLite struct {
+	TaskType     string `json:"task_type"`
+	Kind         string `json:"kind"`
 	ModelVersion string `json:"model_version"`
 	Version      string `json:"version"`
 	Parent       string `json:"parent"`
@@ -84,12 +88,21 @@ func (f streamFilter) match(ev *events.Event) bool {
 	if f.tenant != "" && ev.Tenant != f.tenant {
 		return false
 	}
-	if len(f.versions) == 0 {
+	if len(f.versions) == 0 && len(f.taskTypes) == 0 && len(f.kinds) == 0 {
 		return true
 	}
 	var v versionsLite
 	if json.Unmarshal(ev.Data, &v) != nil {
 		return false
+	}
+	if len(f.taskTypes) > 0 && !slices.Contains(f.taskTypes, v.TaskType) {
+		return false
+	}
+	if len(f.kinds) > 0 && (ev.Type != events.TypeAnomalyDetected || !slices.Contains(f.kinds, v.Kind)) {
+		return false
+	}
+	if len(f.versions) == 0 {
+		return true
 	}
 	for _, want := range f.versions {
 		if want != "" && (want == v.ModelVersion || want == v.Version || want == v.Parent || want == v.Candidate || want == v.Stable) {
@@ -103,11 +116,13 @@ func (f streamFilter) match(ev *events.Event) bool {
 // event, "id" the store position, "event" the type and "data" the JSON
 // envelope. It starts after Last-Event-ID (header, or query last_event_id
 // or after), else backlog positions before the end of the store, else at
-// the end (only new events). Filters: type (repeated or comma-separated;
-// a prefix such as "rollout" selects a family), version (the event's
-// model_version, version, parent, candidate or stable; events naming no
-// version, feedback.interpreted, do not match), tenant (the envelope's;
-// events without a tenant do not match). A comment line is sent at once
+// the end (only new events). Filters: type or types (repeated or
+// comma-separated; a prefix such as "rollout" selects a family), version
+// (the event's model_version, version, parent, candidate or stable; events
+// naming no version, feedback.interpreted, do not match), tenant (the
+// envelope's; events without a tenant do not match), task_type
+// (evaluations and anomalies of that task type), kind (anomalies of that
+// kind; other types do not match). All filters combine with AND. A comment line is sent at once
 // and then every Deps.Heartbeat while nothing else is sent.
 func (h *Handler) stream(c echo.Context) error {
 	f, err := parseStreamFilter(c)
