@@ -64,4 +64,3 @@ func TestMountedOnGateway(t *testing.T) {
 		t.Fatalf("kind filter: got %s at %d", ev.Type, ev.Position)
 	}
 }
-
