@@ -309,7 +309,7 @@ func (f *cycleFailure) Error() string { return f.step + ": " + f.err.Error() }
 // RunCycle runs one training cycle now and returns the weights.trained it
 // appended (Accepted false with the reason when any step failed or the
 // gate rejected the candidate). The error is non-nil only when the event
-// could not be appended.
+// could not be appended or ctx ended (then nothing is recorded).
 func (d *Distiller) RunCycle(ctx context.Context) (events.WeightsTrained, error) {
 	d.cycleMu.Lock()
 	defer d.cycleMu.Unlock()
@@ -332,6 +332,13 @@ func (d *Distiller) RunCycle(ctx context.Context) (events.WeightsTrained, error)
 	wt := events.WeightsTrained{Version: version, Parent: parentName(parent), Cycle: version, WindowFrom: from, WindowTo: to,
 		Objective: cfg.Objective.Name(), Hyper: d.hyper()}
 	err := d.cycle(ctx, log, &wt, parent)
+	if ctx.Err() != nil {
+		// Shutting down: nothing is recorded, and a restarted distiller
+		// runs this window again.
+		d.setState(func(s *Status) { s.State = "idle" })
+		log.Info("cycle abandoned", "err", ctx.Err())
+		return wt, ctx.Err()
+	}
 	if err != nil {
 		wt.Accepted = false
 		wt.Reason = err.Error()

@@ -296,3 +296,28 @@ func TestRunFollowsStoreAndTrains(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 }
+
+func TestCycleCancelledRecordsNothing(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	newWorldData(w, tok, base, 24, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	d := newDistiller(t, w, func(c *Config) {
+		c.Trainer = TrainerFunc(func(tctx context.Context, job *TrainJob) (TrainResult, error) {
+			cancel() // the process is shutting down mid-training
+			<-tctx.Done()
+			return TrainResult{}, tctx.Err()
+		})
+	})
+	catchUp(t, d, w.store)
+	before, _ := w.store.LastPosition(context.Background())
+	if _, err := d.RunCycle(ctx); err == nil {
+		t.Fatal("cancelled cycle returned no error")
+	}
+	if after, _ := w.store.LastPosition(context.Background()); after != before {
+		t.Fatal("a cancelled cycle appended an event")
+	}
+	if st := d.Status(); st.State != "idle" {
+		t.Fatalf("state %q", st.State)
+	}
+}
