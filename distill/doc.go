@@ -16,15 +16,27 @@
 //   - the objectives (Objective): advantage-weighted policy gradient with
 //     truncated importance ratios against the recorded behaviour logprobs,
 //     self-distillation from corrections and hints (the teacher sees the
-//     note, the student does not), a k3 KL term to the stable version, and
-//     anchor replay;
+//     note and, optionally, exemplars from memory; the student does not), a
+//     k3 KL term to the stable version, and anchor replay;
 //   - training cycles (Distiller): trigger by count of new graded
 //     interactions or time, train through a Trainer (EmbeddedTrainer in Go,
 //     CommandTrainer for an external trainer), the offline gate (per-type
 //     hold-out and regression suite vs the parent, KL budget), weight
 //     artifacts under <data>/weights/<version>/ with sha256, and the
 //     weights.trained event with full lineage; a failing cycle is recorded
-//     with Accepted=false and its reason, and the next cycle still runs.
+//     with Accepted=false and its reason, and the next cycle still runs;
+//   - the offline evaluators (LogLikelihood by default, Accuracy as the
+//     grader hook, Combine) and the gate (GateConfig);
+//   - engine weight sync (SyncVersions): every accepted version's adapter,
+//     checked against its sha256, is added to the serving engine.
+//
+// Wiring (services): build a Config with DataDir, Base (the base
+// checkpoint's model), optionally Chat (a chat model over the same base:
+// teacher and tokenizer), then d, err := distill.New(cfg, store, logger);
+// go d.Run(ctx) (it replays the store, follows it, and runs cycles when
+// due); go distill.SyncVersions(ctx, store, embeddedEngine, base.Config,
+// logger); the dashboard reads d.Status(). The stable version is the last
+// rollout.promoted candidate (base until then); a cycle trains on top of it.
 //
 // distill depends only on events, model (and model/chat, model/tokenizer)
 // and memory. Serving a new version (gateway/embedded AddVersion) and
