@@ -93,6 +93,7 @@ func TestGuardrailsRollBackAtOnce(t *testing.T) {
 		{name: "answer length -40%", mutate: func(p *profile) { p.length *= 0.6 }, reason: ReasonGuardrail + ": answer_length"},
 		{name: "tool-call spam", mutate: func(p *profile) { p.tools = 1; p.length *= 1 }, reason: ReasonGuardrail + ": tool_calls"},
 		{name: "error rate", mutate: func(p *profile) { p.errRate = 0.7 }, reason: ReasonGuardrail + ": error_rate"},
+		{name: "drop rate", mutate: func(p *profile) { p.dropRate = 0.7 }, reason: ReasonGuardrail + ": drop_rate"},
 		{name: "latency x3", mutate: func(p *profile) { p.latency *= 3 }, reason: ReasonGuardrail + ": latency_ms"},
 		{name: "anomaly", mutate: func(*profile) {}, inject: true, reason: ReasonAnomaly + ": length_drift"},
 	} {

@@ -20,6 +20,7 @@ type profile struct {
 	tools            float64 // probability of one tool call
 	latency          float64 // mean ms
 	errRate          float64 // model-attributed faults
+	dropRate         float64 // outcome timeout
 }
 
 var base = profile{reward: 0.5, rewardSD: 0.3, length: 100, tools: 0.2, latency: 200}
@@ -134,6 +135,9 @@ func (h *harness) one() {
 		RubricVersion: "r1", EvaluatorVersion: "e1"}
 	if r.Float64() < p.errRate {
 		ev.Faults = []events.Fault{{Kind: "invalid_tool_args", Attribution: "model"}}
+	}
+	if r.Float64() < p.dropRate {
+		ev.Outcome = "timeout"
 	}
 	rec := &events.InteractionRecorded{InteractionID: id, Tenant: "acme", Model: "citizen", ModelVersion: v, Engine: "stub",
 		LatencyMS: p.latency * (0.5 + r.Float64())}
