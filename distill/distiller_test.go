@@ -321,3 +321,34 @@ func TestCycleCancelledRecordsNothing(t *testing.T) {
 		t.Fatalf("state %q", st.State)
 	}
 }
+
+func TestDueByCountOrInterval(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	d := newDistiller(t, w, func(c *Config) {
+		c.MinNewGraded, c.Interval = 10, time.Hour
+		c.Now = func() time.Time { return now }
+	})
+	if d.Due() {
+		t.Fatal("due with nothing graded")
+	}
+	newWorldData(w, tok, base, 4, 0) // 4 graded: below the count
+	catchUp(t, d, w.store)
+	if d.Due() {
+		t.Fatal("due below the count before the interval")
+	}
+	now = now.Add(61 * time.Minute)
+	if !d.Due() {
+		t.Fatal("not due after the interval with new graded interactions")
+	}
+	now = now.Add(-61 * time.Minute)
+	newWorldData(w, tok, base, 6, 4)
+	catchUp(t, d, w.store)
+	if !d.Due() {
+		t.Fatal("not due at the count")
+	}
+	if st := d.Status(); st.NewGraded != 10 {
+		t.Fatalf("status new graded %d", st.NewGraded)
+	}
+}
