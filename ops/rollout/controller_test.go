@@ -305,7 +305,7 @@ func TestRacingControllersOneDecision(t *testing.T) {
 		cand.length *= 0.8
 		h.train("v2", "v1", cand)
 		h.catchUp()
-		for i := 0; i < 600; i++ {
+		for i := 0; i < 1500; i++ {
 			h.one()
 		}
 		strict, err := New(Config{Stable: "v1", MinPerArm: 20, Guardrails: Guardrails{LengthDrop: 0.05}}, h.store, nil)
@@ -318,6 +318,11 @@ func TestRacingControllersOneDecision(t *testing.T) {
 			if err := c.replay(h.ctx, head); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// the premise: they disagree
+		sd, ld := strict.st.decide(), lenient.st.decide()
+		if sd == nil || ld == nil || sd.payload.EventType() != events.TypeRolloutRolledBack || ld.payload.EventType() != events.TypeRolloutAdvanced {
+			t.Fatalf("iteration %d: the controllers do not disagree: strict %v, lenient %v", iter, sd, ld)
 		}
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
