@@ -2,6 +2,7 @@ package distill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -38,6 +39,9 @@ func Accuracy(cm *chat.Model, maxTokens int, grade Grade) EvalFunc {
 		sum, n := map[string]float64{}, map[string]int{}
 		for _, ex := range exs {
 			c, err := cm.Complete(ctx, chat.Request{Messages: toTok(ex.Messages), MaxTokens: maxTokens, Adapter: name})
+			if errors.Is(err, chat.ErrPromptTooLong) {
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}

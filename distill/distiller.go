@@ -101,6 +101,9 @@ func (c *Config) defaults() error {
 		return err
 	}
 	c.Hyper.defaults()
+	if c.Pipeline.MaxSeqLen <= 0 || c.Pipeline.MaxSeqLen > c.Base.Config.MaxPositionEmbeddings {
+		c.Pipeline.MaxSeqLen = c.Base.Config.MaxPositionEmbeddings
+	}
 	c.Pipeline.defaults()
 	c.Gate.defaults()
 	if c.Evaluator == nil {
@@ -582,7 +585,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 				continue
 			}
 			content := strings.ReplaceAll(cfg.CorrectionTemplate, "{correction}", ex.Correction)
-			if ids, err := answerTokens(tok, ex.Messages, content); err == nil {
+			if ids, err := answerTokens(tok, ex.Messages, content); err == nil && len(ex.PromptTokens)+len(ids) <= cfg.Pipeline.MaxSeqLen {
 				ex.TargetTokens = ids
 			}
 		}
@@ -644,6 +647,9 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		}
 		r := ex
 		r.Kind, r.Advantage, r.Weight, r.BehaviourLogprobs = KindRevised, 0, 1, nil
+		if ok && len(ex.PromptTokens)+len(c.Tokens) > cfg.Pipeline.MaxSeqLen {
+			ok = false
+		}
 		switch {
 		case ok:
 			r.Answer = fromTok(c.Message)

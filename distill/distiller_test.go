@@ -71,6 +71,9 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
 	newWorldData(w, tok, base, 96, 0)
+	// One interaction longer than the model's context: left out, not fatal.
+	long := w.record(chatRec{typ: "policy", user: "long", answer: "x", prompt: make([]int, 200), completion: []int{5, 6}})
+	w.evaluate(long, "policy", 1, 1, true)
 	d := newDistiller(t, w, nil)
 	catchUp(t, d, w.store)
 	if !d.Due() {
@@ -104,8 +107,12 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 			t.Fatalf("type %s regressed: %.3f -> %.3f", typ, p, wt.OfflineEval[typ])
 		}
 	}
-	if _, err := os.Stat(filepath.Join(d.cfg.DataDir, "datasets", wt.Version, TrainFile)); err != nil {
+	ds, err := ReadDataset(filepath.Join(d.cfg.DataDir, "datasets", wt.Version))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if ds.Manifest.Stats.TooLong != 1 || ids(ds.Train, "")[long] || ds.Manifest.KindCounts[KindRevised] == 0 {
+		t.Fatalf("manifest stats %+v kinds %v", ds.Manifest.Stats, ds.Manifest.KindCounts)
 	}
 	st := d.Status()
 	if st.State != "idle" || st.LastCycle == nil || st.LastCycle.Version != wt.Version || st.Cycles != 0 && st.Cycles != 1 {

@@ -58,7 +58,7 @@ func LogLikelihood(good float64) EvalFunc {
 				return nil, err
 			}
 			tgt := evalTarget(&exs[i], good)
-			if tgt == nil || len(exs[i].PromptTokens) == 0 {
+			if tgt == nil || len(exs[i].PromptTokens) == 0 || len(exs[i].PromptTokens)+len(tgt) > m.Config.MaxPositionEmbeddings {
 				continue
 			}
 			ex := exs[i]
@@ -111,7 +111,7 @@ func MeanKL(ctx context.Context, m *model.Model, cand, parent *model.Adapter, ex
 			return 0, err
 		}
 		tgt := evalTarget(&exs[i], good)
-		if tgt == nil || len(exs[i].PromptTokens) == 0 {
+		if tgt == nil || len(exs[i].PromptTokens) == 0 || len(exs[i].PromptTokens)+len(tgt) > m.Config.MaxPositionEmbeddings {
 			continue
 		}
 		seq := append(append([]int(nil), exs[i].PromptTokens...), tgt...)

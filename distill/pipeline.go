@@ -111,6 +111,9 @@ type PipelineConfig struct {
 	// BaselineWindow is how many earlier rewards of the type the running
 	// mean baseline averages (default 64).
 	BaselineWindow int
+	// MaxSeqLen drops interactions whose prompt and completion together
+	// are longer (the model's context; the Distiller sets it). 0: no limit.
+	MaxSeqLen int
 	// InvertRewards replaces every reward r with −r in the training data
 	// (policy advantages and anchor choice; the hold-out keeps the true
 	// rewards): a test hook that trains a deliberately bad candidate, which
@@ -150,6 +153,7 @@ type PipelineStats struct {
 	Window      int `json:"window"`      // graded interactions in the window
 	Untrainable int `json:"untrainable"` // excluded: Trainable=false
 	NoTokens    int `json:"no_tokens"`   // excluded: no recorded token ids
+	TooLong     int `json:"too_long"`    // excluded: longer than MaxSeqLen
 	Filtered    int `json:"filtered"`    // excluded by type or reward
 	Duplicates  int `json:"duplicates"`  // dropped as (near-)duplicates
 	Balanced    int `json:"balanced"`    // dropped by the per-type caps
@@ -219,8 +223,11 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		}
 		return false
 	}
+	tooLong := func(it *Interaction) bool {
+		return cfg.MaxSeqLen > 0 && len(it.PromptTokens)+len(it.CompletionTokens) > cfg.MaxSeqLen
+	}
 	usable := func(it *Interaction) bool {
-		return it.Eval != nil && it.Eval.Trainable && len(it.PromptTokens) > 0 && len(it.CompletionTokens) > 0
+		return it.Eval != nil && it.Eval.Trainable && len(it.PromptTokens) > 0 && len(it.CompletionTokens) > 0 && !tooLong(it)
 	}
 
 	// Graded interactions in evaluation order: baselines (running means of
@@ -299,6 +306,8 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			st.Untrainable++
 		case len(it.PromptTokens) == 0 || len(it.CompletionTokens) == 0:
 			st.NoTokens++
+		case tooLong(it):
+			st.TooLong++
 		case !typeOK(it.Type()),
 			cfg.MinReward != nil && reward(it) < *cfg.MinReward,
 			cfg.MaxReward != nil && reward(it) > *cfg.MaxReward:

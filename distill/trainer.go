@@ -133,7 +133,8 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 		if ex.Kind == KindPolicy && math.Abs(ex.Advantage) < 1e-9 {
 			continue // no gradient: skip the compute
 		}
-		if o.uses(ex.Kind) && len(ex.CompletionTokens) > 0 && len(ex.PromptTokens) > 0 {
+		if o.uses(ex.Kind) && len(ex.CompletionTokens) > 0 && len(ex.PromptTokens) > 0 &&
+			len(ex.PromptTokens)+len(ex.CompletionTokens) <= job.Base.Config.MaxPositionEmbeddings {
 			exs = append(exs, ex)
 		}
 	}
