@@ -133,6 +133,9 @@ func BenchmarkAppend(b *testing.B) {
 					b.ReportMetric(rate, "appends/s")
 					b.ReportMetric(rate*float64(rec)/bw, "bw-fraction")
 					b.ReportMetric(float64(st.Events)/float64(max(st.Syncs, 1)), "events/fsync")
+					// Share of the wall time the syncer spent inside fdatasync:
+					// near 1, the disk is the limit.
+					b.ReportMetric(st.SyncTime.Seconds()/el.Seconds(), "fsync-busy")
 				})
 			}
 		}

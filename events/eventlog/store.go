@@ -43,6 +43,8 @@ type Stats struct {
 	// Events the events written; Groups the group commits (one write
 	// each); Syncs the fdatasync calls.
 	Appends, Events, Groups, Syncs uint64
+	// SyncTime is the time spent in fdatasync by the syncer.
+	SyncTime time.Duration
 	// Recovered is the number of events found on Open; TruncatedBytes what
 	// was cut from a torn tail.
 	Recovered      uint64
@@ -124,6 +126,7 @@ type Store struct {
 
 	stats struct {
 		appends, events, groups, syncs atomic.Uint64
+		syncNanos                      atomic.Int64
 	}
 	recovered uint64
 	truncated int64
@@ -342,7 +345,7 @@ func (s *Store) entry(pos uint64) entry {
 func (s *Store) Stats() Stats {
 	return Stats{
 		Appends: s.stats.appends.Load(), Events: s.stats.events.Load(),
-		Groups: s.stats.groups.Load(), Syncs: s.stats.syncs.Load(),
+		Groups: s.stats.groups.Load(), Syncs: s.stats.syncs.Load(), SyncTime: time.Duration(s.stats.syncNanos.Load()),
 		Recovered: s.recovered, TruncatedBytes: s.truncated,
 	}
 }
@@ -717,6 +720,7 @@ func (s *Store) syncer(done chan<- struct{}) {
 		}
 		if len(segs) > 0 {
 			lastSync = time.Since(start)
+			s.stats.syncNanos.Add(int64(lastSync))
 		}
 		nEvents, nReqs := 0, 0
 		if err == nil {
