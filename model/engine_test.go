@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 func engineTestModel(t testing.TB) *Model {
@@ -341,4 +342,68 @@ func TestEngineShutdownFinishesInFlight(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	e.Close() // idempotent after Shutdown
+}
+
+// A request waiting for the engine returns when its context ends; with more requests than
+// MaxBatch the rest wait for room and every request gets exactly its solo result.
+func TestEngineQueueAndCancelWhileWaiting(t *testing.T) {
+	m := engineTestModel(t)
+	cases := genCases()
+	solo := NewEngine(m, EngineConfig{MaxBatch: 1})
+	want := make([][]int, len(cases))
+	for i, gc := range cases {
+		res, err := solo.Generate(context.Background(), gc.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = res.IDs()
+	}
+	solo.Close()
+
+	e := NewEngine(m, EngineConfig{MaxBatch: 2})
+	defer e.Close()
+	// Hold the engine inside a step (a blocking mask: test only, real masks must not block), so
+	// nothing is admitted; a waiting request must still return when its context ends.
+	release, started := make(chan struct{}), make(chan struct{})
+	holderDone := make(chan struct{})
+	go func() {
+		defer close(holderDone)
+		once := sync.Once{}
+		e.Generate(context.Background(), Request{PromptIDs: []int{1}, MaxTokens: 5, LogitMask: func([]int, []float32) {
+			once.Do(func() {
+				close(started)
+				<-release
+			})
+		}})
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	res, err := e.Generate(ctx, Request{PromptIDs: []int{2}, MaxTokens: 5})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || res.FinishReason != FinishCancelled || len(res.Tokens) != 0 {
+		t.Fatalf("cancel while waiting: %v %+v", err, res)
+	}
+	close(release)
+	<-holderDone
+
+	var wg sync.WaitGroup
+	got := make([][]int, len(cases))
+	for i, gc := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.Generate(context.Background(), gc.req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got[i] = res.IDs()
+		}()
+	}
+	wg.Wait()
+	for i := range cases {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("case %d: %v, solo %v", i, got[i], want[i])
+		}
+	}
 }
