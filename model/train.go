@@ -1,6 +1,14 @@
 package model
 
-import "math"
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrNonFinite is returned by Step when the loss or the gradient is NaN or infinite; the update
+// is skipped and the parameters are left unchanged.
+var ErrNonFinite = errors.New("model: non-finite loss or gradient")
 
 // TrainConfig holds AdamW and schedule settings. Zero fields get the defaults noted.
 type TrainConfig struct {
@@ -61,7 +69,8 @@ type StepStats struct {
 	NLL      float64 // mean NLL of the last micro-batch
 	GradNorm float64 // global gradient norm before clipping
 	LR       float64
-	Tokens   int // target positions in the accumulated micro-batches
+	Tokens   int  // target positions in the accumulated micro-batches
+	Skipped  bool // the gradient was not finite: no update was applied (see ErrNonFinite)
 }
 
 // Trainer trains either the whole model (adapter nil) or only a LoRA adapter (base frozen; its
@@ -135,13 +144,21 @@ func (t *Trainer) Accumulate(b *Batch) (LossResult, error) {
 }
 
 // Update clips the accumulated gradient to GradClip, applies one AdamW step at the scheduled
-// learning rate and zeroes the gradient.
+// learning rate and zeroes the gradient. A non-finite gradient is dropped without an update
+// (StepStats.Skipped; the step count does not advance).
 func (t *Trainer) Update() StepStats {
 	var ss float64
 	for _, g := range t.grad {
 		ss += float64(g) * float64(g)
 	}
 	norm := math.Sqrt(ss)
+	if math.IsNaN(norm) || math.IsInf(norm, 0) || math.IsNaN(t.pending.Loss) || math.IsInf(t.pending.Loss, 0) {
+		clear(t.grad)
+		st := t.pending
+		st.Step, st.GradNorm, st.Skipped = t.step, norm, true
+		t.pending = StepStats{}
+		return st
+	}
 	clip := float32(1)
 	if t.Config.GradClip > 0 && norm > t.Config.GradClip {
 		clip = float32(t.Config.GradClip / norm)
@@ -182,10 +199,14 @@ func adamw(p, g, m, v []float32, clip, lr, b1, b2, bc1, bc2, eps, wd float32) {
 	})
 }
 
-// Step is Accumulate(b) followed by Update.
+// Step is Accumulate(b) followed by Update; it returns ErrNonFinite when Update skipped.
 func (t *Trainer) Step(b *Batch) (StepStats, error) {
 	if _, err := t.Accumulate(b); err != nil {
 		return StepStats{}, err
 	}
-	return t.Update(), nil
+	st := t.Update()
+	if st.Skipped {
+		return st, fmt.Errorf("%w: loss %v, gradient norm %v (step %d skipped)", ErrNonFinite, st.Loss, st.GradNorm, st.Step)
+	}
+	return st, nil
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -107,5 +108,24 @@ func TestGradientAccumulationMatchesOneBatch(t *testing.T) {
 	}
 	if d := maxAbsDiff(sum, gWhole); d > 1e-6 {
 		t.Errorf("accumulated gradient differs by %g", d)
+	}
+}
+
+func TestNonFiniteStepSkipped(t *testing.T) {
+	c := tinyConfig()
+	m, _ := NewRandom(c, 3)
+	before := slices.Clone(m.Params)
+	tr, _ := NewTrainer(m, nil, TrainConfig{LR: 1e-2})
+	b := NextTokenBatch([][]int{{1, 2, 3, 4}}, nil, []float32{float32(math.Inf(1))})
+	st, err := tr.Step(b)
+	if !errors.Is(err, ErrNonFinite) || !st.Skipped || tr.Steps() != 0 {
+		t.Fatalf("step with an infinite weight: %v %+v", err, st)
+	}
+	if !slices.Equal(before, m.Params) {
+		t.Fatal("parameters changed")
+	}
+	// the trainer is still usable
+	if _, err := tr.Step(NextTokenBatch([][]int{{1, 2, 3, 4}}, nil, nil)); err != nil || tr.Steps() != 1 {
+		t.Fatalf("next step: %v", err)
 	}
 }
