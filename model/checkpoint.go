@@ -77,13 +77,28 @@ func artifacts(paths ...string) ([]Artifact, error) {
 // when embeddings are untied) and dir/config.json, creating dir if needed; each file is written
 // atomically. It returns the files with their sha256. The tokenizer file is the tokenizer
 // package's business. m must not be written concurrently.
-func (m *Model) Save(dir string) ([]Artifact, error) {
+func (m *Model) Save(dir string) ([]Artifact, error) { return m.SaveAs(dir, safetensors.DTypeF32) }
+
+// SaveAs is Save with the tensors stored as dtype: F32 (exact), BF16 or F16 (half the size,
+// rounded to nearest even; what Load reads back is then the rounded model). config.json records
+// torch_dtype accordingly.
+func (m *Model) SaveAs(dir string, dtype safetensors.DType) ([]Artifact, error) {
+	conv, torch := safetensors.F32, "float32"
+	switch dtype {
+	case safetensors.DTypeF32:
+	case safetensors.DTypeBF16:
+		conv, torch = safetensors.BF16, "bfloat16"
+	case safetensors.DTypeF16:
+		conv, torch = safetensors.F16, "float16"
+	default:
+		return nil, fmt.Errorf("%w: cannot save as dtype %q (F32, BF16 or F16)", ErrConfig, dtype)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	var ts []safetensors.Tensor
 	for _, t := range m.Config.tensors() {
-		ts = append(ts, safetensors.F32(t.name, t.shape, m.Params[t.offset:t.offset+t.size()]))
+		ts = append(ts, conv(t.name, t.shape, m.Params[t.offset:t.offset+t.size()]))
 	}
 	wpath, cpath := filepath.Join(dir, WeightsFile), filepath.Join(dir, ConfigFile)
 	if err := safetensors.WriteFile(wpath, ts, map[string]string{"format": "pt"}); err != nil {
@@ -93,7 +108,7 @@ func (m *Model) Save(dir string) ([]Artifact, error) {
 	if len(cfg.Architectures) == 0 {
 		cfg.Architectures = []string{"LlamaForCausalLM"}
 	}
-	cfg.ModelType, cfg.HiddenAct, cfg.TorchDtype = "llama", "silu", "float32"
+	cfg.ModelType, cfg.HiddenAct, cfg.TorchDtype = "llama", "silu", torch
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)

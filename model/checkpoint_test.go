@@ -263,3 +263,32 @@ func TestPEFTRoundTripAndLayout(t *testing.T) {
 	}
 	bad("not json", func(d string) { os.WriteFile(filepath.Join(d, AdapterConfigFile), []byte("[]"), 0o644) })
 }
+
+func TestCheckpointBF16(t *testing.T) {
+	m, _ := NewRandom(tinyConfig(), 4)
+	dir := t.TempDir()
+	arts, err := m.SaveAs(dir, safetensors.DTypeBF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f32 := t.TempDir()
+	arts32, _ := m.Save(f32)
+	if arts[0].Size*2 > arts32[0].Size+4096 {
+		t.Errorf("bf16 file %d bytes, f32 %d", arts[0].Size, arts32[0].Size)
+	}
+	got, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Config.TorchDtype != "bfloat16" {
+		t.Errorf("torch_dtype %q", got.Config.TorchDtype)
+	}
+	for i, v := range m.Params {
+		if d := math.Abs(float64(got.Params[i] - v)); d > math.Abs(float64(v))/128 {
+			t.Fatalf("param %d: %v -> %v", i, v, got.Params[i])
+		}
+	}
+	if _, err := m.SaveAs(t.TempDir(), "I64"); err == nil {
+		t.Error("saved as I64")
+	}
+}
