@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"citizen/model/safetensors"
 )
 
 // ErrNonFinite is returned by Step when the loss or the gradient is NaN or infinite; the update
@@ -209,4 +211,44 @@ func (t *Trainer) Step(b *Batch) (StepStats, error) {
 		return st, fmt.Errorf("%w: loss %v, gradient norm %v (step %d skipped)", ErrNonFinite, st.Loss, st.GradNorm, st.Step)
 	}
 	return st, nil
+}
+
+// SaveState writes the optimizer state to path (safetensors): the flat AdamW moments "exp_avg"
+// and "exp_avg_sq" (same order as the trained parameters) and the step count in the metadata, so
+// training can resume with LoadState. The parameters themselves are saved with Model.Save or
+// Adapter.SavePEFT.
+func (t *Trainer) SaveState(path string) error {
+	meta := map[string]string{"step": fmt.Sprint(t.step), "params": fmt.Sprint(len(t.params))}
+	err := safetensors.WriteFile(path, []safetensors.Tensor{
+		safetensors.F32("exp_avg", []int{len(t.m1)}, t.m1),
+		safetensors.F32("exp_avg_sq", []int{len(t.m2)}, t.m2),
+	}, meta)
+	if err != nil {
+		return fmt.Errorf("model: save trainer state: %w", err)
+	}
+	return nil
+}
+
+// LoadState restores what SaveState wrote; the trainer must train the same parameters.
+func (t *Trainer) LoadState(path string) error {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return fmt.Errorf("model: load trainer state: %w", err)
+	}
+	defer f.Close()
+	var step int
+	if _, err := fmt.Sscan(f.Metadata["step"], &step); err != nil || step < 0 {
+		return fmt.Errorf("%w: trainer state %s: bad step %q", ErrCheckpoint, path, f.Metadata["step"])
+	}
+	m1, m2 := make([]float32, len(t.m1)), make([]float32, len(t.m2))
+	if err := readTensor(f, "exp_avg", []int{len(t.m1)}, m1); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := readTensor(f, "exp_avg_sq", []int{len(t.m2)}, m2); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	copy(t.m1, m1)
+	copy(t.m2, m2)
+	t.step = step
+	return nil
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"math"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -127,5 +128,51 @@ func TestNonFiniteStepSkipped(t *testing.T) {
 	// the trainer is still usable
 	if _, err := tr.Step(NextTokenBatch([][]int{{1, 2, 3, 4}}, nil, nil)); err != nil || tr.Steps() != 1 {
 		t.Fatalf("next step: %v", err)
+	}
+}
+
+// Saving and restoring the optimizer state resumes training exactly.
+func TestTrainerStateResume(t *testing.T) {
+	c := tinyConfig()
+	b := NextTokenBatch([][]int{{1, 2, 3, 4, 5}, {6, 7, 8}}, nil, nil)
+	tc := TrainConfig{LR: 1e-2, WarmupSteps: 2, TotalSteps: 10, WeightDecay: 0.1}
+	ref, _ := NewRandom(c, 5)
+	trRef, _ := NewTrainer(ref, nil, tc)
+	for i := 0; i < 6; i++ {
+		trRef.Step(b)
+	}
+
+	m, _ := NewRandom(c, 5)
+	tr, _ := NewTrainer(m, nil, tc)
+	for i := 0; i < 3; i++ {
+		tr.Step(b)
+	}
+	dir := t.TempDir()
+	if _, err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "optimizer.safetensors")
+	if err := tr.SaveState(state); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr2, _ := NewTrainer(m2, nil, tc)
+	if err := tr2.LoadState(state); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		tr2.Step(b)
+	}
+	if !bitsEqual(m2.Params, ref.Params) || tr2.Steps() != 6 {
+		t.Errorf("resumed training differs from uninterrupted training (steps %d)", tr2.Steps())
+	}
+	// state of another shape is refused
+	a, _ := NewAdapter("a", c, LoRAConfig{Rank: 2, Alpha: 2, TargetModules: []string{"q_proj"}}, 1)
+	trA, _ := NewTrainer(m2, a, tc)
+	if err := trA.LoadState(state); !errors.Is(err, ErrCheckpoint) {
+		t.Errorf("adapter trainer loaded a full-model state: %v", err)
 	}
 }
