@@ -57,3 +57,17 @@ func TestSampleTokenFrequencies(t *testing.T) {
 		t.Errorf("top logprobs %+v", top)
 	}
 }
+
+func TestExpfAccuracy(t *testing.T) {
+	worst := 0.0
+	for x := float32(-87); x < 88; x += 0.0007 {
+		want := math.Exp(float64(x))
+		worst = math.Max(worst, math.Abs(float64(expf(x))-want)/want)
+	}
+	if worst > 2e-7 {
+		t.Errorf("expf relative error %g > 2e-7", worst)
+	}
+	if expf(float32(math.Inf(-1))) != 0 || expf(-200) != 0 || !math.IsInf(float64(expf(100)), 1) {
+		t.Error("expf limits")
+	}
+}
