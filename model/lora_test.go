@@ -274,3 +274,62 @@ func TestLoRALearnsAndServes(t *testing.T) {
 		t.Errorf("base model already answers %v", answer)
 	}
 }
+
+// Requests with different adapters (different ranks and targets) and the base model share one
+// batch; each gets its solo result and its logprobs match a full forward pass with its adapter.
+func TestEngineMixedAdaptersInOneBatch(t *testing.T) {
+	m := engineTestModel(t)
+	a4 := randomAdapter(t, m.Config, "a4", 1, 0.2)
+	a8, err := NewAdapter("a8", m.Config, LoRAConfig{Rank: 8, Alpha: 8, TargetModules: []string{"v_proj", "up_proj"}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a8.Params {
+		a8.Params[i] += 0.05 * float32(i%7-3)
+	}
+	ads := map[string]*Adapter{"": nil, "a4": a4, "a8": a8}
+	var reqs []Request
+	for i, name := range []string{"a8", "", "a4", "a8", "a4", ""} {
+		reqs = append(reqs, Request{PromptIDs: []int{i + 1, 2 * i, 3}, MaxTokens: 20, Temperature: 1, Seed: uint64(i), Adapter: name})
+	}
+	run := func(maxBatch int, concurrent bool) [][]Token {
+		e := NewEngine(m, EngineConfig{MaxBatch: maxBatch})
+		defer e.Close()
+		e.RegisterAdapter("a4", a4)
+		e.RegisterAdapter("a8", a8)
+		out := make([][]Token, len(reqs))
+		var wg sync.WaitGroup
+		for i, r := range reqs {
+			wg.Add(1)
+			f := func() {
+				defer wg.Done()
+				res, err := e.Generate(context.Background(), r)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				out[i] = res.Tokens
+			}
+			if concurrent {
+				go f()
+			} else {
+				f()
+			}
+		}
+		wg.Wait()
+		return out
+	}
+	solo, batched := run(1, false), run(8, true)
+	for i, r := range reqs {
+		res := &Result{Tokens: batched[i]}
+		if !slices.Equal(res.IDs(), (&Result{Tokens: solo[i]}).IDs()) {
+			t.Errorf("request %d (%q): batched %v, solo %v", i, r.Adapter, res.IDs(), (&Result{Tokens: solo[i]}).IDs())
+		}
+		want := recomputeLogprobs(t, m, ads[r.Adapter], r.PromptIDs, res, 1)
+		for j, tok := range res.Tokens {
+			if math.Abs(float64(tok.Logprob-want[j])) > 1e-4 {
+				t.Errorf("request %d token %d: %v vs %v", i, j, tok.Logprob, want[j])
+			}
+		}
+	}
+}
