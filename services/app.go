@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
+	"citizen/distill"
 	"citizen/events"
 	"citizen/events/bus"
 	"citizen/events/eventlog"
@@ -19,10 +22,13 @@ import (
 	"citizen/memory/qdrant"
 	"citizen/model"
 	"citizen/model/chat"
+	"citizen/ops"
+	"citizen/ops/rollout"
 	"citizen/reflection"
 	"citizen/reflection/feedback"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/labstack/echo/v4"
 )
 
 // App is one citizen process: its configuration and the components its
@@ -44,11 +50,13 @@ type App struct {
 	Failures *memory.FailureLog
 	// Scoreboard is reflection's live aggregate per (type, version).
 	Scoreboard *reflection.Scoreboard
+	Distiller  *distill.Distiller
+	Rollout    *rollout.Controller
 }
 
 // The components, in the order they are documented. Each is a --target
 // value; its dependencies start with it.
-var componentList = []string{"store", "bus", "engine", "gateway", "reflection", "feedback", "memory"}
+var componentList = []string{"store", "bus", "engine", "gateway", "reflection", "feedback", "memory", "distiller", "rollout"}
 
 func knownComponent(name string) bool {
 	for _, c := range componentList {
@@ -70,11 +78,13 @@ func (a *App) Modules() []Module {
 	return []Module{
 		{Name: "store", Init: a.initStore},
 		{Name: "bus", Deps: []string{"store"}, Init: a.initBus},
-		{Name: "engine", Init: a.initEngine},
+		{Name: "engine", Deps: []string{"store"}, Init: a.initEngine},
 		{Name: "gateway", Deps: []string{"store", "engine"}, Init: a.initGateway},
 		{Name: "reflection", Deps: []string{"store", "bus", "memory"}, Init: a.initReflection},
 		{Name: "feedback", Deps: []string{"store", "bus"}, Init: a.initFeedback},
 		{Name: "memory", Deps: []string{"store", "bus"}, Init: a.initMemory},
+		{Name: "distiller", Deps: []string{"store", "engine", "memory"}, Init: a.initDistiller},
+		{Name: "rollout", Deps: []string{"store"}, Init: a.initRollout},
 	}
 }
 
@@ -139,8 +149,20 @@ func (a *App) initEngine(ctx context.Context) (Service, error) {
 	}
 	a.Embedded = embedded.New(cm, embedded.Config{DefaultTemperature: mc.Temperature})
 	a.Engine = a.Embedded
-	a.logger("engine").Info("embedded model loaded", "checkpoint", mc.Checkpoint, "parameters", cm.Engine.Model().Config.NumParams())
-	return closer{close: func() error { cm.Close(); return nil }}, nil
+	log := a.logger("engine")
+	log.Info("embedded model loaded", "checkpoint", mc.Checkpoint, "parameters", cm.Engine.Model().Config.NumParams())
+	// Serve every accepted version: load each adapter as weights.trained
+	// events arrive (from the start of the store).
+	return startStop{
+		run: func(ctx context.Context) error {
+			err := distill.SyncVersions(ctx, a.Store, a.Embedded, cm.Engine.Model().Config, log)
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		},
+		stop: func(context.Context) error { cm.Close(); return nil },
+	}, nil
 }
 
 func (a *App) initGateway(ctx context.Context) (Service, error) {
@@ -148,7 +170,12 @@ func (a *App) initGateway(ctx context.Context) (Service, error) {
 	if cfg.KeysFile == "" {
 		cfg.KeysFile = filepath.Join(a.Config.DataDir, "keys.json")
 	}
-	srv, err := gateway.New(cfg, gateway.Deps{Store: a.Store, Engine: a.Engine, Logger: a.logger("gateway"), Routes: a.opsRoutes})
+	oh, err := ops.New(ops.Deps{Store: a.Store, Rollout: a.Config.Rollout, Logger: a.logger("ops"), Auth: operatorWrites})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := gateway.New(cfg, gateway.Deps{Store: a.Store, Engine: a.Engine, Logger: a.logger("gateway"),
+		Routes: func(v1 *echo.Group) { a.opsRoutes(v1); oh.RegisterAPI(v1) }, Pages: func(e *echo.Echo) { oh.RegisterPages(e) }})
 	if err != nil {
 		return nil, err
 	}
@@ -293,4 +320,68 @@ func (m memoryTypes) InferType(ctx context.Context, rec *events.InteractionRecor
 		return "", g.Confidence, err
 	}
 	return g.Type, g.Confidence, nil
+}
+
+// operatorWrites lets any authenticated key read the rollout state,
+// versions and stream (the stream is tenant-scoped by opsRoutes'
+// conventions in ops), and only operator keys change a rollout.
+func operatorWrites(c echo.Context) error {
+	if c.Request().Method != http.MethodGet && !gateway.KeyOf(c).IsOperator() {
+		return echo.NewHTTPError(http.StatusForbidden, "changing a rollout needs an operator key")
+	}
+	return nil
+}
+
+// initDistiller runs training cycles over the graded interactions; it
+// needs the embedded model (the base it trains adapters for and the
+// teacher for self-distillation).
+func (a *App) initDistiller(ctx context.Context) (Service, error) {
+	if a.Embedded == nil {
+		// Nothing to train in this process: the engine is an upstream
+		// server (its adapters come from its own trainer) or the stub.
+		a.logger("distiller").Warn("distiller idle: it trains the embedded model, and model.engine is " + a.Config.Model.Engine)
+		return nil, nil
+	}
+	dc := a.Config.Distill
+	cfg := distill.Config{
+		DataDir: filepath.Join(a.Config.DataDir, "distill"), Base: a.Embedded.Chat().Engine.Model(), Chat: a.Embedded.Chat(),
+		Hyper: distill.Hyper{LR: dc.LR, MaxSteps: dc.MaxSteps}, MinNewGraded: dc.MinNewGraded, Interval: dc.Interval,
+		Exemplars: distill.MemoryExemplars(a.Memory, a.Embedder, 2, 0.5),
+	}
+	if dc.Rank > 0 {
+		cfg.LoRA = distill.DefaultLoRA()
+		cfg.LoRA.Rank, cfg.LoRA.Alpha = dc.Rank, float64(2*dc.Rank)
+	}
+	if dc.Command != "" {
+		cfg.Trainer = &distill.CommandTrainer{Command: strings.Fields(dc.Command)}
+	}
+	d, err := distill.New(cfg, a.Store, a.logger("distiller"))
+	if err != nil {
+		return nil, err
+	}
+	a.Distiller = d
+	return ServiceFunc(func(ctx context.Context) error {
+		err := d.Run(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}), nil
+}
+
+// initRollout runs the rollout controller: canaries for accepted versions,
+// promoted or rolled back on evidence.
+func (a *App) initRollout(ctx context.Context) (Service, error) {
+	c, err := rollout.New(a.Config.Rollout, a.Store, a.logger("rollout"))
+	if err != nil {
+		return nil, err
+	}
+	a.Rollout = c
+	return ServiceFunc(func(ctx context.Context) error {
+		err := c.Run(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}), nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"citizen/gateway"
+	"citizen/ops/rollout"
 
 	"gopkg.in/yaml.v3"
 )
@@ -31,6 +32,8 @@ type Config struct {
 	Store   StoreConfig    `yaml:"store"`
 	Bus     BusConfig      `yaml:"bus"`
 	Gateway gateway.Config `yaml:"gateway"`
+	Distill DistillConfig  `yaml:"distill"`
+	Rollout rollout.Config `yaml:"rollout"`
 	Memory  MemoryConfig   `yaml:"memory"`
 	Model   ModelConfig    `yaml:"model"`
 
@@ -55,6 +58,16 @@ type BusConfig struct {
 	Backend      string   `yaml:"backend" help:"inprocess or kafka"`
 	KafkaBrokers []string `yaml:"kafka_brokers" help:"Kafka bootstrap brokers (backend kafka)"`
 	MaxAttempts  int      `yaml:"max_attempts" help:"handler attempts before a message goes to the poison topic"`
+}
+
+// DistillConfig configures the distiller's training cycles.
+type DistillConfig struct {
+	MinNewGraded int           `yaml:"min_new_graded" help:"new trainable graded interactions that start a cycle"`
+	Interval     time.Duration `yaml:"interval" help:"after this long any new graded interaction starts a cycle"`
+	MaxSteps     int           `yaml:"max_steps" help:"optimizer steps per cycle at most"`
+	LR           float64       `yaml:"lr" help:"peak learning rate of a cycle"`
+	Rank         int           `yaml:"rank" help:"LoRA rank of the adapters"`
+	Command      string        `yaml:"command" help:"external trainer command (receives the dataset dir and an output dir; empty: the embedded trainer)"`
 }
 
 // MemoryConfig configures the vector memory.
@@ -85,6 +98,8 @@ func DefaultConfig() Config {
 		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5},
 		Gateway:         gateway.DefaultConfig(),
 		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
+		Distill:         DistillConfig{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8},
+		Rollout:         rollout.DefaultConfig(),
 		Model:           ModelConfig{Engine: "embedded", Checkpoint: "model/base"},
 		ShutdownTimeout: 30 * time.Second,
 	}
@@ -127,6 +142,9 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("log.level %q: want debug, info, warn or error", c.Log.Level))
+	}
+	if err := c.Rollout.WithDefaults().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("rollout: %w", err))
 	}
 	if err := c.Gateway.Validate(); err != nil {
 		errs = append(errs, err)
@@ -220,6 +238,19 @@ func (f field) set(s string) error {
 			return fmt.Errorf("%s: %q is not a boolean", f.path, s)
 		}
 		f.v.SetBool(b)
+	case []float64:
+		var xs []float64
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			x, err := strconv.ParseFloat(p, 64)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a number", f.path, p)
+			}
+			xs = append(xs, x)
+		}
+		f.v.Set(reflect.ValueOf(xs))
 	case []string:
 		var parts []string
 		for _, p := range strings.Split(s, ",") {
@@ -296,6 +327,12 @@ func formatValue(v reflect.Value) string {
 	switch x := v.Interface().(type) {
 	case []string:
 		return strings.Join(x, ",")
+	case []float64:
+		parts := make([]string, len(x))
+		for i, f := range x {
+			parts[i] = strconv.FormatFloat(f, 'g', -1, 64)
+		}
+		return strings.Join(parts, ",")
 	case string:
 		if x == "" {
 			return `""`

@@ -16,7 +16,8 @@ import (
 // and answers 503 when it is not running here (a split deployment).
 // Tenancy: operator keys (tenant "operator", or the development key) see
 // everything; any other key sees only its own tenant's data, and the
-// cross-tenant scoreboard is for operators only.
+// cross-tenant scoreboard is for operators only. The rollout state, the
+// versions, the live stream and the dashboard come from package ops.
 func (a *App) opsRoutes(v1 *echo.Group) {
 	unavailable := func(c echo.Context, what string) error {
 		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": map[string]any{
@@ -47,19 +48,6 @@ func (a *App) opsRoutes(v1 *echo.Group) {
 			}
 			return k.Tenant
 		}).ServeHTTP(c.Response(), c.Request())
-		return nil
-	})
-	v1.GET("/ops/stream", func(c echo.Context) error {
-		if a.Store == nil {
-			return unavailable(c, "store")
-		}
-		r := c.Request()
-		if k := gateway.KeyOf(c); !k.IsOperator() {
-			q := r.URL.Query()
-			q.Set("tenant", k.Tenant)
-			r.URL.RawQuery = q.Encode()
-		}
-		reflection.StreamHandler(a.Store, a.logger("ops")).ServeHTTP(c.Response(), r)
 		return nil
 	})
 }

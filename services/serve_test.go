@@ -127,11 +127,18 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		if resp.Header.Get("Content-Type") == "text/event-stream" {
-			// read the first event, then hang up
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			// read until the first event, then hang up
+			var got []byte
 			buf := make([]byte, 4096)
-			n, _ := io.ReadAtLeast(resp.Body, buf, 64)
-			return resp.StatusCode, string(buf[:n])
+			for !strings.Contains(string(got), "\ndata:") {
+				n, err := resp.Body.Read(buf)
+				got = append(got, buf[:n]...)
+				if err != nil {
+					break
+				}
+			}
+			return resp.StatusCode, string(got)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
@@ -152,7 +159,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if code, body := get("/v1/ops/failure-modes"); code != 200 || !strings.Contains(body, `"object":"list"`) {
 		t.Fatalf("failure modes: %d %s", code, body)
 	}
-	if code, body := get("/v1/ops/stream?types=interaction.evaluated"); code != 200 || !strings.Contains(body, "interaction.evaluated") {
+	if code, body := get("/v1/ops/stream?types=interaction.evaluated&after=0"); code != 200 || !strings.Contains(body, "interaction.evaluated") {
 		t.Fatalf("stream: %d %s", code, body)
 	}
 	cancel()
