@@ -544,7 +544,15 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	if err != nil {
 		return &cycleFailure{"evaluation", err}
 	}
-	klSet := append(append([]Example(nil), evalSet...), cfg.Regression...)
+	// KL is measured where nothing was meant to change: the good answers
+	// (not the corrected ones) and the regression suite.
+	var klSet []Example
+	for _, ex := range evalSet {
+		if len(ex.TargetTokens) == 0 {
+			klSet = append(klSet, ex)
+		}
+	}
+	klSet = append(klSet, cfg.Regression...)
 	kl, err := MeanKL(ctx, cfg.Base, cand, pad, klSet, cfg.Pipeline.GoodReward)
 	if err != nil {
 		return &cycleFailure{"evaluation", err}

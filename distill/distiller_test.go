@@ -27,7 +27,6 @@ func newDistiller(t *testing.T, w *world, mut func(*Config)) *Distiller {
 	cfg := Config{DataDir: t.TempDir(), Base: base, Chat: cm, TeacherMaxTokens: 16,
 		CorrectionTemplate: "The refund window is {correction}.",
 		Hyper:              Hyper{Steps: 40, BatchSeqs: 8, Seed: 1},
-		Gate:               GateConfig{MaxRegression: 0.05, KLBudget: 2},
 		MinNewGraded:       8}
 	if mut != nil {
 		mut(&cfg)
@@ -70,14 +69,14 @@ func stored(t *testing.T, s events.Store, v string) events.WeightsTrained {
 func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
-	newWorldData(w, tok, base, 96, 0)
+	newWorldData(w, tok, base, 192, 0)
 	// One interaction longer than the model's context: left out, not fatal.
 	long := w.record(chatRec{typ: "policy", user: "long", answer: "x", prompt: make([]int, 200), completion: []int{5, 6}})
 	w.evaluate(long, "policy", 1, 1, true)
-	d := newDistiller(t, w, nil)
+	d := newDistiller(t, w, func(c *Config) { c.Pipeline.HoldOutFraction = 0.3 })
 	catchUp(t, d, w.store)
 	if !d.Due() {
-		t.Fatal("96 new graded interactions and no cycle due")
+		t.Fatal("192 new graded interactions and no cycle due")
 	}
 	wt, err := d.RunCycle(context.Background())
 	if err != nil {
@@ -123,8 +122,8 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 func TestGateRejectsInvertedRewards(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
-	newWorldData(w, tok, base, 96, 0)
-	d := newDistiller(t, w, func(c *Config) { c.Pipeline.InvertRewards = true })
+	newWorldData(w, tok, base, 192, 0)
+	d := newDistiller(t, w, func(c *Config) { c.Pipeline.InvertRewards = true; c.Pipeline.HoldOutFraction = 0.3 })
 	catchUp(t, d, w.store)
 	wt, err := d.RunCycle(context.Background())
 	if err != nil {
@@ -137,8 +136,10 @@ func TestGateRejectsInvertedRewards(t *testing.T) {
 	// The rollback test's hook: the same bad candidate, forced past the
 	// gate, with the gate's verdict kept in the lineage.
 	w2 := newWorld(t)
-	newWorldData(w2, tok, base, 96, 0)
-	forced := newDistiller(t, w2, func(c *Config) { c.Pipeline.InvertRewards = true; c.Gate.ForceAccept = true })
+	newWorldData(w2, tok, base, 192, 0)
+	forced := newDistiller(t, w2, func(c *Config) {
+		c.Pipeline.InvertRewards, c.Pipeline.HoldOutFraction, c.Gate.ForceAccept = true, 0.3, true
+	})
 	catchUp(t, forced, w2.store)
 	fw, err := forced.RunCycle(context.Background())
 	if err != nil {

@@ -59,13 +59,13 @@ func tinyBase(t testing.TB) (*tokenizer.Tokenizer, *model.Model) {
 			fixture.err = err
 			return
 		}
-		tr, err := model.NewTrainer(m, nil, model.TrainConfig{LR: 3e-3, WarmupSteps: 10, TotalSteps: 150, GradClip: 1})
+		tr, err := model.NewTrainer(m, nil, model.TrainConfig{LR: 3e-3, WarmupSteps: 10, TotalSteps: 300, GradClip: 1})
 		if err != nil {
 			fixture.err = err
 			return
 		}
 		r := rand.New(rand.NewPCG(1, 2))
-		for s := 0; s < 150; s++ {
+		for s := 0; s < 300; s++ {
 			var seqs [][]int
 			var masks [][]bool
 			for k := 0; k < 16; k++ {

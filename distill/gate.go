@@ -165,7 +165,9 @@ type GateConfig struct {
 	// log-likelihood evaluator that is nats per token).
 	MaxRegression float64
 	// KLBudget: the candidate is rejected when its mean per-token KL to
-	// the parent exceeds this (default 0.5 nats).
+	// the parent exceeds this (default 0.5 nats). The Distiller measures it
+	// on the hold-out's good answers and the regression suite, not on the
+	// corrected answers (which are meant to change).
 	KLBudget float64
 	// ForceAccept accepts every candidate that trained, recording what the
 	// gate would have said in the reason ("forced; gate: ..."). A test

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"os"
 	"path/filepath"
@@ -194,10 +193,11 @@ type ManifestEntry struct {
 // heldOut reports whether an interaction belongs to the hold-out slice.
 func heldOut(id string, frac float64) bool { return hashUnit(id) < frac }
 
+// hashUnit maps an id to [0, 1) uniformly (sha256: FNV's high bits are
+// poorly mixed for short ids that differ in their last characters).
 func hashUnit(id string) float64 {
-	h := fnv.New64a()
-	h.Write([]byte(id))
-	return float64(h.Sum64()>>11) / float64(1<<53)
+	sum := sha256.Sum256([]byte(id))
+	return float64(binary.BigEndian.Uint64(sum[:8])>>11) / float64(1<<53)
 }
 
 // BuildDataset selects, dedupes, balances and splits the buffer's

@@ -182,3 +182,17 @@ func TestManifestRoundTripAndPositions(t *testing.T) {
 		t.Fatalf("wrong event at position: %v", err)
 	}
 }
+
+func TestHoldOutFractionIsUniform(t *testing.T) {
+	for _, prefix := range []string{"b", "i", "interaction-"} {
+		n := 0
+		for i := 0; i < 2000; i++ {
+			if heldOut(fmt.Sprintf("%s%05d", prefix, i), 0.2) {
+				n++
+			}
+		}
+		if n < 340 || n > 460 { // 400 ± 3 sigma
+			t.Fatalf("ids %s*: %d of 2000 held out at fraction 0.2", prefix, n)
+		}
+	}
+}
