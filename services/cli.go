@@ -62,6 +62,10 @@ func Main(ctx context.Context, args []string, env Env) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	var ec exitCode
+	if errors.As(err, &ec) {
+		return int(ec) // the subcommand has said why
+	}
 	if err != nil {
 		var ue usageError
 		fmt.Fprintf(env.Stderr, "citizen %s: %v\n", cmd, err)

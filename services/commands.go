@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"citizen/gateway"
+	"citizen/ops"
 	"citizen/workplace"
 )
 
 func init() {
 	extraCommands["keys"] = extraCommand{summary: "create, list or revoke API keys (create|list|revoke)", run: cmdKeys}
 	extraCommands["workplace"] = extraCommand{summary: "drive a running citizen with simulated users (workplace run|corpus)", run: cmdWorkplace}
+	extraCommands["ops"] = extraCommand{summary: "operate a running citizen (ops rollout status|pause|resume|promote|abort, versions, stream)", run: cmdOps}
 }
 
 func cmdKeys(ctx context.Context, args []string, env Env) error {
@@ -93,3 +95,12 @@ func cmdWorkplace(ctx context.Context, args []string, env Env) error {
 type exitCode int
 
 func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func cmdOps(ctx context.Context, args []string, env Env) error {
+	ctx, stop := signalContext(ctx)
+	defer stop()
+	if rc := ops.Main(ctx, args, env.Stdout, env.Stderr, "", ""); rc != 0 {
+		return exitCode(rc)
+	}
+	return nil
+}
