@@ -186,17 +186,21 @@ func (t *Trainer) Update() StepStats {
 }
 
 // adamw updates p in place: m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g²;
-// p −= lr·(m̂/(√v̂+ε)) + wd·p, with g scaled by clip.
+// p −= lr·(m̂/(√v̂+ε)) + wd·p with m̂ = m/bc1, v̂ = v/bc2 and g scaled by clip. It is written as
+// p −= (lr/bc1)·m / (√v·(1/√bc2) + ε) + wd·p: one square root and one division per element.
 func adamw(p, g, m, v []float32, clip, lr, b1, b2, bc1, bc2, eps, wd float32) {
+	step := lr / bc1
+	rbc2 := float32(1 / math.Sqrt(float64(bc2)))
+	c1, c2 := 1-b1, 1-b2
+	keep := 1 - wd
 	parallelRows(len(p), 16, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+		p, g, m, v := p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi]
+		for i := range p {
 			gi := g[i] * clip
-			mi := b1*m[i] + (1-b1)*gi
-			vi := b2*v[i] + (1-b2)*gi*gi
+			mi := b1*m[i] + c1*gi
+			vi := b2*v[i] + c2*gi*gi
 			m[i], v[i] = mi, vi
-			mh := mi / bc1
-			vh := vi / bc2
-			p[i] -= lr*mh/(float32(math.Sqrt(float64(vh)))+eps) + wd*p[i]
+			p[i] = p[i]*keep - step*mi/(float32(math.Sqrt(float64(vi)))*rbc2+eps)
 		}
 	})
 }
