@@ -141,7 +141,7 @@ func BenchmarkCycle(b *testing.B) {
 		steps += int(wt.Hyper["steps"])
 		if i == 0 {
 			if ds, err := ReadDataset(filepath.Join(d.cfg.DataDir, "datasets", wt.Version)); err == nil {
-				b.Logf("dataset kinds %v stats %+v", ds.Manifest.KindCounts, ds.Manifest.Stats)
+				b.Logf("dataset kinds %v self-distillation %v stats %+v", ds.Manifest.KindCounts, ds.Manifest.SelfDistill, ds.Manifest.Stats)
 			}
 			b.Logf("cycle %s: accepted=%v reason=%q examples=%v steps=%v kl=%.4f", wt.Version, wt.Accepted, wt.Reason, wt.ExamplesPerType, wt.Hyper["steps"], wt.KLToParent)
 		}

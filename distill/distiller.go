@@ -677,6 +677,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		revised = append(revised, r)
 	}
 	ds.Train = append(ds.Train, revised...)
+	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "correction_fallback": fallback, "dropped": dropped}
 	log.Info("self-distillation", "revised", kept, "correction_fallback", fallback, "dropped", dropped)
 	return nil
 }

@@ -179,8 +179,11 @@ type Manifest struct {
 	HoldOutPerType  map[string]int     `json:"holdout_per_type"`
 	Baselines       map[string]float64 `json:"baselines"`
 	Stats           PipelineStats      `json:"stats"`
-	Files           map[string]string  `json:"files,omitempty"` // name → sha256
-	Sources         []ManifestEntry    `json:"sources"`
+	// SelfDistill counts the teacher's revisions kept, the corrections
+	// learnt through the fallback, and the examples dropped.
+	SelfDistill map[string]int    `json:"self_distill,omitempty"`
+	Files       map[string]string `json:"files,omitempty"` // name → sha256
+	Sources     []ManifestEntry   `json:"sources"`
 }
 
 // ManifestEntry is one example's provenance.
