@@ -92,6 +92,7 @@ func Run(t *testing.T, newStore func(t *testing.T) events.Store, f Features) {
 		{"SubscribeCatchUpLive", testSubscribeCatchUpLive},
 		{"SubscribeFromPositionFiltered", testSubscribeFromPositionFiltered},
 		{"SubscribeUnderLoad", testSubscribeUnderLoad},
+		{"SubscribeFromFuture", testSubscribeFromFuture},
 		{"SubscribeStops", testSubscribeStops},
 		{"Checkpoints", testCheckpoints},
 		{"Close", testClose},
@@ -1103,5 +1104,31 @@ func testCloseUnderLoad(t *testing.T, s *suite) {
 		if pos, ok := have[a.ID.String()]; !ok || pos != a.Position {
 			t.Fatalf("acknowledged %s at %d missing after Close and reopen (found at %d, %v)", a.ID, a.Position, pos, ok)
 		}
+	}
+}
+
+// testSubscribeFromFuture subscribes after a position not reached yet: it
+// waits, then delivers only what comes after that position.
+func testSubscribeFromFuture(t *testing.T, s *suite) {
+	if !s.f.Gapless {
+		t.Skip("needs predictable positions")
+	}
+	ctx, st := s.ctx(t), s.newStore(t)
+	p := prefix(t)
+	mustAppend(t, ctx, st, p+"a", events.Any, Feedback(t, "0"))
+	last := lastPosition(t, ctx, st)
+	c := newCollector()
+	cancel, done := subscribe(st, last+2, events.Filter{}, c.handle)
+	evs := feedbacks(t, 4, "future")
+	for _, ev := range evs {
+		mustAppend(t, ctx, st, p+"a", events.Any, ev)
+	}
+	got := c.waitFor(t, ctx, 2)
+	cancel()
+	waitErr(t, ctx, done)
+	got = c.snapshot()
+	sameIDs(t, got, evs[2:])
+	if got[0].Position != last+3 {
+		t.Fatalf("first delivered position %d, want %d", got[0].Position, last+3)
 	}
 }

@@ -208,7 +208,7 @@ func (s *Store) Subscribe(ctx context.Context, after uint64, f events.Filter, h 
 			pos = p
 		}
 		notify := s.notify
-		caughtUp := pos == uint64(len(s.log))
+		caughtUp := pos >= uint64(len(s.log))
 		s.mu.RUnlock()
 		for _, ev := range batch {
 			if err := ctx.Err(); err != nil {
