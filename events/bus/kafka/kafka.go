@@ -280,14 +280,15 @@ func NewSubscriber(cfg SubscriberConfig, logger *slog.Logger) (*Subscriber, erro
 		topics: &topics{brokers: cfg.Brokers, cfg: cfg.Topic, known: map[string]bool{}}}, nil
 }
 
-// SubscribeInitialize creates topic if it is missing.
+// SubscribeInitialize creates topic if it is missing (Subscribe does too).
 func (s *Subscriber) SubscribeInitialize(topic string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return s.topics.ensure(ctx, topic)
 }
 
-// Subscribe joins the group on topic. The channel closes when ctx is
+// Subscribe creates topic if it is missing (see TopicConfig) and joins the
+// group on it. The channel closes when ctx is
 // cancelled or the subscriber is closed; an unacked message is then
 // redelivered (to this group) later.
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
@@ -295,6 +296,14 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
+	}
+	// a group member that joins before its topic exists gets no partitions
+	// and would not notice the topic appear: create it first
+	ictx, icancel := context.WithTimeout(ctx, 30*time.Second)
+	err := s.topics.ensure(ictx, topic)
+	icancel()
+	if err != nil {
+		return nil, err
 	}
 	ctx, stop := context.WithCancel(ctx)
 	s.stops = append(s.stops, stop)
@@ -311,9 +320,11 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 			SessionTimeout:    s.cfg.SessionTimeout,
 			RebalanceTimeout:  s.cfg.RebalanceTimeout,
 			HeartbeatInterval: s.cfg.HeartbeatInterval,
-			MaxBytes:          s.cfg.Topic.MaxMessageBytes * 2,
-			Logger:            logf(s.logger, slog.LevelDebug),
-			ErrorLogger:       logf(s.logger, slog.LevelWarn),
+			// notice partitions added later (or a topic created by someone else)
+			WatchPartitionChanges: true,
+			MaxBytes:              s.cfg.Topic.MaxMessageBytes * 2,
+			Logger:                logf(s.logger, slog.LevelDebug),
+			ErrorLogger:           logf(s.logger, slog.LevelWarn),
 		})
 		members.Add(1)
 		go func() {

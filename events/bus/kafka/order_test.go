@@ -8,6 +8,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	kafkago "github.com/segmentio/kafka-go"
 
 	"citizen/events"
 	"citizen/events/bus"
@@ -121,7 +122,7 @@ func streamOrder(t *testing.T, brokers []string) {
 	}
 }
 
-func feedbackEvent(t *testing.T, stream, i int, pos uint64) events.Event {
+func feedbackEvent(t testing.TB, stream, i int, pos uint64) events.Event {
 	t.Helper()
 	ev, err := events.Encode(&events.FeedbackReceived{InteractionID: fmt.Sprint(stream),
 		FeedbackID: fmt.Sprintf("f%d-%d", stream, i), Source: "harness"},
@@ -133,11 +134,63 @@ func feedbackEvent(t *testing.T, stream, i int, pos uint64) events.Event {
 	return ev
 }
 
-func mustMessage(t *testing.T, ev events.Event) *message.Message {
+func mustMessage(t testing.TB, ev events.Event) *message.Message {
 	t.Helper()
 	m, err := bus.ToMessage(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// A subscriber that joins before anything was published to its topic
+// still gets the topic's messages (Subscribe creates the topic, so the
+// group's assignment has its partitions).
+func TestSubscribeBeforeTopicExists(t *testing.T) {
+	brokers := kfakeBrokers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topic := "fresh-" + watermill.NewShortUUID()
+	sub, err := kafka.NewSubscriber(kafka.SubscriberConfig{Brokers: brokers, Group: "g", Consumers: 2,
+		HeartbeatInterval: 500 * time.Millisecond, MaxWait: 100 * time.Millisecond, Topic: kafka.TopicConfig{Partitions: 2}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ch, err := sub.Subscribe(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// wait until both members have joined (the broker's view; there is no
+	// event to wait on), then publish
+	client := &kafkago.Client{Addr: kafkago.TCP(brokers...)}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for stable := false; !stable; {
+		resp, err := client.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{"g"}})
+		stable = err == nil && len(resp.Groups) == 1 && resp.Groups[0].GroupState == "Stable" && len(resp.Groups[0].Members) == 2
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("the group never became stable with 2 members: %+v %v", resp, err)
+		}
+	}
+	pub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: brokers}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	ev := feedbackEvent(t, 1, 1, 1)
+	if err := pub.Publish(topic, mustMessage(t, ev)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-ch:
+		if m.UUID != ev.ID.String() {
+			t.Fatalf("got %s", m.UUID)
+		}
+		m.Ack()
+	case <-ctx.Done():
+		t.Fatal("the message never arrived")
+	}
 }
