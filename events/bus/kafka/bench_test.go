@@ -126,4 +126,3 @@ func BenchmarkRelayKafkaHandler(b *testing.B) {
 	cancel()
 	wg.Wait()
 }
-
