@@ -62,6 +62,12 @@
 //
 // # Limits
 //
+// Damage inside the last segment cannot be told apart from a torn tail:
+// Open truncates from the first bad record on and logs a warning with the
+// number of bytes cut (Stats.TruncatedBytes), so bit rot there loses the
+// events after it; elsewhere it fails Open with events.ErrCorrupt. Reads
+// verify every record's checksum and report events.ErrCorrupt.
+//
 // Memory grows with the log: about 20 bytes per event for the position
 // index plus the id map (about 50 bytes per event) and per-stream position
 // lists. There is no compaction, no index snapshot (Open rescans), and one

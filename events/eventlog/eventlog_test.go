@@ -173,3 +173,36 @@ func TestIncompleteSegment(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestReadDetectsCorruption: a record damaged while the store is open is
+// reported by reads as ErrCorrupt, not returned.
+func TestReadDetectsCorruption(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openT(t, dir, 0)
+	r, err := s.Append(ctx, "a", events.Any, eventstest.Feedback(t, "1"), eventstest.Feedback(t, "2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.RLock()
+	e := s.entry(r.LastPosition)
+	path := s.segs[e.seg].path
+	s.mu.RUnlock()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{'#'}, int64(e.off+e.size-3)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := s.ReadAll(ctx, 0, events.Filter{}, 0); !errors.Is(err, events.ErrCorrupt) {
+		t.Fatalf("ReadAll: %v, want ErrCorrupt", err)
+	}
+	if _, err := s.ReadStream(ctx, "a", 1, events.Forward, 1); !errors.Is(err, events.ErrCorrupt) {
+		t.Fatalf("ReadStream: %v, want ErrCorrupt", err)
+	}
+	if evs, err := s.ReadStream(ctx, "a", 0, events.Forward, 1); err != nil || len(evs) != 1 {
+		t.Fatalf("undamaged record: %d events, %v", len(evs), err)
+	}
+}
