@@ -160,7 +160,8 @@ type Store interface {
 	// and returns the positions and revision of the stored copies (the
 	// same result as the first Append). Arguments are checked with
 	// AppendCheck (types against a Registry, events.Types by default).
-	// An ID already stored in another stream is ErrMalformed.
+	// An ID already stored in another stream is ErrMalformed where the
+	// backend can see it (EventStoreDB's only searches the stream).
 	// Errors: ErrEmptyBatch, ErrTooLarge, ErrInvalidStream, ErrMalformed,
 	// ErrUnknownType, ErrUnknownSchema, *WrongRevisionError, ErrClosed.
 	// On error nothing is written. If ctx ends while Append waits for
