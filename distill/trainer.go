@@ -20,8 +20,8 @@ import (
 type Hyper struct {
 	LR          float64 // peak learning rate (default 1e-3)
 	Steps       int     // optimizer steps; 0: Epochs over the data, clamped to [MinSteps, MaxSteps]
-	Epochs      float64 // default 2
-	MinSteps    int     // default 8
+	Epochs      float64 // default 4
+	MinSteps    int     // default 50
 	MaxSteps    int     // default 200
 	BatchSeqs   int     // sequences per step (default 8)
 	WarmupSteps int     // default 4
@@ -34,10 +34,10 @@ func (h *Hyper) defaults() {
 		h.LR = 1e-3
 	}
 	if h.Epochs == 0 {
-		h.Epochs = 2
+		h.Epochs = 4
 	}
 	if h.MinSteps == 0 {
-		h.MinSteps = 8
+		h.MinSteps = 50
 	}
 	if h.MaxSteps == 0 {
 		h.MaxSteps = 200
