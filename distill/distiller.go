@@ -285,6 +285,11 @@ func (d *Distiller) Run(ctx context.Context) error {
 			if _, err := d.RunCycle(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("cycle could not be recorded", "err", err)
 			}
+			if ctx.Err() != nil {
+				// A cycle cut short by shutdown stays due: stop here rather
+				// than start it again.
+				return nil
+			}
 			continue
 		}
 		select {

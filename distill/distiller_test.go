@@ -360,3 +360,30 @@ func TestDueByCountOrInterval(t *testing.T) {
 		t.Fatalf("status new graded %d", st.NewGraded)
 	}
 }
+
+// TestRunStopsWhenShutdownCutsACycle: Run must return once its context is
+// cancelled during a cycle, not start the still-due cycle again.
+// (Regression: Run spun restarting the abandoned cycle until killed.)
+func TestRunStopsWhenShutdownCutsACycle(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	newWorldData(w, tok, base, 40, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var started int
+	d := newDistiller(t, w, func(c *Config) {
+		c.MinNewGraded = 10
+		c.Trainer = TrainerFunc(func(tctx context.Context, job *TrainJob) (TrainResult, error) {
+			started++
+			cancel() // shutdown arrives mid-training
+			<-tctx.Done()
+			return TrainResult{}, tctx.Err()
+		})
+	})
+	if err := d.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if started != 1 {
+		t.Fatalf("training started %d times after shutdown", started)
+	}
+}
