@@ -111,6 +111,7 @@ type group struct {
 	inflight  map[uint64]entry    // handed out, not yet settled
 	redeliver []pending           // nacked, by offset
 	busy      map[string]struct{} // keys with a message in flight or waiting for redelivery
+	skipped   uint64              // messages dropped before this group took them
 	wake      chan struct{}       // closed and replaced on every change
 }
 
@@ -232,12 +233,17 @@ func (b *InProcess) publish(name string, msgs []*message.Message) error {
 // dropLocked drops the n oldest messages of t; groups that had not
 // consumed them skip them.
 func (b *InProcess) dropLocked(t *topic, n int) {
+	clear(t.log[:n])
 	t.log = t.log[n:]
 	t.base += uint64(n)
 	for _, g := range t.groups {
 		if g.next < t.base {
-			b.logger.Warn("bus: backlog full, group skips messages", "topic", t.name, "group", g.name,
-				"skipped", t.base-g.next)
+			k := t.base - g.next
+			if g.skipped == 0 || g.skipped/10000 != (g.skipped+k)/10000 { // first, then every 10,000
+				b.logger.Warn("bus: backlog full, a group without live subscribers skips messages",
+					"topic", t.name, "group", g.name, "skipped_total", g.skipped+k)
+			}
+			g.skipped += k
 			g.next = t.base
 		}
 	}
