@@ -44,6 +44,8 @@
 //
 // # A worker
 //
+// (ExampleAddEventHandler is the runnable version.)
+//
 //	b := bus.NewInProcess(bus.InProcessConfig{}, logger)
 //	relay, err := bus.NewRelay(store, b.Publisher(), bus.RelayConfig{}, logger)
 //	if err != nil { ... }
