@@ -62,11 +62,14 @@
 //
 // # Limits
 //
-// Damage inside the last segment cannot be told apart from a torn tail:
-// Open truncates from the first bad record on and logs a warning with the
-// number of bytes cut (Stats.TruncatedBytes), so bit rot there loses the
-// events after it; elsewhere it fails Open with events.ErrCorrupt. Reads
-// verify every record's checksum and report events.ErrCorrupt.
+// The writer never has more than 128 MiB written but not yet synced (it
+// waits for the syncer), so a torn tail is never longer. Open therefore
+// treats a bad record followed by more than that as damage to synced data
+// (events.ErrCorrupt), as it does anywhere but in the last segment. Damage
+// within the last 128 MiB of the log cannot be told apart from a torn
+// tail: Open truncates from the bad record on and logs a warning with the
+// bytes cut (Stats.TruncatedBytes). Reads verify every record's checksum
+// and report events.ErrCorrupt.
 //
 // Memory grows with the log: about 20 bytes per event for the position
 // index plus the id map (about 50 bytes per event) and per-stream position

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -204,5 +206,37 @@ func TestReadDetectsCorruption(t *testing.T) {
 	}
 	if evs, err := s.ReadStream(ctx, "a", 0, events.Forward, 1); err != nil || len(evs) != 1 {
 		t.Fatalf("undamaged record: %d events, %v", len(evs), err)
+	}
+}
+
+// TestCorruptLastSegment: damage to a record in the last segment followed
+// by more bytes than can ever be unsynced is not taken for a torn tail.
+func TestCorruptLastSegment(t *testing.T) {
+	old := maxUnsynced
+	maxUnsynced = 4096
+	defer func() { maxUnsynced = old }()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openT(t, dir, 0)
+	for i := range 40 {
+		if _, err := s.Append(ctx, "a", events.Any, eventstest.Feedback(t, strings.Repeat("x", 200)+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	seg := segFiles(t, dir)[0]
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 3*4096 {
+		t.Fatalf("segment only %d bytes", len(b))
+	}
+	b[segHeaderSize+frameHeader+60] ^= 0x40
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Config{Dir: dir, Logger: quiet}); !errors.Is(err, events.ErrCorrupt) {
+		t.Fatalf("Open: %v, want ErrCorrupt", err)
 	}
 }

@@ -82,7 +82,14 @@ type syncJob struct {
 	last    uint64 // last position written by the job
 	reqs    []*request
 	nEvents int
+	bytes   int64 // written by the job, not yet synced
 }
+
+// maxUnsynced bounds the bytes written but not yet synced. The writer
+// waits before exceeding it, so after a crash a torn tail is never longer;
+// Open uses that to tell a torn tail from damage to synced data. A
+// variable for tests.
+var maxUnsynced int64 = 128 << 20
 
 // Store is the embedded durable events.Store: append-only segment files of
 // checksummed records, a single writer goroutine that commits groups of
@@ -107,7 +114,11 @@ type Store struct {
 	next       uint64 // next position the writer assigns
 
 	durable atomic.Uint64 // last position that is synced and visible
-	broken  atomic.Pointer[error]
+	// unsynced counts bytes written and not yet synced; synced is
+	// signalled (without blocking) after every fdatasync.
+	unsynced atomic.Int64
+	synced   chan struct{}
+	broken   atomic.Pointer[error]
 
 	notifyMu sync.Mutex
 	notify   chan struct{}
@@ -169,7 +180,7 @@ func Open(cfg Config) (*Store, error) {
 	s := &Store{
 		dir: cfg.Dir, cfg: cfg, log: cfg.Logger.With("component", "eventlog"), lockF: lockF,
 		streams: map[string]uint32{}, types: map[string]uint32{}, ids: map[uuid.UUID]uint64{},
-		next: 1, notify: make(chan struct{}),
+		next: 1, notify: make(chan struct{}), synced: make(chan struct{}, 1),
 		reqs: make(chan *request, 1024), syncs: make(chan *syncJob, 64),
 		wdone: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -282,6 +293,12 @@ func (s *Store) recover() error {
 			if serr != nil {
 				f.Close()
 				return serr
+			}
+			if fi.Size()-end > maxUnsynced {
+				// More than could ever be unsynced follows the bad
+				// record: this is damage to synced data, not a torn tail.
+				f.Close()
+				return fmt.Errorf("eventlog: segment %s at offset %d (%d bytes before its end): %w", path, end, fi.Size()-end, corrupt(err))
 			}
 			cut := fi.Size() - good
 			s.log.Warn("truncating torn tail", "path", path, "offset", good, "bytes", cut, "reason", err)
@@ -440,6 +457,10 @@ func (s *Store) writer() {
 				break gather
 			}
 		}
+		// Back-pressure: a group adds at most maxGroupBytes plus one batch.
+		for s.unsynced.Load() > max(maxUnsynced-maxGroupBytes-events.MaxBatchSize, 0) && s.brokenErr() == nil {
+			<-s.synced
+		}
 		buf = s.commit(group, buf[:0])
 	}
 }
@@ -536,6 +557,8 @@ func (s *Store) commit(group []*request, buf []byte) []byte {
 		}
 		seg.size = start + int64(len(buf))
 		job.segs = append(job.segs, seg)
+		job.bytes = int64(len(buf))
+		s.unsynced.Add(job.bytes)
 	}
 	if ioErr != nil {
 		err := s.fail(ioErr)
@@ -729,9 +752,14 @@ func (s *Store) syncer(done chan<- struct{}) {
 		for _, j := range jobs {
 			nEvents += j.nEvents
 			nReqs += len(j.reqs)
+			s.unsynced.Add(-j.bytes)
 			for _, r := range j.reqs {
 				finish(r, err)
 			}
+		}
+		select {
+		case s.synced <- struct{}{}:
+		default:
 		}
 		if err == nil {
 			s.stats.events.Add(uint64(nEvents))
