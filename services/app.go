@@ -52,6 +52,10 @@ type App struct {
 	Scoreboard *reflection.Scoreboard
 	Distiller  *distill.Distiller
 	Rollout    *rollout.Controller
+
+	// benchBad is bench learn's test hook: candidates are trained on
+	// inverted rewards and forced past the offline gate.
+	benchBad bool
 }
 
 // The components, in the order they are documented. Each is a --target
@@ -351,6 +355,9 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 	if dc.Rank > 0 {
 		cfg.LoRA = distill.DefaultLoRA()
 		cfg.LoRA.Rank, cfg.LoRA.Alpha = dc.Rank, float64(2*dc.Rank)
+	}
+	if a.benchBad {
+		cfg.Pipeline.InvertRewards, cfg.Gate.ForceAccept = true, true
 	}
 	if dc.Command != "" {
 		cfg.Trainer = &distill.CommandTrainer{Command: strings.Fields(dc.Command)}
