@@ -1,23 +1,46 @@
 #!/usr/bin/env bash
-# Runs every test. Starts what the tests need (a Kafka broker for the Kafka
-# adapter when one can be started) and stops it afterwards.
+# Runs every test (the README's `make test`; CI's .ci/run). It installs and
+# starts what the tests need first: the OpenAI SDK for the gateway's API
+# tests (npm ci), headless Chromium for the dashboard test, and a
+# single-node Apache Kafka for the Kafka adapter's real-broker suite; and
+# stops the broker at the end. Under CI=true a missing piece fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cleanup=()
 trap 'for c in "${cleanup[@]}"; do eval "$c" || true; done' EXIT
+ci=${CI:-}
 
-if [ -z "${KAFKA_BROKERS:-}" ] && [ -x events/bus/kafka/testdata/start-kafka.sh ]; then
-  echo "== starting a local Apache Kafka (KRaft) for the Kafka adapter's conformance suite"
-  if out=$(events/bus/kafka/testdata/start-kafka.sh); then
-    export KAFKA_BROKERS="$out"
-    cleanup+=("events/bus/kafka/testdata/start-kafka.sh stop")
-  elif [ "${CI:-}" = "true" ]; then
-    echo "could not start Kafka and CI=true: failing" >&2
-    exit 1
-  fi
+need() { # need WHAT: fail under CI, warn otherwise
+	if [ "$ci" = "true" ]; then
+		echo "test.sh: $1 is required under CI=true" >&2
+		exit 1
+	fi
+	echo "test.sh: warning: $1 unavailable; the tests that need it will skip" >&2
+}
+
+echo "== OpenAI SDK (npm ci in gateway/sdktest)"
+if command -v npm >/dev/null; then
+	(cd gateway/sdktest && npm ci --no-audit --no-fund --loglevel=error) || need "npm ci"
+else
+	need "npm"
+fi
+
+echo "== headless Chromium"
+if ! command -v chromium >/dev/null; then
+	sh ops/testdata/install-chromium.sh >/dev/null || need "chromium"
+fi
+
+if [ -z "${KAFKA_BROKERS:-}" ]; then
+	echo "== Apache Kafka (KRaft, single node)"
+	if brokers=$(events/bus/kafka/testdata/start-kafka.sh); then
+		export KAFKA_BROKERS="$brokers"
+		cleanup+=("events/bus/kafka/testdata/start-kafka.sh stop")
+	else
+		need "a Kafka broker"
+	fi
 fi
 
 echo "== go test"
-go test -count=1 -timeout 20m ./...
-echo "== go test -race (concurrency-heavy packages)"
-go test -count=1 -race -timeout 15m ./events/... ./services/...
+go test -count=1 -timeout 25m ./...
+echo "== go test -race (the concurrent core)"
+go test -count=1 -race -timeout 20m ./events/... ./gateway/... ./services/... ./ops/...
