@@ -14,6 +14,7 @@ import (
 	"citizen/distill"
 	"citizen/events"
 	"citizen/events/bus"
+	"citizen/events/bus/kafka"
 	"citizen/events/eventlog"
 	"citizen/events/memstore"
 	"citizen/gateway"
@@ -39,7 +40,7 @@ type App struct {
 	Log    *slog.Logger
 
 	Store  events.Store
-	Bus    *bus.InProcess
+	Bus    Bus
 	Engine gateway.Engine
 	// Embedded is set when the engine is the embedded model.
 	Embedded *embedded.Engine
@@ -115,14 +116,68 @@ func OpenStore(cfg Config, log *slog.Logger) (events.Store, error) {
 	}
 }
 
-// initBus starts the in-process bus and the relay that feeds it from the
-// store (its checkpoint is "relay").
-func (a *App) initBus(ctx context.Context) (Service, error) {
-	if a.Config.Bus.Backend != "inprocess" {
-		return nil, fmt.Errorf("bus: backend %q is not wired into citizen serve yet", a.Config.Bus.Backend)
+// Bus is what the workers need of a bus backend: a publisher (the relay's
+// and the poison topic's) and subscribers per consumer group.
+type Bus interface {
+	Publisher() message.Publisher
+	Subscriber(group string) message.Subscriber
+	Close() error
+}
+
+type inprocessBus struct{ *bus.InProcess }
+
+func (b inprocessBus) Subscriber(group string) message.Subscriber {
+	return b.InProcess.Subscriber(bus.SubscriberConfig{Group: group})
+}
+
+// kafkaBus makes a subscriber per consumer group on the brokers.
+type kafkaBus struct {
+	pub     *kafka.Publisher
+	brokers []string
+	log     *slog.Logger
+	subs    []*kafka.Subscriber
+}
+
+func (b *kafkaBus) Publisher() message.Publisher { return b.pub }
+func (b *kafkaBus) Subscriber(group string) message.Subscriber {
+	s, err := kafka.NewSubscriber(kafka.SubscriberConfig{Brokers: b.brokers, Group: group}, b.log)
+	if err != nil {
+		return failingSubscriber{err}
 	}
+	b.subs = append(b.subs, s)
+	return s
+}
+func (b *kafkaBus) Close() error {
+	errs := []error{b.pub.Close()}
+	for _, s := range b.subs {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// failingSubscriber reports a subscriber that could not be built when the
+// router subscribes (the router then fails, stopping citizen cleanly).
+type failingSubscriber struct{ err error }
+
+func (f failingSubscriber) Subscribe(context.Context, string) (<-chan *message.Message, error) {
+	return nil, f.err
+}
+func (f failingSubscriber) Close() error { return nil }
+
+// initBus starts the bus (in-process, or Kafka) and the relay that feeds
+// it from the store (its checkpoint is "relay").
+func (a *App) initBus(ctx context.Context) (Service, error) {
 	log := a.logger("bus")
-	a.Bus = bus.NewInProcess(bus.InProcessConfig{}, log)
+	switch a.Config.Bus.Backend {
+	case "kafka":
+		pub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: a.Config.Bus.KafkaBrokers}, log)
+		if err != nil {
+			return nil, err
+		}
+		a.Bus = &kafkaBus{pub: pub, brokers: a.Config.Bus.KafkaBrokers, log: log}
+	default:
+		a.Bus = inprocessBus{bus.NewInProcess(bus.InProcessConfig{}, log)}
+	}
 	relay, err := bus.NewRelay(a.Store, a.Bus.Publisher(), bus.RelayConfig{}, log)
 	if err != nil {
 		return nil, err
@@ -216,7 +271,7 @@ func (a *App) initFeedback(ctx context.Context) (Service, error) {
 	in := feedback.NewIngester(feedback.IngesterConfig{Reader: a.Store}, a.logger("feedback"))
 	return a.worker("feedback", bus.EventHandler{
 		Name: "feedback", Topics: []string{bus.Topic(events.TypeFeedbackReceived)},
-		Subscriber: a.Bus.Subscriber(bus.SubscriberConfig{Group: "feedback"}), Store: a.Store, Handle: in.Handle,
+		Subscriber: a.Bus.Subscriber("feedback"), Store: a.Store, Handle: in.Handle,
 	})
 }
 
@@ -247,7 +302,7 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 		return nil, fmt.Errorf("memory: rebuilding from the store: %w", err)
 	}
 	a.logger("memory").Info("memory rebuilt from the store", "interactions", n, "position", pos)
-	sub := a.Bus.Subscriber(bus.SubscriberConfig{Group: "memory"})
+	sub := a.Bus.Subscriber("memory")
 	svc, err := a.worker("memory", bus.EventHandler{
 		Name: "memory", Topics: []string{bus.Topic(events.TypeInteractionRecorded), bus.Topic(events.TypeInteractionEvaluated), bus.Topic(events.TypeFeedbackInterpreted)},
 		Subscriber: sub, Store: a.Store, Handle: idx.Handle,
@@ -286,7 +341,7 @@ func (a *App) initReflection(ctx context.Context) (Service, error) {
 	}
 	a.Scoreboard = sb
 	det := reflection.NewDetectors(reflection.DetectorConfig{})
-	group := func(g string) message.Subscriber { return a.Bus.Subscriber(bus.SubscriberConfig{Group: g}) }
+	group := a.Bus.Subscriber
 	return a.worker("reflection",
 		bus.EventHandler{Name: "evaluator", Topics: []string{bus.Topic(events.TypeInteractionRecorded), bus.Topic(events.TypeFeedbackReceived), bus.Topic(events.TypeFeedbackInterpreted)},
 			Subscriber: group("reflection"), Store: a.Store, Handle: ev.Handle},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -61,13 +62,27 @@ func post(t *testing.T, url, body string) (int, []byte) {
 // and `citizen events replay` then finds every event decodable with no
 // gaps.
 func TestServeEndToEnd(t *testing.T) {
+	t.Run("inprocess", func(t *testing.T) { serveEndToEnd(t) })
+	t.Run("kafka", func(t *testing.T) {
+		brokers := os.Getenv("KAFKA_BROKERS")
+		if brokers == "" {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("KAFKA_BROKERS is not set under CI=true (make test starts a broker)")
+			}
+			t.Skip("KAFKA_BROKERS not set: start one with events/bus/kafka/testdata/start-kafka.sh")
+		}
+		serveEndToEnd(t, "--bus.backend", "kafka", "--bus.kafka-brokers", brokers)
+	})
+}
+
+func serveEndToEnd(t *testing.T, extra ...string) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs := newSyncBuffer()
 	done := make(chan int, 1)
-	args := []string{"serve", "--data-dir", dir, "--model.engine", "stub", "--gateway.listen", addr}
+	args := append([]string{"serve", "--data-dir", dir, "--model.engine", "stub", "--gateway.listen", addr}, extra...)
 	go func() { done <- Main(ctx, args, Env{Stdout: io.Discard, Stderr: logs}) }()
 
 	base := "http://" + addr
