@@ -30,10 +30,11 @@
 //     k block, broadcasting A (read in place, any layout) against the panel.
 //     81-92% of the measured per-core fp32 peak on the model's large shapes.
 //   - MatMulNT with few rows (decode and small batches: m ≤ 4, or m ≤ 64 and
-//     8·m ≤ k with AVX-512): no packing; kernels compute 4 rows of A × 4
-//     rows of B inner products at a time, looping over column groups and
-//     storing straight into C. At m=1 this is a matrix-vector product bound
-//     by reading B.
+//     8·m ≤ k with AVX-512) or few columns (n ≤ 16, e.g. LoRA ranks), and
+//     MatMulNN with few columns (through a transposed copy of those columns
+//     of B): no packing; kernels compute 4 rows of A × 4 rows of B inner
+//     products at a time, looping over column groups and storing straight
+//     into C. At m=1 this is a matrix-vector product bound by reading B.
 //   - Columns or k lengths that do not fill a vector are handled exactly
 //     (vector dots, zero-padded panels, Go tails), never by reading past a
 //     slice.

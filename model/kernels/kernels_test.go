@@ -295,3 +295,22 @@ func TestMatMulNoAlloc(t *testing.T) {
 		}
 	}
 }
+
+// Few columns (LoRA ranks) take the inner-product paths, also for MatMulNN
+// through a transposed copy of B; inline and threaded.
+func TestMatMulSkinny(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(11, 12))
+		prev := Threads()
+		defer SetThreads(prev)
+		for _, th := range []int{1, 2} {
+			SetThreads(th)
+			for _, s := range [][3]int{{100, 300, 8}, {70, 513, 16}, {5, 256, 12}, {600, 300, 8}, {33, 40, 7}, {9, 31, 3}} {
+				for kind := range 3 {
+					checkOne(t, r, kind, s[0], s[1], s[2], false)
+					checkOne(t, r, kind, s[0], s[1], s[2], true)
+				}
+			}
+		}
+	})
+}
