@@ -91,6 +91,10 @@ func (r *Result) IDs() []int {
 type EngineConfig struct {
 	MaxBatch     int // sequences decoded together at most (default 16); more requests wait
 	PrefillChunk int // prompt tokens one sequence feeds per step at most (default 256)
+	// StepTokens caps the tokens fed in one step (default 1024): every active sequence feeds at
+	// least one, and prompts share what is left, so a burst of new prompts neither stalls the
+	// sequences that are decoding for long nor makes one huge step.
+	StepTokens int
 }
 
 // Engine runs continuous batching over one immutable base Model: concurrent Generate calls join
@@ -132,6 +136,9 @@ func NewEngine(m *Model, cfg EngineConfig) *Engine {
 	}
 	if cfg.PrefillChunk <= 0 {
 		cfg.PrefillChunk = 256
+	}
+	if cfg.StepTokens <= 0 {
+		cfg.StepTokens = 1024
 	}
 	if m.rope == nil {
 		m.rope = newRopeTable(m.Config)
@@ -410,15 +417,24 @@ func (e *Engine) step(seqs []*genSeq) {
 	// Rows of one adapter are contiguous so that each adapter is one product per projection.
 	sort.SliceStable(seqs, func(i, j int) bool { return adName(seqs[i].adapter) < adName(seqs[j].adapter) })
 
+	// Token budget: one token each, then prompt chunks in batch order while the budget lasts.
 	n := make([]int, len(seqs))
 	off := make([]int, len(seqs))
+	budget := e.cfg.StepTokens - len(seqs)
+	for i, s := range seqs {
+		n[i] = 1
+		if extra := min(len(s.pending), e.cfg.PrefillChunk) - 1; extra > 0 && budget > 0 {
+			extra = min(extra, budget)
+			n[i] += extra
+			budget -= extra
+		}
+	}
 	var tokens, pos []int
 	var sampleRows []int
 	var sampleSeqs []*genSeq
 	var groups []group
 	N := 0
 	for i, s := range seqs {
-		n[i] = min(len(s.pending), e.cfg.PrefillChunk)
 		off[i] = N
 		for r := 0; r < n[i]; r++ {
 			tokens = append(tokens, s.pending[r])

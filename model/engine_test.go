@@ -60,18 +60,20 @@ func genCases() []genCase {
 func TestEngineLogprobsMatchFullForward(t *testing.T) {
 	for _, blk := range []int{64, 4} {
 		for _, chunk := range []int{5, 256} {
-			t.Run(fmt.Sprintf("attBlock=%d/prefillChunk=%d", blk, chunk), func(t *testing.T) {
-				defer func(old int) { attBlock = old }(attBlock)
-				attBlock = blk
-				testEngineLogprobs(t, chunk)
-			})
+			for _, budget := range []int{7, 0} {
+				t.Run(fmt.Sprintf("attBlock=%d/prefillChunk=%d/stepTokens=%d", blk, chunk, budget), func(t *testing.T) {
+					defer func(old int) { attBlock = old }(attBlock)
+					attBlock = blk
+					testEngineLogprobs(t, EngineConfig{MaxBatch: 8, PrefillChunk: chunk, StepTokens: budget})
+				})
+			}
 		}
 	}
 }
 
-func testEngineLogprobs(t *testing.T, chunk int) {
+func testEngineLogprobs(t *testing.T, cfg EngineConfig) {
 	m := engineTestModel(t)
-	e := NewEngine(m, EngineConfig{MaxBatch: 8, PrefillChunk: chunk})
+	e := NewEngine(m, cfg)
 	defer e.Close()
 	cases := genCases()
 	results := make([]*Result, len(cases))
