@@ -112,15 +112,26 @@ func diskBandwidth(b *testing.B) float64 {
 func BenchmarkAppend(b *testing.B) {
 	for _, size := range []int{1 << 10, 8 << 10} {
 		for _, writers := range []int{1, 16, 256} {
-			for _, lax := range []bool{false, true} {
-				if lax && (size != 1<<10 || writers != 256) {
+			for _, v := range []struct{ lax, noZero bool }{{false, false}, {true, false}, {false, true}} {
+				if (v.lax || v.noZero) && (size != 1<<10 || writers != 256) {
 					continue
 				}
+				lax := v.lax
 				check := "strict"
 				if lax {
 					check = "lax"
 				}
-				b.Run(fmt.Sprintf("size=%dKB/writers=%d/check=%s", size>>10, writers, check), func(b *testing.B) {
+				name := fmt.Sprintf("size=%dKB/writers=%d/check=%s", size>>10, writers, check)
+				if v.noZero {
+					// The same without zero-filling ahead (zero.go), to
+					// compare in one run.
+					name += "/zero=off"
+				}
+				b.Run(name, func(b *testing.B) {
+					if v.noZero {
+						zeroAhead = false
+						defer func() { zeroAhead = true }()
+					}
 					bw := diskBandwidth(b)
 					s := openB(b, events.AppendCheck{Lax: lax})
 					tmpl := benchEvent(b, size)

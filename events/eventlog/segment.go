@@ -77,6 +77,31 @@ func createSegment(dir string, first uint64, index int) (*segment, error) {
 	return &segment{index: index, first: first, path: path, f: f, size: segHeaderSize}, nil
 }
 
+// adoptSegment makes the prepared zero-filled file f (zero.go) the
+// segment starting at first: header written and synced, then renamed into
+// place, directory synced.
+func adoptSegment(dir string, f *os.File, tmp string, first uint64, index int) (*segment, error) {
+	path := filepath.Join(dir, segName(first))
+	var hdr [segHeaderSize]byte
+	copy(hdr[:], segMagic)
+	binary.LittleEndian.PutUint64(hdr[8:], first)
+	_, err := f.WriteAt(hdr[:], 0)
+	if err == nil {
+		err = fdatasync(f)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &segment{index: index, first: first, path: path, f: f, size: segHeaderSize}, nil
+}
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -95,7 +120,8 @@ type scanned struct {
 
 // scanSegment reads seg from its header to the end, calling visit for
 // every record that checks out, in order. It stops at the first record
-// that is short or corrupt and returns the offset where the valid records
+// that is short or corrupt, or at a zero frame header (the zero-filled
+// tail, see zero.go: a clean end), and returns the offset where the valid records
 // end (good) with the error (nil at a clean end). visit returning an error
 // stops the scan with that error.
 func scanSegment(seg *segment, visit func(r *scanned) error) (good int64, err error) {
@@ -115,6 +141,10 @@ func scanSegment(seg *segment, visit func(r *scanned) error) (good int64, err er
 		// Parse what is buffered.
 		pos := 0
 		for {
+			if isZeroFrame(buf[pos:], eof) {
+				// The zero-filled tail: the end of the written log.
+				return off + int64(pos), nil
+			}
 			p, n, ferr := frame(buf[pos:])
 			if ferr != nil {
 				if errors.Is(ferr, errShort) && !eof {

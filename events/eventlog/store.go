@@ -135,6 +135,11 @@ type Store struct {
 	ckMu        sync.Mutex
 	checkpoints map[string]uint64
 
+	// zero keeps the space ahead of the writer zero-filled (zero.go);
+	// zeroTo is where the last segment's zero tail ends after recover.
+	zero   *zeroer
+	zeroTo int64
+
 	stats struct {
 		appends, events, groups, syncs atomic.Uint64
 		syncNanos                      atomic.Int64
@@ -193,6 +198,7 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.durable.Store(s.next - 1)
+	s.zero = newZeroer(s.dir, s.cfg.SegmentSize, s.segs[len(s.segs)-1], s.zeroTo, s.log.Warn)
 	go s.writer()
 	return s, nil
 }
@@ -208,6 +214,10 @@ func (s *Store) closeFiles() {
 func (s *Store) recover() error {
 	firsts, err := listSegments(s.dir)
 	if err != nil {
+		return err
+	}
+	// A prepared next segment that no roll took: start again.
+	if err := removePrepared(s.dir); err != nil {
 		return err
 	}
 	type pend struct {
@@ -284,33 +294,49 @@ func (s *Store) recover() error {
 			}
 			continue
 		}
-		if err != nil {
-			if !last {
-				f.Close()
-				return fmt.Errorf("eventlog: segment %s at offset %d: %w", path, end, corrupt(err))
-			}
+		if err != nil && !last {
+			f.Close()
+			return fmt.Errorf("eventlog: segment %s at offset %d: %w", path, end, corrupt(err))
+		}
+		if last {
+			// The log ends at good. What follows must be zeros (the
+			// zero-filled tail); anything else is a torn tail: an
+			// unacknowledged write, possibly behind zeros (a page that
+			// did not reach the disk) or a torn record inside the zeros.
 			fi, serr := f.Stat()
+			dend := good
+			if serr == nil && fi.Size() > good {
+				dend, serr = dataEnd(f, good, fi.Size())
+			}
 			if serr != nil {
 				f.Close()
 				return serr
 			}
-			if fi.Size()-end > maxUnsynced {
-				// More than could ever be unsynced follows the bad
-				// record: this is damage to synced data, not a torn tail.
-				f.Close()
-				return fmt.Errorf("eventlog: segment %s at offset %d (%d bytes before its end): %w", path, end, fi.Size()-end, corrupt(err))
+			if err == nil && dend > good {
+				err = fmt.Errorf("%w: %d bytes of data after the end of the log", errShort, dend-good)
 			}
-			cut := fi.Size() - good
-			s.log.Warn("truncating torn tail", "path", path, "offset", good, "bytes", cut, "reason", err)
-			if err := f.Truncate(good); err != nil {
-				f.Close()
-				return err
+			s.zeroTo = fi.Size()
+			if err != nil {
+				if dend-good > maxUnsynced {
+					// More than could ever be unsynced follows the last
+					// complete batch: this is damage to synced data, not a
+					// torn tail.
+					f.Close()
+					return fmt.Errorf("eventlog: segment %s at offset %d (%d bytes of data after it): %w", path, end, dend-good, corrupt(err))
+				}
+				cut := fi.Size() - good
+				s.log.Warn("truncating torn tail", "path", path, "offset", good, "bytes", cut, "reason", err)
+				if err := f.Truncate(good); err != nil {
+					f.Close()
+					return err
+				}
+				if err := f.Sync(); err != nil {
+					f.Close()
+					return err
+				}
+				s.truncated += cut
+				s.zeroTo = good
 			}
-			if err := f.Sync(); err != nil {
-				f.Close()
-				return err
-			}
-			s.truncated += cut
 		}
 		seg.size = good
 		s.segs = append(s.segs, seg)
@@ -552,6 +578,7 @@ func (s *Store) commit(group []*request, buf []byte) []byte {
 	s.mu.Unlock()
 
 	if ioErr == nil && len(buf) > 0 {
+		s.zero.claim(seg, start, start+int64(len(buf)))
 		if _, err := seg.f.WriteAt(buf, start); err != nil {
 			ioErr = err
 		}
@@ -622,6 +649,7 @@ func (s *Store) check(r *request) (st *streamInfo, lastNew int, err error) {
 // roll writes and syncs buf at off in seg, then starts the next segment.
 func (s *Store) roll(seg *segment, off int64, buf []byte) (*segment, error) {
 	if len(buf) > 0 {
+		s.zero.claim(seg, off, off+int64(len(buf)))
 		if _, err := seg.f.WriteAt(buf, off); err != nil {
 			return nil, err
 		}
@@ -630,11 +658,20 @@ func (s *Store) roll(seg *segment, off int64, buf []byte) (*segment, error) {
 	if err := fdatasync(seg.f); err != nil {
 		return nil, err
 	}
-	ns, err := createSegment(s.dir, s.next, len(s.segs))
+	var ns *segment
+	var err error
+	f, path, zeroed := s.zero.take()
+	if f != nil {
+		ns, err = adoptSegment(s.dir, f, path, s.next, len(s.segs))
+	} else {
+		ns, err = createSegment(s.dir, s.next, len(s.segs))
+	}
 	if err != nil {
+		s.zero.switchTo(seg, 0)
 		return nil, err
 	}
 	s.segs = append(s.segs, ns)
+	s.zero.switchTo(ns, zeroed)
 	return ns, nil
 }
 
@@ -835,6 +872,15 @@ func (s *Store) Close() error {
 	s.closeMu.Unlock()
 	<-s.wdone
 	close(s.done)
+	s.zero.close()
+	// Cut the last segment's zero tail, so that the next Open need not
+	// read it (and starts zero-filling from the end of the data).
+	if s.brokenErr() == nil {
+		last := s.segs[len(s.segs)-1]
+		if err := last.f.Truncate(last.size); err != nil {
+			s.log.Warn("cutting the zero tail", "path", last.path, "err", err)
+		}
+	}
 	s.closeFiles()
 	return nil
 }

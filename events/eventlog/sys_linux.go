@@ -31,3 +31,13 @@ func fdatasync(f *os.File) error {
 func lockDir(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 }
+
+// preallocate asks the filesystem for n bytes at off in f (best effort:
+// the zeros written there afterwards are what matters).
+func preallocate(f *os.File, off, n int64) {
+	for {
+		if err := syscall.Fallocate(int(f.Fd()), 0, off, n); err != syscall.EINTR {
+			return
+		}
+	}
+}
