@@ -563,8 +563,26 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		return &cycleFailure{"evaluation", err}
 	}
 	wt.OfflineEval, wt.ParentEval, wt.KLToParent = candEval, parentEval, kl
-	wt.Accepted, wt.Reason = cfg.Gate.Decide(candEval, parentEval, kl)
+	wt.Accepted, wt.Reason = cfg.Gate.DecideCounts(candEval, parentEval, evalCounts(evalSet, cfg.Regression, cfg.Pipeline.GoodReward), kl)
 	return nil
+}
+
+// evalCounts is the number of scored examples (those with a good or
+// corrected answer) per task type in the hold-out and, prefixed
+// "regression/", in the regression suite: the sizes the gate scales its
+// tolerance by.
+func evalCounts(hold, regression []Example, good float64) map[string]int {
+	out := map[string]int{}
+	count := func(exs []Example, prefix string) {
+		for i := range exs {
+			if evalTarget(&exs[i], good) != nil {
+				out[prefix+exs[i].Type]++
+			}
+		}
+	}
+	count(hold, "")
+	count(regression, "regression/")
+	return out
 }
 
 // evaluate scores an adapter on the hold-out and the regression suite.

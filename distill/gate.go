@@ -162,8 +162,16 @@ func klRow(p, q []float32) float64 {
 type GateConfig struct {
 	// MaxRegression: the candidate is rejected when any key's score is
 	// more than this below the parent's (default 0.05; for the default
-	// log-likelihood evaluator that is nats per token).
+	// log-likelihood evaluator that is nats per token). It is the
+	// tolerance of a key scored on at least RefExamples examples; see
+	// DecideCounts for smaller ones.
 	MaxRegression float64
+	// RefExamples is the evaluation-set size at which a key's tolerance is
+	// MaxRegression (default 32). A key scored on n < RefExamples examples
+	// gets MaxRegression·sqrt(RefExamples/n): a mean over few answers
+	// moves by chance about 1/sqrt(n) as much, and a fixed tolerance on
+	// two or three hold-out answers rejects candidates on noise.
+	RefExamples int
 	// KLBudget: the candidate is rejected when its mean per-token KL to
 	// the parent exceeds this (default 0.5 nats). The Distiller measures it
 	// on the hold-out's good answers and the regression suite, not on the
@@ -183,10 +191,50 @@ func (g *GateConfig) defaults() {
 	if g.KLBudget == 0 {
 		g.KLBudget = 0.5
 	}
+	if g.RefExamples == 0 {
+		g.RefExamples = 32
+	}
 }
 
-// Decide applies the gate: accepted, or the reasons for rejection.
+// Tolerance is the regression a key scored on n examples may show: the
+// MaxRegression scaled by sqrt(RefExamples/n) below RefExamples (n <= 0:
+// MaxRegression, as for a key of unknown size).
+func (g GateConfig) Tolerance(n int) float64 {
+	g.defaults()
+	if n <= 0 || n >= g.RefExamples {
+		return g.MaxRegression
+	}
+	return g.MaxRegression * math.Sqrt(float64(g.RefExamples)/float64(n))
+}
+
+// countOf is counts[k], else the count of k without an evaluator's name
+// ("ll/policy" -> "policy", "regression/ll/policy" -> "regression/policy",
+// the keys of Combine).
+func countOf(counts map[string]int, k string) int {
+	if n, ok := counts[k]; ok {
+		return n
+	}
+	pre, rest := "", k
+	if r, ok := strings.CutPrefix(k, "regression/"); ok {
+		pre, rest = "regression/", r
+	}
+	if _, typ, ok := strings.Cut(rest, "/"); ok {
+		return counts[pre+typ]
+	}
+	return 0
+}
+
+// Decide applies the gate with the fixed tolerance MaxRegression for
+// every key: accepted, or the reasons for rejection.
 func (g GateConfig) Decide(cand, parent map[string]float64, kl float64) (bool, string) {
+	return g.DecideCounts(cand, parent, nil, kl)
+}
+
+// DecideCounts applies the gate with each key's tolerance scaled by the
+// number of examples it was scored on (counts[key]; see Tolerance; a key
+// without a count gets MaxRegression): accepted, or the reasons for
+// rejection.
+func (g GateConfig) DecideCounts(cand, parent map[string]float64, counts map[string]int, kl float64) (bool, string) {
 	g.defaults()
 	var reasons []string
 	keys := sortedKeys(parent)
@@ -196,8 +244,13 @@ func (g GateConfig) Decide(cand, parent map[string]float64, kl float64) (bool, s
 			reasons = append(reasons, fmt.Sprintf("%s: no candidate score", k))
 			continue
 		}
-		if c < parent[k]-g.MaxRegression {
-			reasons = append(reasons, fmt.Sprintf("%s regressed %.4f -> %.4f (max %.4f)", k, parent[k], c, g.MaxRegression))
+		cnt := countOf(counts, k)
+		if tol := g.Tolerance(cnt); c < parent[k]-tol {
+			n := ""
+			if cnt > 0 {
+				n = fmt.Sprintf(" on %d", cnt)
+			}
+			reasons = append(reasons, fmt.Sprintf("%s regressed %.4f -> %.4f%s (max %.4f)", k, parent[k], c, n, tol))
 		}
 	}
 	if kl > g.KLBudget {

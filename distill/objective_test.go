@@ -63,3 +63,28 @@ func TestGateDecide(t *testing.T) {
 		t.Fatalf("forced: %v %q", ok, why)
 	}
 }
+
+func TestGateToleranceScalesWithHoldOutSize(t *testing.T) {
+	g := GateConfig{MaxRegression: 0.05, RefExamples: 32}
+	parent := map[string]float64{"arithmetic": -0.4, "policy": -1, "regression/ll/policy": -1}
+	cand := map[string]float64{"arithmetic": -0.5, "policy": -1, "regression/ll/policy": -1}
+	// 0.1 below the parent: too much for 32 examples (tolerance 0.05) ...
+	if ok, why := g.DecideCounts(cand, parent, map[string]int{"arithmetic": 32}, 0.1); ok || !strings.Contains(why, "arithmetic regressed") {
+		t.Fatalf("32 examples: accepted=%v %q", ok, why)
+	}
+	// ... within it for 2 (0.05·sqrt(16) = 0.2).
+	if ok, why := g.DecideCounts(cand, parent, map[string]int{"arithmetic": 2}, 0.1); !ok {
+		t.Fatalf("2 examples: rejected: %s", why)
+	}
+	// A key without a count keeps MaxRegression, as Decide does.
+	if ok, _ := g.Decide(cand, parent, 0.1); ok {
+		t.Fatal("Decide accepted a 0.1 regression")
+	}
+	cand["regression/ll/policy"] = -1.1
+	if ok, why := g.DecideCounts(cand, parent, map[string]int{"arithmetic": 2, "regression/policy": 4}, 0.1); !ok {
+		t.Fatalf("regression/ll/policy on 4 examples (tolerance %.3f): rejected: %s", g.Tolerance(4), why)
+	}
+	if g.Tolerance(0) != 0.05 || g.Tolerance(100) != 0.05 {
+		t.Fatalf("tolerance of unknown or large sizes: %v %v", g.Tolerance(0), g.Tolerance(100))
+	}
+}

@@ -48,6 +48,20 @@ type Config struct {
 	// difference (reward units, default 0.1): the effect size the test is
 	// tuned to detect fastest.
 	Tau float64 `yaml:"tau"`
+	// TypeTau, when positive, adds a reward test per task type (a
+	// stratified look at the same evidence): for every type that is at
+	// least TypeShare of the stable arm's evaluations and has MinPerType
+	// evaluations on each arm, the confidence sequence of the type's
+	// difference of mean reward with mixture deviation TypeTau at level
+	// Alpha/k (k such types, Bonferroni). A type whose interval lies below
+	// 0 rolls the candidate back (reason reward_regression); at the last
+	// comparative step a type whose interval lies above 0 promotes it
+	// (reason reward_win) when no type regressed and the overall
+	// difference of means is above -NonInferiority. Rewards differ far
+	// more between types than within one, so a fix confined to one type
+	// (a changed policy) is detected per type long before the overall mean
+	// shows it. 0 (default) disables it.
+	TypeTau float64 `yaml:"type_tau"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`
 }
@@ -181,6 +195,9 @@ func (c Config) Validate() error {
 		if !(v > 0) || math.IsInf(v, 0) {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %v", name, v))
 		}
+	}
+	if c.TypeTau < 0 || math.IsInf(c.TypeTau, 0) || math.IsNaN(c.TypeTau) {
+		errs = append(errs, fmt.Errorf("type_tau must be 0 (off) or positive, got %v", c.TypeTau))
 	}
 	if g.LengthDrop >= 1 {
 		errs = append(errs, errors.New("guardrails.length_drop must be below 1"))

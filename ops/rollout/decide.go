@@ -2,6 +2,8 @@ package rollout
 
 import (
 	"fmt"
+	"math"
+	"sort"
 	"strconv"
 
 	"citizen/events"
@@ -46,6 +48,10 @@ type evidence struct {
 	failed      string // first failed guardrail
 	failedWhy   string
 	latencySeen bool
+	// Per-type reward tests (Config.TypeTau > 0): the first type whose
+	// interval lies above 0 (typeWin) and below 0 (typeLoss).
+	typeWin, typeLoss string
+	typeWhy           string
 }
 
 // evidence computes counts, means and intervals for the active rollout.
@@ -62,7 +68,7 @@ func (s *State) evidence(full bool) evidence {
 	ev := s.tests(c, st)
 	ev.RolloutEvidence = &events.RolloutEvidence{
 		Test: fmt.Sprintf("normal-mixture sequential test (always-valid confidence sequence) on candidate-stable difference of means; "+
-			"reward tau=%g alpha=%g; guardrails alpha=%g each with tau=tolerance", cfg.Tau, cfg.Alpha, g.Alpha),
+			"reward tau=%g alpha=%g; guardrails alpha=%g each with tau=tolerance%s", cfg.Tau, cfg.Alpha, g.Alpha, typeTestText(cfg)),
 		Counts: map[string]int{
 			"candidate": c.reward.n, "stable": st.reward.n,
 			"candidate.step": a.cur[armCandidate].reward.n, "stable.step": a.cur[armStable].reward.n,
@@ -104,6 +110,9 @@ func (s *State) tests(c, st *arm) evidence {
 	ev.reward = mixtureCS(c.reward, st.reward, cfg.Tau, cfg.Alpha, false)
 	put("reward", c.reward, st.reward, ev.reward)
 
+	if cfg.TypeTau > 0 {
+		s.typeTests(c, st, &ev, put)
+	}
 	fail := func(name, why string) {
 		if ev.failed == "" {
 			ev.failed, ev.failedWhy = name, why
@@ -154,6 +163,72 @@ func (s *State) tests(c, st *arm) evidence {
 		}
 	}
 	return ev
+}
+
+func typeTestText(cfg Config) string {
+	if cfg.TypeTau <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; per-type reward tests tau=%g alpha=%g/types", cfg.TypeTau, cfg.Alpha)
+}
+
+// typeTests runs the per-type reward tests (Config.TypeTau).
+func (s *State) typeTests(c, st *arm, ev *evidence, put func(string, moments, moments, interval)) {
+	cfg := s.cfg
+	var types []string
+	for typ, n := range st.types {
+		if float64(n) >= cfg.TypeShare*float64(st.reward.n) && c.types[typ] >= max(cfg.MinPerType, 2) && n >= max(cfg.MinPerType, 2) {
+			types = append(types, typ)
+		}
+	}
+	if len(types) == 0 {
+		return
+	}
+	sort.Strings(types)
+	alpha := cfg.Alpha / float64(len(types))
+	for _, typ := range types {
+		cm, sm := *c.typeReward[typ], *st.typeReward[typ]
+		iv := typeCS(cm, sm, cfg.TypeTau, alpha)
+		put("reward."+typ, cm, sm, iv)
+		switch {
+		case iv.Hi < 0 && ev.typeLoss == "":
+			ev.typeLoss = typ
+			ev.typeWhy = fmt.Sprintf("type %s: reward %.3f vs stable %.3f over %d/%d, interval of the difference [%.3f, %.3f] (alpha %.3g) lies below 0",
+				typ, cm.mean(), sm.mean(), cm.n, sm.n, iv.Lo, iv.Hi, alpha)
+		case iv.Lo > 0 && ev.typeWin == "":
+			ev.typeWin = typ
+			if ev.typeLoss == "" {
+				ev.typeWhy = fmt.Sprintf("type %s: reward %.3f vs stable %.3f over %d/%d, interval of the difference [%.3f, %.3f] (alpha %.3g) lies above 0",
+					typ, cm.mean(), sm.mean(), cm.n, sm.n, iv.Lo, iv.Hi, alpha)
+			}
+		}
+	}
+}
+
+// typeCS is mixtureCS for one type's rewards, with the two arms' pooled
+// variance (at least tau²/4) for both: a type's rewards on a few
+// candidate evaluations are often all equal (every answer right, or
+// every one wrong), and the candidate's own variance estimate, zero
+// then, would make any difference look certain. Under the null
+// hypothesis of no difference both arms have the same variance, which
+// the pooled estimate (mostly the stable arm's many evaluations) knows.
+func typeCS(cand, stab moments, tau, alpha float64) interval {
+	pooled := tau * tau / 4
+	if df := cand.n + stab.n - 2; df > 0 {
+		ss := cand.variance()*float64(max(cand.n-1, 0)) + stab.variance()*float64(max(stab.n-1, 0))
+		pooled = max(pooled, ss/float64(df))
+	}
+	v := pooled * (1/float64(cand.n) + 1/float64(stab.n))
+	t2 := tau * tau
+	half := math.Sqrt(v * (v + t2) / t2 * (2*math.Log(1/alpha) + math.Log((v+t2)/v)))
+	d := cand.mean() - stab.mean()
+	return interval{Diff: d, Lo: d - half, Hi: d + half}
+}
+
+// typeWins reports a per-type win that may promote: a type won, none
+// regressed, and the overall difference is above -NonInferiority.
+func (s *State) typeWins(ev evidence) bool {
+	return ev.typeWin != "" && ev.typeLoss == "" && ev.reward.Diff > -s.cfg.NonInferiority
 }
 
 // stepReady reports whether the current step has its minimum evidence:
@@ -216,12 +291,12 @@ func (s *State) decide() *decision {
 			payload: &events.RolloutPromoted{RolloutChange: ch}, change: ch}
 	}
 	quick := s.evidence(false)
-	if a.anomaly == nil && (!quick.looked || (quick.failed == "" && quick.reward.Hi >= 0)) {
+	if a.anomaly == nil && (!quick.looked || (quick.failed == "" && quick.reward.Hi >= 0 && quick.typeLoss == "")) {
 		if a.paused || !quick.looked || !s.stepReady() {
 			return nil
 		}
 		last := a.step >= cfg.comparativeSteps()-1
-		if last && quick.reward.Lo <= 0 && (a.cur[armCandidate].reward.n < cfg.MaxPerArm || a.cur[armStable].reward.n < cfg.MaxPerArm) {
+		if last && quick.reward.Lo <= 0 && !s.typeWins(quick) && (a.cur[armCandidate].reward.n < cfg.MaxPerArm || a.cur[armStable].reward.n < cfg.MaxPerArm) {
 			return nil
 		}
 	}
@@ -240,6 +315,10 @@ func (s *State) decide() *decision {
 			ev.Detail = fmt.Sprintf("reward %.3f vs stable %.3f: the confidence sequence of the difference [%.3f, %.3f] lies below 0",
 				ev.Means["reward.candidate"], ev.Means["reward.stable"], ev.reward.Lo, ev.reward.Hi)
 			return rollback(ReasonRegression, ev.RolloutEvidence)
+		}
+		if ev.typeLoss != "" {
+			ev.Detail = ev.typeWhy
+			return rollback(ReasonRegression+": type "+ev.typeLoss, ev.RolloutEvidence)
 		}
 	}
 	if a.paused || !ev.looked || !s.stepReady() {
@@ -260,6 +339,11 @@ func (s *State) decide() *decision {
 		ev.Detail = fmt.Sprintf("reward %.3f vs stable %.3f: the confidence sequence of the difference [%.3f, %.3f] lies above 0",
 			ev.Means["reward.candidate"], ev.Means["reward.stable"], ev.reward.Lo, ev.reward.Hi)
 		return promote(ReasonWin, ev.RolloutEvidence)
+	}
+	if s.typeWins(ev) {
+		ev.Detail = ev.typeWhy + fmt.Sprintf("; no type regressed; overall reward %.3f vs stable %.3f, interval [%.3f, %.3f]",
+			ev.Means["reward.candidate"], ev.Means["reward.stable"], ev.reward.Lo, ev.reward.Hi)
+		return promote(ReasonWin+": type "+ev.typeWin, ev.RolloutEvidence)
 	}
 	if a.cur[armCandidate].reward.n < cfg.MaxPerArm || a.cur[armStable].reward.n < cfg.MaxPerArm {
 		return nil

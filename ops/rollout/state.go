@@ -30,10 +30,11 @@ const (
 type arm struct {
 	reward, length, tools, errs, drops, latency moments
 	types                                       map[string]int
+	typeReward                                  map[string]*moments
 }
 
 func newArms() [2]arm {
-	return [2]arm{{types: map[string]int{}}, {types: map[string]int{}}}
+	return [2]arm{{types: map[string]int{}, typeReward: map[string]*moments{}}, {types: map[string]int{}, typeReward: map[string]*moments{}}}
 }
 
 // obs is what one evaluation contributes.
@@ -51,6 +52,9 @@ func (a *arm) add(o obs, sign float64) {
 		a.errs.remove(o.e)
 		a.drops.remove(o.dr)
 		a.types[o.taskType]--
+		if m := a.typeReward[o.taskType]; m != nil {
+			m.remove(o.reward)
+		}
 		return
 	}
 	a.reward.add(o.reward)
@@ -59,6 +63,12 @@ func (a *arm) add(o obs, sign float64) {
 	a.errs.add(o.e)
 	a.drops.add(o.dr)
 	a.types[o.taskType]++
+	m := a.typeReward[o.taskType]
+	if m == nil {
+		m = &moments{}
+		a.typeReward[o.taskType] = m
+	}
+	m.add(o.reward)
 }
 
 // active is the running rollout.

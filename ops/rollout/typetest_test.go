@@ -1,0 +1,127 @@
+package rollout
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"citizen/events"
+)
+
+// typeMix is a workload of six task types whose rewards differ far more
+// between types (means from -0.9 to 0.9) than within one, like the
+// workplace's: binary-ish rewards per type, with per-type means.
+var typeMix = map[string]float64{"a": -0.9, "b": 0.9, "c": -0.6, "d": -0.9, "e": 0.9, "f": -0.2}
+
+// simulateTypes runs one rollout on a State with traffic drawn uniformly
+// over the types of typeMix; the candidate's mean reward is shifted by
+// shift[type]. It returns the terminal decision and the evaluations it
+// took.
+func simulateTypes(t testing.TB, cfg Config, seed uint64, shift map[string]float64) (*decision, int) {
+	t.Helper()
+	st := NewState(cfg)
+	rng := rand.New(rand.NewPCG(seed, 91))
+	types := []string{"a", "b", "c", "d", "e", "f"}
+	var pos uint64
+	now := time.Unix(0, 0).UTC()
+	apply := func(p events.Payload, stream string, rev uint64) {
+		pos++
+		ev, err := events.Encode(p, events.Meta{Stream: stream, Time: now, ID: events.DeterministicID(fmt.Sprint(pos))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Position, ev.Revision = pos, rev
+		if err := st.Apply(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true}, events.VersionStream("B"), 0)
+	for n := 0; n < 200000; n++ {
+		if d := st.decide(); d != nil {
+			rev := uint64(0)
+			if st.active != nil {
+				rev = st.active.rev + 1
+			}
+			apply(d.payload, d.stream, rev)
+			if d.payload.EventType() == events.TypeRolloutPromoted || d.payload.EventType() == events.TypeRolloutRolledBack {
+				return d, n
+			}
+			continue
+		}
+		typ := types[rng.IntN(len(types))]
+		v, mean := "A", typeMix[typ]
+		if rng.Float64() < st.active.weight {
+			v, mean = "B", mean+shift[typ]
+		}
+		// A reward of +1 with probability (1+mean)/2, else -1.
+		r := -1.0
+		if rng.Float64() < (1+mean)/2 {
+			r = 1
+		}
+		pos++
+		st.pos = pos
+		st.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(n), ModelVersion: v, TaskType: typ, Reward: r, AnswerLength: 40})
+	}
+	t.Fatal("no terminal decision")
+	return nil, 0
+}
+
+// A candidate that fixes one type of six (its mean reward there +1: half
+// of that type's answers turn from wrong to right) is promoted sooner with the per-type tests than with the overall test alone,
+// whose variance is dominated by the differences between types.
+func TestTypeTestFindsSingleTypeFix(t *testing.T) {
+	shift := map[string]float64{"f": 1.0}
+	cfgs := map[string]Config{
+		"overall":  Config{Stable: "A", Steps: []float64{0.05, 0.5, 1}, MinPerArm: 20, MinPerType: 3, MaxPerArm: 3000}.WithDefaults(),
+		"per-type": Config{Stable: "A", Steps: []float64{0.05, 0.5, 1}, MinPerArm: 20, MinPerType: 3, MaxPerArm: 3000, TypeTau: 0.5}.WithDefaults(),
+	}
+	mean := map[string]int{}
+	for name, cfg := range cfgs {
+		wins, total := 0, 0
+		for i := 0; i < 20; i++ {
+			d, n := simulateTypes(t, cfg, uint64(2000+i), shift)
+			total += n
+			if strings.HasPrefix(d.change.Reason, ReasonWin) {
+				wins++
+			}
+		}
+		mean[name] = total / 20
+		t.Logf("%s: %d/20 promoted, %d evaluations on average", name, wins, total/20)
+		if name == "per-type" && wins < 19 {
+			t.Fatalf("per-type: only %d/20 promoted", wins)
+		}
+	}
+	if mean["per-type"]*4 > mean["overall"]*3 {
+		t.Fatalf("per-type test took %d evaluations on average, overall %d: expected at most three quarters", mean["per-type"], mean["overall"])
+	}
+}
+
+// A/A on the typed workload: with the per-type tests on, false rollbacks
+// and false wins stay within Alpha each (the per-type tests share Alpha
+// by Bonferroni) plus the guardrails' share.
+func TestTypeTestAAFalseDecisionsBounded(t *testing.T) {
+	const runs = 200
+	cfg := Config{Stable: "A", Steps: []float64{0.05, 0.5, 1}, MinPerArm: 20, MinPerType: 3, MaxPerArm: 400, TypeTau: 0.5}.WithDefaults()
+	var harm, wins int
+	for i := 0; i < runs; i++ {
+		d, _ := simulateTypes(t, cfg, uint64(i), nil)
+		switch r := d.change.Reason; {
+		case strings.HasPrefix(r, ReasonRegression), strings.HasPrefix(r, ReasonGuardrail):
+			harm++
+			if harm < 6 {
+				t.Logf("%s: %s", r, d.change.Evidence.Detail)
+			}
+		case strings.HasPrefix(r, ReasonWin):
+			wins++
+		}
+	}
+	t.Logf("A/A typed, %d runs: %d false rollbacks, %d false wins", runs, harm, wins)
+	if bound := 2*cfg.Alpha + 5*cfg.Guardrails.Alpha; float64(harm)/runs > bound {
+		t.Fatalf("false rollback rate %.3f exceeds %.2f", float64(harm)/runs, bound)
+	}
+	if float64(wins)/runs > 2*cfg.Alpha {
+		t.Fatalf("false win rate %.3f exceeds %.2f", float64(wins)/runs, 2*cfg.Alpha)
+	}
+}
