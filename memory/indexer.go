@@ -185,41 +185,48 @@ type AllReader interface {
 	ReadAll(ctx context.Context, after uint64, f events.Filter, max int) ([]events.Event, error)
 }
 
-// Rebuild indexes every interaction in the store, as the live indexer
-// would have, and returns how many it indexed and the last position read.
-// The embedded index lives in memory, so services calls this at start:
-// the event store, not the index, is the system of record.
-func (in *Indexer) Rebuild(ctx context.Context, store AllReader) (int, uint64, error) {
+// Rebuild indexes every interaction with an event after position after
+// (0: every interaction in the store), folding each one's whole stream as
+// the live indexer would, and returns how many it indexed and the last
+// position read. The embedded index lives in memory (and in a snapshot
+// under the data directory that reflects the store up to some position),
+// so services calls this at start: the event store, not the index, is the
+// system of record.
+func (in *Indexer) Rebuild(ctx context.Context, store AllReader, after uint64) (int, uint64, error) {
 	f := events.Filter{Types: []string{events.TypeInteractionRecorded, events.TypeInteractionEvaluated, events.TypeFeedbackInterpreted}}
-	byStream := map[string][]events.Event{}
+	seen := map[string]bool{}
 	var order []string
-	var after uint64
+	pos := after
 	for {
-		batch, err := store.ReadAll(ctx, after, f, 4096)
+		batch, err := store.ReadAll(ctx, pos, f, 4096)
 		if err != nil {
-			return 0, after, err
+			return 0, pos, err
 		}
 		if len(batch) == 0 {
 			break
 		}
 		for _, ev := range batch {
-			if _, ok := byStream[ev.Stream]; !ok {
+			if !seen[ev.Stream] {
+				seen[ev.Stream] = true
 				order = append(order, ev.Stream)
 			}
-			byStream[ev.Stream] = append(byStream[ev.Stream], ev)
 		}
-		after = batch[len(batch)-1].Position
+		pos = batch[len(batch)-1].Position
 	}
 	n := 0
 	for _, s := range order {
-		v, err := Fold(byStream[s])
+		evs, err := in.store.ReadStream(ctx, s, 0, events.Forward, 10000)
+		if err != nil {
+			return n, pos, err
+		}
+		v, err := Fold(evs)
 		if err != nil {
 			continue // a stream without its interaction.recorded is not indexable
 		}
 		if err := in.Index(ctx, v); err != nil {
-			return n, after, err
+			return n, pos, err
 		}
 		n++
 	}
-	return n, after, nil
+	return n, pos, nil
 }

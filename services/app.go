@@ -277,7 +277,9 @@ func (a *App) initFeedback(ctx context.Context) (Service, error) {
 
 func (a *App) initMemory(ctx context.Context) (Service, error) {
 	mc := a.Config.Memory
+	log := a.logger("memory")
 	var ix memory.Index
+	var emb *memory.Embedded
 	switch mc.Backend {
 	case "qdrant":
 		q, err := qdrant.Open(mc.QdrantURL)
@@ -286,7 +288,8 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 		}
 		ix = q
 	default:
-		ix = memory.NewEmbedded(memory.EmbeddedConfig{})
+		emb = memory.NewEmbedded(memory.EmbeddedConfig{})
+		ix = emb
 	}
 	a.Memory = ix
 	a.Failures = memory.NewFailureLog(0, 0)
@@ -296,12 +299,25 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 		return nil, err
 	}
 	a.Indexer = idx
-	// The embedded index lives in memory: rebuild it from the store.
-	n, pos, err := idx.Rebuild(ctx, a.Store)
+	// The embedded index is kept as a snapshot under the data directory:
+	// load it and catch up from the position it reflects; when it is
+	// missing or unusable, rebuild from the whole store.
+	snap := filepath.Join(a.Config.DataDir, "memory", "snapshot")
+	var after uint64
+	if emb != nil {
+		switch p, err := emb.LoadSnapshot(snap); {
+		case err == nil:
+			after = p
+		case errors.Is(err, os.ErrNotExist):
+		default:
+			log.Warn("memory snapshot unusable; rebuilding from the store", "err", err)
+		}
+	}
+	n, pos, err := idx.Rebuild(ctx, a.Store, after)
 	if err != nil {
 		return nil, fmt.Errorf("memory: rebuilding from the store: %w", err)
 	}
-	a.logger("memory").Info("memory rebuilt from the store", "interactions", n, "position", pos)
+	log.Info("memory caught up with the store", "from", after, "to", pos, "interactions", n)
 	sub := a.Bus.Subscriber("memory")
 	svc, err := a.worker("memory", bus.EventHandler{
 		Name: "memory", Topics: []string{bus.Topic(events.TypeInteractionRecorded), bus.Topic(events.TypeInteractionEvaluated), bus.Topic(events.TypeFeedbackInterpreted)},
@@ -310,7 +326,17 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startStop{run: svc.Run, stop: func(context.Context) error { return ix.Close() }}, nil
+	stop := func(context.Context) error {
+		if emb != nil {
+			// Everything up to pos was indexed at start; later events were
+			// handled live, and the next start re-indexes from pos.
+			if err := emb.SaveSnapshot(snap, pos); err != nil {
+				log.Warn("memory snapshot not saved", "err", err)
+			}
+		}
+		return ix.Close()
+	}
+	return startStop{run: svc.Run, stop: stop}, nil
 }
 
 // initReflection runs the evaluator (interaction.recorded and feedback →
