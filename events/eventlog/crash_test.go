@@ -220,9 +220,14 @@ func verifyAfterCrash(t *testing.T, dir string, acked map[uint64]ack, rng *rand.
 	return s.Stats().TruncatedBytes
 }
 
-// losePageCache cuts the last segment at a random offset after the last
-// acknowledged record (what an fsync did not cover may be lost) and
-// sometimes appends random bytes (a torn sector).
+// losePageCache loses what follows the last acknowledged record in the
+// last segment from a random offset on (what an fsync did not cover may be
+// lost), in one of four ways: the file is cut there, sometimes followed by
+// random bytes (a torn sector); the lost bytes read back as zeros, as in a
+// zero-filled preallocated tail, which goes on beyond the data; a torn
+// record inside that zero tail (some bytes from the offset on survive,
+// then zeros); or a lost page, zeros followed by unacknowledged records
+// that did reach the disk.
 func losePageCache(t *testing.T, dir string, acked map[uint64]ack, rng *rand.Rand) {
 	t.Helper()
 	var maxAck uint64
@@ -245,6 +250,28 @@ func losePageCache(t *testing.T, dir string, acked map[uint64]ack, rng *rand.Ran
 	s.mu.RUnlock()
 	s.Close()
 	cut := lo + rng.Int64N(hi-lo+1)
+	zeroTail := func(from, to, extra int64) {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt(make([]byte, to-from+extra), from); err != nil {
+			t.Fatal(err)
+		}
+	}
+	switch rng.IntN(4) {
+	case 1: // the lost writes read back as zeros; the zero tail goes on
+		zeroTail(cut, hi, rng.Int64N(64<<10))
+		return
+	case 2: // a torn record inside the zero tail
+		keep := min(hi-cut, 1+rng.Int64N(2048))
+		zeroTail(cut+keep, hi, rng.Int64N(64<<10))
+		return
+	case 3: // a lost page: zeros, then unacknowledged data that survived
+		zeroTail(cut, min(hi, cut+1+rng.Int64N(8192)), 0)
+		return
+	}
 	if err := os.Truncate(path, cut); err != nil {
 		t.Fatal(err)
 	}

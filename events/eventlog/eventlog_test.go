@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -238,5 +239,84 @@ func TestCorruptLastSegment(t *testing.T) {
 	}
 	if _, err := Open(Config{Dir: dir, Logger: quiet}); !errors.Is(err, events.ErrCorrupt) {
 		t.Fatalf("Open: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestZeroTail: the zero-filled tail that preallocation leaves after the
+// last record ends the log without being taken for damage, and whatever
+// non-zero bytes follow the last complete batch (a torn record inside the
+// zeros, or unacknowledged records behind a lost page of zeros) are cut,
+// so they can neither come back to life when later appends reach them nor
+// make Open fail once the segment is no longer the last.
+func TestZeroTail(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openT(t, dir, 0)
+	var ends []int64 // end offset of each batch
+	for i, n := range []int{2, 2, 1} {
+		evs := make([]events.Event, n)
+		for k := range evs {
+			evs[k] = eventstest.Feedback(t, strconv.Itoa(i*10+k))
+		}
+		r, err := s.Append(ctx, "a", events.Any, evs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.mu.RLock()
+		e := s.entry(r.LastPosition)
+		s.mu.RUnlock()
+		ends = append(ends, int64(e.off+e.size))
+	}
+	s.Close()
+	seg := segFiles(t, dir)[0]
+	full, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(full)) != ends[2] {
+		t.Fatalf("closed segment is %d bytes, data ends at %d", len(full), ends[2])
+	}
+	zeros := func(n int64) []byte { return make([]byte, n) }
+	cat := func(parts ...[]byte) []byte { return slices.Concat(parts...) }
+	for _, tc := range []struct {
+		name      string
+		file      []byte
+		events    int
+		truncated bool
+	}{
+		{"zero tail", cat(full, zeros(64<<10)), 5, false},
+		{"short zero tail", cat(full, zeros(5)), 5, false},
+		{"torn record in zero tail", cat(full[:ends[1]+30], zeros(64<<10)), 4, true},
+		{"torn batch in zero tail", cat(full[:ends[1]], full[ends[1]:ends[2]-1], zeros(4096)), 4, true},
+		{"lost page", cat(full[:ends[0]], zeros(ends[1]-ends[0]), full[ends[1]:], zeros(4096)), 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(seg, tc.file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s := openT(t, dir, 0)
+			if got := s.Stats().Recovered; got != uint64(tc.events) {
+				t.Fatalf("recovered %d events, want %d", got, tc.events)
+			}
+			if got := s.Stats().TruncatedBytes; (got > 0) != tc.truncated {
+				t.Fatalf("truncated %d bytes", got)
+			}
+			// Append batches the size of the lost ones: they end where the
+			// lost batches ended, which must not bring those back.
+			want := uint64(tc.events)
+			if tc.events == 2 {
+				if _, err := s.Append(ctx, "a", events.Any, eventstest.Feedback(t, "10"), eventstest.Feedback(t, "11")); err != nil {
+					t.Fatal(err)
+				}
+				want += 2
+			}
+			s.Close()
+			s2 := openT(t, dir, 0)
+			evs, err := s2.ReadAll(ctx, 0, events.Filter{}, 0)
+			if err != nil || uint64(len(evs)) != want {
+				t.Fatalf("after reopen: %d events, %v; want %d", len(evs), err, want)
+			}
+			s2.Close()
+		})
 	}
 }
