@@ -35,6 +35,9 @@
 //     of B): no packing; kernels compute 4 rows of A × 4 rows of B inner
 //     products at a time, looping over column groups and storing straight
 //     into C. At m=1 this is a matrix-vector product bound by reading B.
+//   - MatMulTN with few columns (the LoRA B gradient): the microkernel with
+//     roles swapped computes tiles of Cᵀ, broadcasting B's few columns
+//     against A's rows (contiguous in the TN layout), then transposes them.
 //   - Columns or k lengths that do not fill a vector are handled exactly
 //     (vector dots, zero-padded panels, Go tails), never by reading past a
 //     slice.

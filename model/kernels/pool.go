@@ -120,6 +120,9 @@ func parallelMM(im *impl, kind int, c, a, b []float32, m, k, n int, acc bool, pa
 	} else {
 		j.end = m
 		j.chunk = (m + parts - 1) / parts
+		if m >= 16*parts {
+			j.chunk = roundUp(j.chunk, 16)
+		}
 	}
 	parts = (j.end + j.chunk - 1) / j.chunk
 	ensureWorkers(parts - 1)

@@ -139,8 +139,50 @@ func (s *simd) mm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0
 		}
 		s.ntInner(c, a, bt, k, n, acc, i0, i1, j0, j1, j0)
 		return
+	case kind == kindTN && s.skinny(k, j1-j0):
+		s.tnSkinny(c, a, b, m, k, n, acc, i0, i1, j0, j1)
+		return
 	}
 	s.gemm(kind, c, a, b, m, k, n, acc, i0, i1, j0, j1)
+}
+
+// tnSkinny computes C[i0:i1, j0:j1] = Aᵀ·B for few columns by computing Cᵀ
+// tiles with the roles swapped: B's few columns are broadcast (the
+// microkernel's A side, up to 6 of them) against rows of A, which in the TN
+// layout are contiguous along i (the vector side, read in place). Each tile
+// (≤ 6 × 64) accumulates over all of k in registers and is then transposed
+// into C. The last (i1-i0) % lanes rows go to the portable code.
+func (s *simd) tnSkinny(c, a, b []float32, m, k, n int, acc bool, i0, i1, j0, j1 int) {
+	W := s.lanes
+	iv := i0 + (i1-i0)/W*W
+	if iv < i1 {
+		genericMM(kindTN, c, a, b, m, k, n, acc, iv, i1, j0, j1)
+	}
+	if iv == i0 {
+		return
+	}
+	sc := getScratch()
+	defer putScratch(sc)
+	IB := s.nvMax * W
+	for i := i0; i < iv; i += IB {
+		ib := min(IB, iv-i)   // a multiple of W
+		_ = a[(k-1)*m+i+ib-1] // bounds for the assembly
+		for j := j0; j < j1; j += s.mr {
+			jw := min(s.mr, j1-j)
+			_ = b[(k-1)*n+j+jw-1]
+			t := sc.tile[:jw*ib]
+			s.kern(jw, ib/W)(k, &b[j], n*4, 4, &a[i], m*4, &t[0], ib*4, false)
+			for jj := range jw {
+				for ii, v := range t[jj*ib : jj*ib+ib] {
+					if idx := (i+ii)*n + j + jj; acc {
+						c[idx] += v
+					} else {
+						c[idx] = v
+					}
+				}
+			}
+		}
+	}
 }
 
 // ntInner computes C[i0:i1, j0:j1] = A·Bᵀ by inner products, where column j
