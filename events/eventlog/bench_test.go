@@ -144,6 +144,7 @@ func BenchmarkAppend(b *testing.B) {
 					b.ReportMetric(rate, "appends/s")
 					b.ReportMetric(rate*float64(rec)/bw, "bw-fraction")
 					b.ReportMetric(float64(st.Events)/float64(max(st.Syncs, 1)), "events/fsync")
+					b.ReportMetric(st.SyncTime.Seconds()*1e3/float64(max(st.Syncs, 1)), "ms/fsync")
 					// Share of the wall time the syncer spent inside fdatasync:
 					// near 1, the disk is the limit.
 					b.ReportMetric(st.SyncTime.Seconds()/el.Seconds(), "fsync-busy")

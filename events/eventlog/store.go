@@ -74,7 +74,8 @@ type request struct {
 	offs     []int  // record offsets in buf
 	res      events.AppendResult
 	err      error
-	done     chan struct{}
+	done     chan struct{} // capacity 1: finish sends once
+
 }
 
 type syncJob struct {
@@ -411,37 +412,62 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	if err := s.cfg.Check.Validate(stream, evs); err != nil {
 		return events.AppendResult{}, err
 	}
-	req := &request{ctx: ctx, stream: stream, expected: expected, done: make(chan struct{}),
-		ids: make([]uuid.UUID, len(evs)), offs: make([]int, len(evs))}
+	req := reqPool.Get().(*request)
+	req.ctx, req.stream, req.expected = ctx, stream, expected
+	req.ids, req.offs = req.ids[:0], req.offs[:0]
 	size := 0
 	for i := range evs {
 		size += encodedSize(stream, &evs[i])
 	}
-	req.buf = make([]byte, 0, size)
+	req.buf = slices.Grow(req.buf[:0], size)
 	for i := range evs {
 		ev := evs[i]
 		ev.Time = ev.Time.UTC()
-		req.ids[i] = ev.ID
-		req.offs[i] = len(req.buf)
+		req.ids = append(req.ids, ev.ID)
+		req.offs = append(req.offs, len(req.buf))
 		req.buf = appendRecord(req.buf, stream, &ev)
 	}
 	s.closeMu.RLock()
 	if s.closed {
 		s.closeMu.RUnlock()
+		req.release()
 		return events.AppendResult{}, events.ErrClosed
 	}
 	if err := s.brokenErr(); err != nil {
 		s.closeMu.RUnlock()
+		req.release()
 		return events.AppendResult{}, err
 	}
 	s.reqs <- req
 	s.closeMu.RUnlock()
 	select {
 	case <-req.done:
-		return req.res, req.err
+		res, err := req.res, req.err
+		req.release()
+		return res, err
 	case <-ctx.Done():
+		// The writer or syncer still holds req: it is not reused.
 		return events.AppendResult{}, ctx.Err()
 	}
+}
+
+// reqPool recycles requests with their encode buffers and done channel,
+// so an append allocates no request state of its own. A request goes
+// back only after its done signal was received.
+var reqPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+// maxPooledBuf: larger encode buffers are not kept.
+const maxPooledBuf = 64 << 10
+
+func (r *request) release() {
+	r.ctx, r.stream, r.res, r.err = nil, "", events.AppendResult{}, nil
+	if cap(r.buf) > maxPooledBuf {
+		r.buf = nil
+	}
+	if cap(r.ids) > 1024 {
+		r.ids, r.offs = nil, nil
+	}
+	reqPool.Put(r)
 }
 
 const (
@@ -571,7 +597,6 @@ func (s *Store) commit(group []*request, buf []byte) []byte {
 			r.res.LastPosition = pos
 		}
 		r.res.NextRevision = uint64(len(st.positions) - 1)
-		r.buf = nil
 		job.reqs = append(job.reqs, r)
 	}
 	job.last = s.next - 1
@@ -601,7 +626,7 @@ func (s *Store) commit(group []*request, buf []byte) []byte {
 
 func finish(r *request, err error) {
 	r.err = err
-	close(r.done)
+	r.done <- struct{}{} // buffered: one signal per use
 }
 
 // recordType returns the type field of an encoded record (the writer's
