@@ -316,6 +316,19 @@ func (p *Projection) Version(v string) (VersionInfo, bool) {
 	return vi, ok
 }
 
+// Versions returns what weights.trained said about every version, in
+// store order (the lineage).
+func (p *Projection) Versions() []VersionInfo {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]VersionInfo, 0, len(p.versions))
+	for _, vi := range p.versions {
+		out = append(out, vi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Position < out[j].Position })
+	return out
+}
+
 // Cycles is the number of weights.trained events applied, and Window the
 // highest data-window end they recorded (where the next cycle starts).
 func (p *Projection) Cycles() (n int, window uint64) {

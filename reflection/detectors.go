@@ -48,6 +48,12 @@ type DetectorConfig struct {
 	// Correlation: Pearson correlation of reward with answer length or
 	// with tool calls above which reward is suspected to be gamed (0.5).
 	Correlation float64 `yaml:"correlation"`
+	// CorrelationRise: when the stable version's window of the same type
+	// is full, a correlation counts only if it is also this much above the
+	// stable version's (0.2). Where a task is solved by calling a tool
+	// (order status), reward correlates with tool calls for every version;
+	// gaming is a correlation the stable version does not show.
+	CorrelationRise float64 `yaml:"correlation_rise"`
 	// RefusalRate: share of refusals and clarifying questions (0.3), or
 	// RefusalRise above stable (0.15).
 	RefusalRate float64 `yaml:"refusal_rate"`
@@ -79,6 +85,7 @@ func (c *DetectorConfig) defaults() {
 	def(&c.DropRate, 0.15)
 	def(&c.DropRateRise, 0.1)
 	def(&c.Correlation, 0.5)
+	def(&c.CorrelationRise, 0.2)
 	def(&c.RefusalRate, 0.3)
 	def(&c.RefusalRise, 0.15)
 }
@@ -316,6 +323,10 @@ func (d *Detectors) observe(ev events.Event, x *events.InteractionEvaluated) ([]
 	dropOn, dropBase := st.drop > c.DropRate, c.DropRate
 	refOn, refBase := st.refus > c.RefusalRate, c.RefusalRate
 	if base != nil {
+		checks[1].on = checks[1].on && st.corrLen > base.corrLen+c.CorrelationRise
+		checks[2].on = checks[2].on && st.corrTools > base.corrTools+c.CorrelationRise
+		checks[1].baseline = math.Max(c.Correlation, base.corrLen+c.CorrelationRise)
+		checks[2].baseline = math.Max(c.Correlation, base.corrTools+c.CorrelationRise)
 		ratio := st.length / math.Max(base.length, 1)
 		checks = append(checks, check{KindLengthDrift, ratio > c.LengthDriftRatio || ratio < 1/c.LengthDriftRatio, st.length, base.length})
 		toolsOn = toolsOn || st.tools > c.ToolCallsRatio*base.tools && st.tools-base.tools >= 0.5

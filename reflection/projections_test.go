@@ -264,3 +264,43 @@ func TestScoreboardNumbersAndReplay(t *testing.T) {
 		t.Error("malformed accepted")
 	}
 }
+
+// Where reward correlates with tool calls for the stable version too (a
+// task solved by calling a tool), a candidate with the same correlation
+// is not flagged; one whose correlation is CorrelationRise above the
+// stable's is. (Regression: bench learn's canaries were rolled back for
+// the order-status type's natural reward-tool correlation.)
+func TestDetectorsCorrelationRelativeToStable(t *testing.T) {
+	spec := func(rng *rand.Rand, noise float64) func(i int) evalSpec {
+		return func(i int) evalSpec {
+			n := rng.IntN(2)
+			return evalSpec{length: 100, tools: n, reward: float64(n) - 0.5 + rng.Float64()*noise}
+		}
+	}
+	for _, tt := range []struct {
+		name      string
+		candNoise float64
+		want      int
+	}{{"same correlation", 2, 0}, {"stronger correlation", 0.05, 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			d := NewDetectors(DetectorConfig{Window: 60, MinCount: 40, Stable: "v1"})
+			stable, cand := spec(rng, 2), spec(rng, tt.candNoise)
+			var evs []events.Event
+			for i := 0; i < 80; i++ {
+				s := stable(i)
+				s.id, s.version, s.typ = fmt.Sprintf("s%d", i), "v1", "order_status"
+				evs = append(evs, evalEvent(t, i, s))
+			}
+			for i := 0; i < 80; i++ {
+				s := cand(i)
+				s.id, s.version, s.typ = fmt.Sprintf("c%d", i), "v2", "order_status"
+				evs = append(evs, evalEvent(t, 100+i, s))
+			}
+			got := kinds(feed(t, d, evs))
+			if got[KindRewardToolCorr+"@v2"] != tt.want {
+				t.Errorf("anomalies %v, want %d %s on v2", got, tt.want, KindRewardToolCorr)
+			}
+		})
+	}
+}

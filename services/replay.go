@@ -1,13 +1,18 @@
 package services
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"citizen/distill"
 	"citizen/events"
+	"citizen/ops/rollout"
 )
 
 // StoreStats summarises an event store.
@@ -135,8 +140,195 @@ func Replay(ctx context.Context, st events.Store) (ReplayResult, error) {
 }
 
 // NewProjections returns fresh instances of every projection citizen
-// keeps; replay and the live components use the same constructors.
-var NewProjections = func() []Projection { return nil }
+// keeps; replay and the live components use the same constructors: the
+// distiller's graded-chat projection (versions and lineage) and the
+// rollout controller's state (stable version, running rollout, history).
+var NewProjections = func() []Projection {
+	return []Projection{&DistillReplay{P: distill.NewProjection(distill.Retention{})},
+		&RolloutReplay{S: rollout.NewState(rollout.DefaultConfig())}}
+}
+
+// DistillReplay adapts the distiller's projection to Projection. Events
+// the projection refuses (already applied, undecodable) are counted, as
+// the live distiller logs and skips them.
+type DistillReplay struct {
+	P       *distill.Projection
+	Skipped int
+}
+
+// Name is "distill".
+func (d *DistillReplay) Name() string { return "distill" }
+
+// Apply folds ev into the projection.
+func (d *DistillReplay) Apply(ev events.Event) error {
+	if err := d.P.Apply(ev); err != nil && !errors.Is(err, distill.ErrOutOfOrder) {
+		d.Skipped++
+	}
+	return nil
+}
+
+// Summary is DistillSummaryOf the projection.
+func (d *DistillReplay) Summary() any { return DistillSummaryOf(d.P) }
+
+// DistillSummary is the distiller's state that replay must reproduce:
+// the stable version, the cycles and every version's lineage.
+type DistillSummary struct {
+	Stable   string           `json:"stable"`
+	Cycles   int              `json:"cycles"`
+	Window   uint64           `json:"window"`
+	Versions []DistillVersion `json:"versions"`
+}
+
+// DistillVersion is one version's lineage as weights.trained recorded it.
+type DistillVersion struct {
+	Version    string         `json:"version"`
+	Parent     string         `json:"parent"`
+	Accepted   bool           `json:"accepted"`
+	WindowFrom uint64         `json:"window_from"`
+	WindowTo   uint64         `json:"window_to"`
+	Examples   map[string]int `json:"examples_per_type,omitempty"`
+	SHA256     string         `json:"sha256,omitempty"`
+	Position   uint64         `json:"position"`
+}
+
+// DistillSummaryOf summarises p.
+func DistillSummaryOf(p *distill.Projection) DistillSummary {
+	n, w := p.Cycles()
+	s := DistillSummary{Stable: p.Stable(), Cycles: n, Window: w, Versions: []DistillVersion{}}
+	for _, vi := range p.Versions() {
+		t := vi.Trained
+		v := DistillVersion{Version: t.Version, Parent: t.Parent, Accepted: t.Accepted, WindowFrom: t.WindowFrom, WindowTo: t.WindowTo,
+			Examples: t.ExamplesPerType, Position: vi.Position}
+		if t.Artifact != nil {
+			v.SHA256 = t.Artifact.SHA256
+		}
+		s.Versions = append(s.Versions, v)
+	}
+	return s
+}
+
+// RolloutReplay adapts the rollout controller's state to Projection.
+type RolloutReplay struct {
+	S       *rollout.State
+	Skipped int
+}
+
+// Name is "rollout".
+func (r *RolloutReplay) Name() string { return "rollout" }
+
+// Apply folds ev into the state.
+func (r *RolloutReplay) Apply(ev events.Event) error {
+	if err := r.S.Apply(&ev); err != nil {
+		r.Skipped++
+	}
+	return nil
+}
+
+// Summary is RolloutSummaryOf the state.
+func (r *RolloutReplay) Summary() any { return RolloutSummaryOf(r.S.Status(), r.S.Versions()) }
+
+// RolloutSummary is the rollout state that replay must reproduce: what
+// routing and lineage depend on, without the evidence (whose numbers
+// depend on the controller's configuration and on how far it had read).
+type RolloutSummary struct {
+	Stable   string            `json:"stable"`
+	Active   *RolloutActive    `json:"active,omitempty"`
+	Waiting  []string          `json:"waiting"`
+	History  []RolloutFinished `json:"history"`
+	Versions []RolloutVersion  `json:"versions"`
+}
+
+// RolloutActive is the running rollout.
+type RolloutActive struct {
+	ID, Candidate, Stable string
+	Step                  int
+	Weight                float64
+	Paused                bool
+}
+
+// RolloutFinished is a finished rollout.
+type RolloutFinished struct {
+	ID, Candidate, Stable, Outcome, Reason string
+	Step                                   int
+	Weight                                 float64
+}
+
+// RolloutVersion is a version as the controller knows it.
+type RolloutVersion struct {
+	Version, Parent, Status string
+	Accepted                bool
+}
+
+// RolloutSummaryOf summarises a rollout status and its versions.
+func RolloutSummaryOf(st rollout.Status, vs []rollout.Version) RolloutSummary {
+	s := RolloutSummary{Stable: st.Stable, Waiting: append([]string{}, st.Waiting...), History: []RolloutFinished{}, Versions: []RolloutVersion{}}
+	if a := st.Active; a != nil {
+		s.Active = &RolloutActive{ID: a.RolloutID, Candidate: a.Candidate, Stable: a.Stable, Step: a.Step, Weight: a.Weight, Paused: a.Paused}
+	}
+	for _, h := range st.History {
+		s.History = append(s.History, RolloutFinished{ID: h.RolloutID, Candidate: h.Candidate, Stable: h.Stable, Outcome: h.Outcome,
+			Reason: h.Reason, Step: h.Step, Weight: h.Weight})
+	}
+	for _, v := range vs {
+		s.Versions = append(s.Versions, RolloutVersion{Version: v.Version, Parent: v.Parent, Status: v.Status, Accepted: v.Accepted})
+	}
+	return s
+}
+
+// ReplayCheck compares live projections' summaries with fresh ones
+// rebuilt from the store up to the position each live one had reached
+// (live maps a projection name to its summary and position). It returns
+// per projection whether they match, and a description of the first
+// difference.
+func ReplayCheck(ctx context.Context, st events.Store, live map[string]LiveSummary) (map[string]ReplayMatch, error) {
+	out := map[string]ReplayMatch{}
+	for _, p := range NewProjections() {
+		l, ok := live[p.Name()]
+		if !ok {
+			continue
+		}
+		err := scan(ctx, st, func(ev events.Event) error {
+			if ev.Position > l.Position {
+				return errStopScan
+			}
+			return p.Apply(ev)
+		})
+		if err != nil && !errors.Is(err, errStopScan) {
+			return nil, err
+		}
+		a, err := json.Marshal(l.Summary)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(p.Summary())
+		if err != nil {
+			return nil, err
+		}
+		m := ReplayMatch{Equal: bytes.Equal(a, b), Position: l.Position}
+		if !m.Equal {
+			m.Live, m.Replayed = string(a), string(b)
+		}
+		out[p.Name()] = m
+	}
+	return out, nil
+}
+
+var errStopScan = errors.New("stop scan")
+
+// LiveSummary is a live projection's Summary and the store position it
+// had applied.
+type LiveSummary struct {
+	Summary  any
+	Position uint64
+}
+
+// ReplayMatch is ReplayCheck's verdict for one projection.
+type ReplayMatch struct {
+	Equal    bool   `json:"equal"`
+	Position uint64 `json:"position"`
+	Live     string `json:"live,omitempty"`
+	Replayed string `json:"replayed,omitempty"`
+}
 
 func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))

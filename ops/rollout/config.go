@@ -48,7 +48,7 @@ type Config struct {
 	// difference (reward units, default 0.1): the effect size the test is
 	// tuned to detect fastest.
 	Tau float64 `yaml:"tau"`
-	// TypeTau, when positive, adds a reward test per task type (a
+	// TypeTau, when positive (default 0.5), adds a reward test per task type (a
 	// stratified look at the same evidence): for every type that is at
 	// least TypeShare of the stable arm's evaluations and has MinPerType
 	// evaluations on each arm, the confidence sequence of the type's
@@ -60,7 +60,8 @@ type Config struct {
 	// difference of means is above -NonInferiority. Rewards differ far
 	// more between types than within one, so a fix confined to one type
 	// (a changed policy) is detected per type long before the overall mean
-	// shows it. 0 (default) disables it.
+	// shows it. Default 0.5 (a type's mean moving by half a reward unit);
+	// a negative value disables it.
 	TypeTau float64 `yaml:"type_tau"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`
@@ -110,6 +111,7 @@ func DefaultConfig() Config {
 		NonInferiority: 0.02,
 		Alpha:          0.05,
 		Tau:            0.1,
+		TypeTau:        0.5,
 		Guardrails: Guardrails{
 			Alpha:       0.01,
 			LengthDrop:  0.25,
@@ -137,6 +139,7 @@ func (c Config) WithDefaults() Config {
 	setFloat(&c.NonInferiority, d.NonInferiority)
 	setFloat(&c.Alpha, d.Alpha)
 	setFloat(&c.Tau, d.Tau)
+	setFloat(&c.TypeTau, d.TypeTau)
 	if c.Inconclusive == "" {
 		c.Inconclusive = d.Inconclusive
 	}
@@ -196,8 +199,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %v", name, v))
 		}
 	}
-	if c.TypeTau < 0 || math.IsInf(c.TypeTau, 0) || math.IsNaN(c.TypeTau) {
-		errs = append(errs, fmt.Errorf("type_tau must be 0 (off) or positive, got %v", c.TypeTau))
+	if math.IsInf(c.TypeTau, 0) || math.IsNaN(c.TypeTau) {
+		errs = append(errs, fmt.Errorf("type_tau must be finite (negative: off), got %v", c.TypeTau))
 	}
 	if g.LengthDrop >= 1 {
 		errs = append(errs, errors.New("guardrails.length_drop must be below 1"))
