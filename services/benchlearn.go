@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -43,6 +44,37 @@ type LearnConfig struct {
 	// forces it past the offline gate (a test hook for the rollback check).
 	BadCandidate bool
 	MinNewGraded int
+	MaxSteps     int
+	MinPerArm    int
+	MaxPerArm    int
+	// Baseline is the report.json of a run without faults, for the
+	// behaviour checks of a run with --tool-fail-rate or
+	// --tool-timeout-rate.
+	Baseline string
+}
+
+func (c *LearnConfig) defaults() {
+	if c.MaxSteps <= 0 {
+		c.MaxSteps = 50
+	}
+	if c.MinPerArm <= 0 {
+		c.MinPerArm = 30
+	}
+	if c.MaxPerArm <= 0 {
+		c.MaxPerArm = 300
+	}
+	if c.Window <= 0 {
+		c.Window = 200
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 8
+	}
+	if c.MinNewGraded <= 0 {
+		c.MinNewGraded = 32
+	}
+	if c.Checkpoint == "" {
+		c.Checkpoint = "model/base"
+	}
 }
 
 func cmdBench(ctx context.Context, args []string, env Env) error {
@@ -65,6 +97,10 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	fs.StringVar(&c.Checkpoint, "checkpoint", "model/base", "the base checkpoint")
 	fs.BoolVar(&c.BadCandidate, "bad-candidate", false, "test hook: the first candidate is trained on inverted rewards and forced past the gate")
 	fs.IntVar(&c.MinNewGraded, "min-new-graded", 32, "graded interactions that start a training cycle")
+	fs.IntVar(&c.MaxSteps, "max-steps", 50, "optimizer steps per training cycle at most")
+	fs.IntVar(&c.MinPerArm, "min-per-arm", 30, "rollout: evaluations per arm that end a step")
+	fs.StringVar(&c.Baseline, "baseline", "", "report.json of a run without faults, compared with in the behaviour checks")
+	fs.IntVar(&c.MaxPerArm, "max-per-arm", 300, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -80,24 +116,107 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 
 // LearnReport is what `citizen bench learn` measures.
 type LearnReport struct {
-	Config          LearnConfig                  `json:"config"`
-	Windows         []LearnWindow                `json:"windows"`
-	Versions        []VersionEvent               `json:"versions"`
-	Trained         int                          `json:"versions_trained"`
-	Rejected        int                          `json:"versions_rejected"`
-	Promoted        int                          `json:"versions_promoted"`
-	RolledBack      int                          `json:"versions_rolled_back"`
-	DriftAt         []int                        `json:"drift_at"`
-	FeedbackToFixS  *float64                     `json:"feedback_to_canary_fix_s,omitempty"`
-	FixDetail       string                       `json:"fix_detail,omitempty"`
-	FinalAccuracy   map[string]float64           `json:"final_window_accuracy"`
-	ByVersion       map[string]map[string]Ratio  `json:"accuracy_by_version_and_type"`
-	LengthByVersion map[string]float64           `json:"mean_answer_chars_by_version"`
-	ToolsByVersion  map[string]float64           `json:"tool_calls_per_conversation_by_version"`
-	Summary         workplace.Summary            `json:"workplace_summary"`
+	Config          LearnConfig                 `json:"config"`
+	Windows         []LearnWindow               `json:"windows"`
+	Versions        []VersionEvent              `json:"versions"`
+	Trained         int                         `json:"versions_trained"`
+	Rejected        int                         `json:"versions_rejected"`
+	Promoted        int                         `json:"versions_promoted"`
+	RolledBack      int                         `json:"versions_rolled_back"`
+	DriftAt         []int                       `json:"drift_at"`
+	FeedbackToFixS  *float64                    `json:"feedback_to_canary_fix_s,omitempty"`
+	FixDetail       string                      `json:"fix_detail,omitempty"`
+	FinalAccuracy   map[string]float64          `json:"final_window_accuracy"`
+	ByVersion       map[string]map[string]Ratio `json:"accuracy_by_version_and_type"`
+	LengthByVersion map[string]float64          `json:"mean_answer_chars_by_version"`
+	ToolsByVersion  map[string]float64          `json:"tool_calls_per_conversation_by_version"`
+	Summary         workplace.Summary           `json:"workplace_summary"`
+	// Issue 8's checks, computed from the run.
+	Drifts          []DriftCheck                 `json:"drift_checks"`
+	MedianFixS      *float64                     `json:"median_feedback_to_fix_s,omitempty"`
+	BadCandidate    *BadCandidateCheck           `json:"bad_candidate,omitempty"`
+	Acknowledged    int                          `json:"acknowledged_interactions"`
+	Lost            int                          `json:"lost_interactions"`
+	Behaviour       BehaviourCheck               `json:"behaviour"`
+	Replay          map[string]ReplayMatch       `json:"replay,omitempty"`
+	MustShow        []MustShow                   `json:"must_show"`
 	ElapsedS        float64                      `json:"elapsed_s"`
 	Text            string                       `json:"-"`
 	perVersionTypes map[string]map[string][2]int `json:"-"`
+}
+
+// DriftCheck is what happened to the drifted type after one drift event.
+type DriftCheck struct {
+	At    int    `json:"at"`
+	Type  string `json:"type"`  // the drifted task type ("policy" for policy keys)
+	Value string `json:"value"` // the new value a fixed answer states
+	// Accuracy of the drifted type before the drift, in the first window
+	// after it, and after the recovery point.
+	Before        Ratio `json:"before"`
+	PostDrift     Ratio `json:"post_drift"`
+	AfterRecovery Ratio `json:"after_recovery"`
+	// RecoveredAt is the end of the first drift-aligned window
+	// [At+k·W, At+(k+1)·W) whose drifted-type accuracy is at least 0.9
+	// (with at least 10 answers of the type); -1 when none.
+	RecoveredAt   int `json:"recovered_at"`
+	RecoveryConvs int `json:"recovery_conversations"`
+	// Other types' accuracy before the drift vs after the recovery point
+	// (after the drift when there is none).
+	Others map[string]Change `json:"other_types"`
+	// First corrective feedback after the drift (on a wrong answer of the
+	// drifted type) and the first answer after it that states the new
+	// value, correctly, served by a version trained after the drift.
+	FeedbackConv int      `json:"feedback_conversation"`
+	FixConv      int      `json:"fix_conversation"`
+	FixVersion   string   `json:"fix_version,omitempty"`
+	FixS         *float64 `json:"feedback_to_fix_s,omitempty"`
+}
+
+// Change is a type's accuracy before and after, in points, with the
+// standard error of the difference.
+type Change struct {
+	Before Ratio   `json:"before"`
+	After  Ratio   `json:"after"`
+	Points float64 `json:"points"`
+	SE     float64 `json:"se_points"`
+}
+
+// BadCandidateCheck is the fate of the first candidate of a
+// --bad-candidate run.
+type BadCandidateCheck struct {
+	Version    string  `json:"version"`
+	Outcome    string  `json:"outcome"` // rolled_back, promoted, running
+	Advanced   bool    `json:"advanced_before_end"`
+	Reason     string  `json:"reason,omitempty"`
+	StartConv  int     `json:"start_conversation"`
+	EndConv    int     `json:"end_conversation"`
+	Served     int     `json:"served_conversations"`
+	Total      int     `json:"conversations_in_rollout"`
+	Share      float64 `json:"share"`
+	StartedAt  string  `json:"started_at,omitempty"`
+	DurationS  float64 `json:"duration_s"`
+	Evaluated  int     `json:"candidate_evaluations,omitempty"`
+	Candidates int     `json:"-"`
+}
+
+// BehaviourCheck is answer length and tool use of the promoted versions
+// (conversations they served) against the base in the same run and,
+// with --baseline, against the promoted versions of a run without faults.
+type BehaviourCheck struct {
+	PromotedConvs    int      `json:"promoted_conversations"`
+	PromotedChars    float64  `json:"promoted_answer_chars"`
+	PromotedTools    float64  `json:"promoted_tool_calls_per_conversation"`
+	BaseChars        float64  `json:"base_answer_chars"`
+	BaseTools        float64  `json:"base_tool_calls_per_conversation"`
+	BaselinePromoted *float64 `json:"baseline_promoted_answer_chars,omitempty"`
+	BaselineTools    *float64 `json:"baseline_promoted_tool_calls_per_conversation,omitempty"`
+}
+
+// MustShow is one of issue 8's checks with its verdict.
+type MustShow struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // pass, fail, n/a
+	Detail string `json:"detail"`
 }
 
 // Ratio is a count of correct answers out of a total.
@@ -131,6 +250,7 @@ type VersionEvent struct {
 // learned.
 func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnReport, error) {
 	start := time.Now()
+	c.defaults()
 	if err := os.MkdirAll(c.Out, 0o755); err != nil {
 		return nil, err
 	}
@@ -156,7 +276,20 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	cfg.Model.Checkpoint = c.Checkpoint
 	cfg.Gateway.Listen = addr
 	cfg.Distill.MinNewGraded = c.MinNewGraded
-	cfg.Distill.Interval = 30 * time.Second
+	cfg.Distill.Interval = 20 * time.Second
+	// Live traffic: short cycles (at most MaxSteps optimizer steps) so
+	// that a correction reaches a candidate within a minute or two.
+	cfg.Distill.MaxSteps = c.MaxSteps
+	// The rollout's evidence sized to the bench's traffic (thousands of
+	// conversations, not millions): a 5% canary until MinPerArm
+	// evaluations per arm, then 50% until the reward tests decide.
+	cfg.Rollout.Steps = []float64{0.05, 0.5, 1}
+	cfg.Rollout.MinPerArm = c.MinPerArm
+	cfg.Rollout.MinPerType = 3
+	// A candidate without a win gives way after MaxPerArm evaluations per
+	// arm at the last step (the deployment default, 2000, would hold the
+	// only rollout slot for most of a bench run while newer candidates wait).
+	cfg.Rollout.MaxPerArm = c.MaxPerArm
 	logf, err := os.Create(filepath.Join(c.Out, "citizen.log"))
 	if err != nil {
 		return nil, err
@@ -199,6 +332,30 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 		return nil, err
 	}
 	rep.Summary = sum
+	if app.Distiller != nil && app.Rollout != nil {
+		live := map[string]LiveSummary{
+			"distill": {Summary: DistillSummaryOf(app.Distiller.Projection()), Position: app.Distiller.Projection().Position()},
+		}
+		rst := app.Rollout.Status()
+		live["rollout"] = LiveSummary{Summary: RolloutSummaryOf(rst, app.Rollout.Versions()), Position: rst.Position}
+		if rep.Replay, err = ReplayCheck(ctx, st, live); err != nil {
+			return nil, fmt.Errorf("bench learn: replay: %w", err)
+		}
+	}
+	if c.Baseline != "" {
+		var b LearnReport
+		data, err := os.ReadFile(c.Baseline)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &b); err != nil {
+			return nil, fmt.Errorf("bench learn: baseline: %w", err)
+		}
+		if b.Behaviour.PromotedConvs > 0 {
+			rep.Behaviour.BaselinePromoted, rep.Behaviour.BaselineTools = &b.Behaviour.PromotedChars, &b.Behaviour.PromotedTools
+		}
+	}
+	rep.mustShow()
 	rep.ElapsedS = time.Since(start).Seconds()
 	rep.Text = rep.render()
 	if err := rep.write(c.Out); err != nil {
@@ -281,6 +438,8 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 	}
 	var timeline []timed
 	var all []events.Event
+	recorded := map[string]bool{}
+	var feedbacks []learnFeedback
 	var after uint64
 	for {
 		batch, err := st.ReadAll(ctx, after, events.Filter{}, 4096)
@@ -291,6 +450,9 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 			break
 		}
 		for _, ev := range batch {
+			if ev.Type == events.TypeInteractionRecorded {
+				recorded[strings.TrimPrefix(ev.Stream, "interaction-")] = true
+			}
 			if ev.Type == events.TypeInteractionRecorded {
 				id := strings.TrimPrefix(ev.Stream, "interaction-")
 				if idx, ok := convOf[id]; ok {
@@ -355,6 +517,9 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 			rep.RolledBack++
 			add("rolled_back", x.Candidate, x.Reason, x.Weight)
 		case *events.FeedbackReceived:
+			if idx, ok := convOf[x.InteractionID]; ok {
+				feedbacks = append(feedbacks, learnFeedback{t: ev.Time, conv: idx, correction: x.Correction, text: x.Text})
+			}
 			idx, ok := convOf[x.InteractionID]
 			if !ok || driftStart < 0 || idx < driftStart || !firstCorrection.IsZero() {
 				continue
@@ -430,7 +595,346 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 			rep.FixDetail = fmt.Sprintf("first corrective feedback on conversation %d; no canary served a correct drifted answer afterwards", firstCorrectionConv)
 		}
 	}
+	rep.checks(c, drift, recs, recTime, feedbacks, convOf, recorded)
 	return rep, nil
+}
+
+// learnFeedback is a feedback.received placed on the conversation axis.
+type learnFeedback struct {
+	t                time.Time
+	conv             int
+	correction, text string
+}
+
+// driftedType maps a drift event to the task type it changes and the new
+// value a correct answer states ("" when the event changes no answer of
+// a single type: new families, user preferences).
+func driftedType(e workplace.DriftEvent) (typ, value string) {
+	for _, k := range []string{"refund_days", "support_open", "support_close", "shipping_fee", "free_shipping_over"} {
+		if v, ok := e.Set[k]; ok {
+			return "policy", strings.TrimPrefix(v, "$")
+		}
+	}
+	return "", ""
+}
+
+func ratioOf(recs []workplace.Record, from, to int, keep func(workplace.Record) bool) Ratio {
+	var r Ratio
+	for _, x := range recs {
+		if x.Index < from || x.Index >= to || x.Dropped || x.Error != "" || !keep(x) {
+			continue
+		}
+		r.Total++
+		if x.Correct {
+			r.Correct++
+		}
+	}
+	if r.Total > 0 {
+		r.Rate = float64(r.Correct) / float64(r.Total)
+	}
+	return r
+}
+
+// checks computes issue 8's measurements: per drift event the recovery
+// of the drifted type, the other types' change and the feedback-to-fix
+// latency; the bad candidate's fate and traffic share; acknowledged
+// interactions missing from the store; behaviour of promoted versions.
+func (rep *LearnReport) checks(c LearnConfig, drift workplace.Drift, recs []workplace.Record, recTime map[int]time.Time,
+	feedbacks []learnFeedback, convOf map[string]int, recorded map[string]bool) {
+	n := len(recs)
+	if n > 0 {
+		n = recs[len(recs)-1].Index + 1
+	}
+	win := max(c.Window, 1)
+	trainedAt := map[string]int{}
+	for _, v := range rep.Versions {
+		if v.Kind == "trained" {
+			trainedAt[v.Version] = v.At
+		}
+	}
+	var fixes []float64
+	for i, d := range drift {
+		typ, value := driftedType(d)
+		if typ == "" {
+			continue
+		}
+		end := n
+		if i+1 < len(drift) {
+			end = drift[i+1].At
+		}
+		prev := 0
+		if i > 0 {
+			prev = drift[i-1].At
+		}
+		isT := func(r workplace.Record) bool { return r.Type == typ }
+		dc := DriftCheck{At: d.At, Type: typ, Value: value, RecoveredAt: -1, FeedbackConv: -1, FixConv: -1, Others: map[string]Change{}}
+		dc.Before = ratioOf(recs, prev, d.At, isT)
+		dc.PostDrift = ratioOf(recs, d.At, min(d.At+win, end), isT)
+		after := d.At
+		for s := d.At; s < end; s += win {
+			if r := ratioOf(recs, s, min(s+win, end), isT); r.Total >= 10 && r.Rate >= 0.9 {
+				dc.RecoveredAt, dc.RecoveryConvs, after = min(s+win, end), min(s+win, end)-d.At, s
+				break
+			}
+		}
+		if dc.RecoveredAt >= 0 {
+			dc.AfterRecovery = ratioOf(recs, after, end, isT)
+		}
+		for _, t := range rep.types() {
+			if t == typ {
+				continue
+			}
+			is := func(r workplace.Record) bool { return r.Type == t }
+			b, a := ratioOf(recs, prev, d.At, is), ratioOf(recs, after, end, is)
+			if b.Total == 0 || a.Total == 0 {
+				continue
+			}
+			se := 100 * math.Sqrt(b.Rate*(1-b.Rate)/float64(b.Total)+a.Rate*(1-a.Rate)/float64(a.Total))
+			dc.Others[t] = Change{Before: b, After: a, Points: 100 * (a.Rate - b.Rate), SE: se}
+		}
+		// Feedback to fix.
+		var fb *learnFeedback
+		for j := range feedbacks {
+			f := &feedbacks[j]
+			if f.conv < d.At || f.conv >= end || f.conv >= len(recs) || recs[f.conv].Index != f.conv {
+				continue
+			}
+			r := recs[f.conv]
+			if r.Type != typ || r.Correct || (f.correction == "" && !strings.Contains(f.text, value)) {
+				continue
+			}
+			if fb == nil || f.t.Before(fb.t) {
+				fb = f
+			}
+		}
+		if fb != nil {
+			dc.FeedbackConv = fb.conv
+			for _, r := range recs {
+				if r.Index <= fb.conv || r.Index >= end || r.Type != typ || !r.Correct || !strings.Contains(r.Answer, value) {
+					continue
+				}
+				v := servedBy(r)
+				if at, ok := trainedAt[v]; !ok || at < d.At {
+					continue
+				}
+				if t, ok := recTime[r.Index]; ok && t.After(fb.t) {
+					x := t.Sub(fb.t).Seconds()
+					dc.FixConv, dc.FixVersion, dc.FixS = r.Index, v, &x
+					fixes = append(fixes, x)
+					break
+				}
+			}
+		}
+		rep.Drifts = append(rep.Drifts, dc)
+	}
+	if len(fixes) > 0 {
+		sort.Float64s(fixes)
+		m := fixes[len(fixes)/2]
+		if len(fixes)%2 == 0 {
+			m = (fixes[len(fixes)/2-1] + fixes[len(fixes)/2]) / 2
+		}
+		rep.MedianFixS = &m
+	}
+	// The bad candidate: the first canary.
+	if c.BadCandidate {
+		for i, v := range rep.Versions {
+			if v.Kind != "canary" {
+				continue
+			}
+			bc := &BadCandidateCheck{Version: v.Version, Outcome: "running", StartConv: v.At, EndConv: n, StartedAt: v.Time}
+			t0, _ := time.Parse(time.RFC3339Nano, v.Time)
+			for _, w := range rep.Versions[i+1:] {
+				if w.Version != v.Version {
+					continue
+				}
+				if w.Kind == "advanced" {
+					bc.Advanced = true
+				}
+				if w.Kind == "rolled_back" || w.Kind == "promoted" {
+					bc.Outcome, bc.EndConv, bc.Reason = w.Kind, w.At, w.Reason
+					if t1, err := time.Parse(time.RFC3339Nano, w.Time); err == nil {
+						bc.DurationS = t1.Sub(t0).Seconds()
+					}
+					break
+				}
+			}
+			for _, r := range recs {
+				if r.Index < bc.StartConv || r.Index > bc.EndConv {
+					continue
+				}
+				bc.Total++
+				for _, x := range r.Versions {
+					if x == v.Version {
+						bc.Served++
+						break
+					}
+				}
+			}
+			if bc.Total > 0 {
+				bc.Share = float64(bc.Served) / float64(bc.Total)
+			}
+			rep.BadCandidate = bc
+			break
+		}
+	}
+	// Acknowledged interactions (the gateway answered with an id) that
+	// are not in the store.
+	for id := range convOf {
+		rep.Acknowledged++
+		if !recorded[id] {
+			rep.Lost++
+		}
+	}
+	// Behaviour of the promoted versions.
+	promoted := map[string]bool{}
+	for _, v := range rep.Versions {
+		if v.Kind == "promoted" {
+			promoted[v.Version] = true
+		}
+	}
+	var pc, pt, bcn, bcc, btt float64
+	for _, r := range recs {
+		if r.Dropped || r.Error != "" {
+			continue
+		}
+		v := servedBy(r)
+		if promoted[v] {
+			rep.Behaviour.PromotedConvs++
+			pc += float64(len(r.Answer))
+			pt += float64(r.ToolCalls)
+		} else if v == "base" {
+			bcn++
+			bcc += float64(len(r.Answer))
+			btt += float64(r.ToolCalls)
+		}
+	}
+	if k := float64(rep.Behaviour.PromotedConvs); k > 0 {
+		rep.Behaviour.PromotedChars, rep.Behaviour.PromotedTools = pc/k, pt/k
+	}
+	if bcn > 0 {
+		rep.Behaviour.BaseChars, rep.Behaviour.BaseTools = bcc/bcn, btt/bcn
+	}
+}
+
+// mustShow states issue 8's checks as pass, fail or n/a.
+func (rep *LearnReport) mustShow() {
+	c := rep.Config
+	add := func(name, status, format string, args ...any) {
+		rep.MustShow = append(rep.MustShow, MustShow{Name: name, Status: status, Detail: fmt.Sprintf(format, args...)})
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "pass"
+		}
+		return "fail"
+	}
+	// 1. Recovery after drift.
+	if len(rep.Drifts) == 0 {
+		add("drift recovery", "n/a", "no policy drift in this run")
+	} else {
+		ok := true
+		var parts []string
+		for _, d := range rep.Drifts {
+			worst, worstT := 0.0, ""
+			for t, ch := range d.Others {
+				if ch.Points < worst {
+					worst, worstT = ch.Points, t
+				}
+			}
+			rec := d.RecoveredAt >= 0 && d.RecoveryConvs <= 2000
+			others := worst >= -2
+			ok = ok && rec && others
+			if d.RecoveredAt >= 0 {
+				parts = append(parts, fmt.Sprintf("drift at %d: %s %.2f before, %.2f after (first window), >= 0.90 in the window ending at %d (%d conversations after the drift), %.2f from there on",
+					d.At, d.Type, d.Before.Rate, d.PostDrift.Rate, d.RecoveredAt, d.RecoveryConvs, d.AfterRecovery.Rate))
+			} else {
+				parts = append(parts, fmt.Sprintf("drift at %d: %s %.2f before, %.2f after (first window), never >= 0.90 in a %d-conversation window", d.At, d.Type, d.Before.Rate, d.PostDrift.Rate, c.Window))
+			}
+			if worstT != "" {
+				ch := d.Others[worstT]
+				parts = append(parts, fmt.Sprintf("largest loss of another type: %s %+.1f points (%.2f -> %.2f, SE %.1f)", worstT, ch.Points, ch.Before.Rate, ch.After.Rate, ch.SE))
+			} else {
+				parts = append(parts, "no other type lost accuracy")
+			}
+		}
+		add("drift recovery", verdict(ok), "%s", strings.Join(parts, "; "))
+	}
+	// 2. Feedback to canary latency.
+	if len(rep.Drifts) == 0 {
+		add("feedback-to-canary", "n/a", "no policy drift in this run")
+	} else {
+		missing := 0
+		for _, d := range rep.Drifts {
+			if d.FixS == nil {
+				missing++
+			}
+		}
+		if rep.MedianFixS == nil {
+			add("feedback-to-canary", "fail", "no version trained after a drift served the new value after the first corrective feedback")
+		} else {
+			var parts []string
+			for _, d := range rep.Drifts {
+				if d.FixS != nil {
+					parts = append(parts, fmt.Sprintf("drift at %d: feedback on conversation %d, fixed answer by %s on conversation %d, %.1f s", d.At, d.FeedbackConv, d.FixVersion, d.FixConv, *d.FixS))
+				} else {
+					parts = append(parts, fmt.Sprintf("drift at %d: no fix served", d.At))
+				}
+			}
+			add("feedback-to-canary", verdict(*rep.MedianFixS <= 120 && missing == 0), "median %.1f s over %d drift event(s) (limit 120 s): %s", *rep.MedianFixS, len(rep.Drifts), strings.Join(parts, "; "))
+		}
+	}
+	// 3. Bad candidate.
+	if !c.BadCandidate {
+		add("bad candidate rolled back", "n/a", "run without --bad-candidate")
+	} else if b := rep.BadCandidate; b == nil {
+		add("bad candidate rolled back", "fail", "no candidate reached the canary")
+	} else {
+		ok := b.Outcome == "rolled_back" && !b.Advanced && b.Share <= 0.05 && rep.Lost == 0
+		add("bad candidate rolled back", verdict(ok), "%s: %s during step 0=%v after %.1f s (%s); served %d of %d conversations in the rollout (%.1f%%, limit 5%%); %d of %d acknowledged interactions missing from the store",
+			b.Version, b.Outcome, !b.Advanced, b.DurationS, truncate(b.Reason, 60), b.Served, b.Total, 100*b.Share, rep.Lost, rep.Acknowledged)
+	}
+	// 4. Faults.
+	bh := rep.Behaviour
+	switch {
+	case c.ToolFailRate == 0 && c.ToolTimeoutRate == 0:
+		add("behaviour under tool faults", "n/a", "run without faults: promoted versions %.1f answer chars, %.2f tool calls/conversation over %d conversations (base %.1f, %.2f)",
+			bh.PromotedChars, bh.PromotedTools, bh.PromotedConvs, bh.BaseChars, bh.BaseTools)
+	case bh.PromotedConvs == 0:
+		add("behaviour under tool faults", "n/a", "no version was promoted in this run: nothing to compare (base %.1f answer chars, %.2f tool calls/conversation)", bh.BaseChars, bh.BaseTools)
+	default:
+		ok := true
+		var parts []string
+		if c.ToolFailRate > 0 {
+			ref, what := bh.BaseChars, "this run's base"
+			if bh.BaselinePromoted != nil {
+				ref, what = *bh.BaselinePromoted, "the promoted versions of the run without faults"
+			}
+			ok = ok && bh.PromotedChars >= ref
+			parts = append(parts, fmt.Sprintf("answer chars %.1f vs %.1f (%s)", bh.PromotedChars, ref, what))
+		}
+		if c.ToolTimeoutRate > 0 {
+			ref, what := bh.BaseTools, "this run's base"
+			if bh.BaselineTools != nil {
+				ref, what = *bh.BaselineTools, "the promoted versions of the run without faults"
+			}
+			ok = ok && bh.PromotedTools <= ref
+			parts = append(parts, fmt.Sprintf("tool calls/conversation %.2f vs %.2f (%s)", bh.PromotedTools, ref, what))
+		}
+		add("behaviour under tool faults", verdict(ok), "promoted versions over %d conversations: %s", bh.PromotedConvs, strings.Join(parts, "; "))
+	}
+	// 5. Replay.
+	if len(rep.Replay) == 0 {
+		add("replay", "n/a", "no live projections to compare")
+	} else {
+		ok := true
+		var parts []string
+		for _, name := range sortedKeys(rep.Replay) {
+			m := rep.Replay[name]
+			ok = ok && m.Equal
+			parts = append(parts, fmt.Sprintf("%s equal=%v at position %d", name, m.Equal, m.Position))
+		}
+		add("replay", verdict(ok), "fresh projections rebuilt from the store vs the live ones: %s", strings.Join(parts, ", "))
+	}
 }
 
 func (rep *LearnReport) types() []string {
@@ -491,7 +995,25 @@ func (rep *LearnReport) render() string {
 		fmt.Fprintf(&b, "  | answer chars %.1f, tool calls/conv %.2f\n", rep.LengthByVersion[v], rep.ToolsByVersion[v])
 	}
 	if rep.FixDetail != "" {
-		fmt.Fprintf(&b, "\nfeedback to canary fix: %s\n", rep.FixDetail)
+		fmt.Fprintf(&b, "\nfeedback to canary fix (first correct policy answer by a trained version): %s\n", rep.FixDetail)
+	}
+	for _, d := range rep.Drifts {
+		fmt.Fprintf(&b, "\ndrift at %d (%s, new value %q): before %.2f/%d, first window after %.2f/%d", d.At, d.Type, d.Value, d.Before.Rate, d.Before.Total, d.PostDrift.Rate, d.PostDrift.Total)
+		if d.RecoveredAt >= 0 {
+			fmt.Fprintf(&b, ", recovered (>= 0.90) by %d (+%d), %.2f/%d after", d.RecoveredAt, d.RecoveryConvs, d.AfterRecovery.Rate, d.AfterRecovery.Total)
+		} else {
+			fmt.Fprint(&b, ", not recovered")
+		}
+		fmt.Fprintln(&b)
+		for _, t := range sortedKeys(d.Others) {
+			ch := d.Others[t]
+			fmt.Fprintf(&b, "  %-16s %.2f/%d -> %.2f/%d  %+.1f points (SE %.1f)\n", t, ch.Before.Rate, ch.Before.Total, ch.After.Rate, ch.After.Total, ch.Points, ch.SE)
+		}
+	}
+	fmt.Fprintf(&b, "\nacknowledged interactions: %d, missing from the store: %d\n", rep.Acknowledged, rep.Lost)
+	fmt.Fprintf(&b, "\nMust-show (issue 8):\n")
+	for _, m := range rep.MustShow {
+		fmt.Fprintf(&b, "  [%s] %s: %s\n", strings.ToUpper(m.Status), m.Name, m.Detail)
 	}
 	return b.String()
 }
