@@ -63,6 +63,13 @@ type Config struct {
 	// shows it. Default 0.5 (a type's mean moving by half a reward unit);
 	// a negative value disables it.
 	TypeTau float64 `yaml:"type_tau"`
+	// Order picks the waiting candidate that starts when no rollout runs:
+	// "newest" (default: the last trained, whose data is the most recent;
+	// the older waiting ones are marked superseded and never start) or
+	// "oldest" (every candidate in training order). After a drift the
+	// candidates trained before it have nothing to offer, and serving them
+	// one by one delays the one that learnt the change.
+	Order string `yaml:"order"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`
 }
@@ -112,6 +119,7 @@ func DefaultConfig() Config {
 		Alpha:          0.05,
 		Tau:            0.1,
 		TypeTau:        0.5,
+		Order:          "newest",
 		Guardrails: Guardrails{
 			Alpha:       0.01,
 			LengthDrop:  0.25,
@@ -142,6 +150,9 @@ func (c Config) WithDefaults() Config {
 	setFloat(&c.TypeTau, d.TypeTau)
 	if c.Inconclusive == "" {
 		c.Inconclusive = d.Inconclusive
+	}
+	if c.Order == "" {
+		c.Order = d.Order
 	}
 	g, dg := &c.Guardrails, d.Guardrails
 	setFloat(&g.Alpha, dg.Alpha)
@@ -182,6 +193,9 @@ func (c Config) Validate() error {
 	}
 	if c.MinPerArm < 1 || c.MinLook < 2 || c.MinPerType < 0 || c.MaxPerArm < c.MinPerArm {
 		errs = append(errs, errors.New("min_per_arm >= 1, min_look >= 2, min_per_type >= 0 and max_per_arm >= min_per_arm"))
+	}
+	if c.Order != "newest" && c.Order != "oldest" {
+		errs = append(errs, fmt.Errorf("order: %q is neither newest nor oldest", c.Order))
 	}
 	if c.Inconclusive != "rollback" && c.Inconclusive != "promote" {
 		errs = append(errs, fmt.Errorf("inconclusive: %q is neither rollback nor promote", c.Inconclusive))

@@ -262,6 +262,9 @@ func (s *State) decide() *decision {
 			return nil
 		}
 		p := s.waiting[0]
+		if cfg.Order == "newest" {
+			p = s.waiting[len(s.waiting)-1]
+		}
 		stable := s.stable
 		if stable == "" {
 			stable = p.parent

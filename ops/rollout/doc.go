@@ -36,10 +36,21 @@
 //   - the reward test shows a regression.
 //
 // Only one rollout runs at a time. A candidate accepted while one runs
-// waits; waiting candidates start in the order they were trained, each
-// against whatever is stable when it starts (so a candidate trained from
-// an older parent must still beat the newer stable). A version that is
-// already stable or already had a rollout is skipped.
+// waits; when the slot frees, the newest waiting candidate starts
+// (Config.Order "newest", the default; the older waiting ones are marked
+// superseded) or, with Order "oldest", they start in the order they were
+// trained; each runs against whatever is stable when it starts (so a
+// candidate trained from an older parent must still beat the newer
+// stable). A version that is already stable or already had a rollout is
+// skipped.
+//
+// With Config.TypeTau (default 0.5) the reward is also tested per task
+// type (see Config.TypeTau): a fix confined to one type is found long
+// before the overall mean shows it, and a regression confined to one
+// type rolls back. The per-type tests share Alpha (Bonferroni), so with
+// them the A/A bound below becomes 2·Alpha + 5·Guardrails.Alpha
+// (TestTypeTestAAFalseDecisionsBounded measures it on a workload whose
+// types differ as the workplace's do).
 //
 // # The test and its error rates
 //

@@ -114,7 +114,8 @@ type Version struct {
 	Artifact    *events.Artifact   `json:"artifact,omitempty"`
 	TrainedAt   time.Time          `json:"trained_at"`
 	Position    uint64             `json:"position"`
-	// Status: rejected (offline gate), waiting, canary, stable, retired
+	// Status: rejected (offline gate), waiting, canary, stable, retired,
+	// superseded (a newer candidate started first)
 	// (was stable, replaced by a promotion), rolled_back, skipped.
 	Status    string `json:"status"`
 	RolloutID string `json:"rollout_id,omitempty"`
@@ -321,7 +322,14 @@ func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
 		step: c.Step, weight: c.Weight, startedAt: ev.Time, startPos: ev.Position, stepPos: ev.Position,
 		all: newArms(), cur: newArms(), evals: map[string]obs{}}
 	s.started[c.Candidate] = true
-	s.waiting = slices.DeleteFunc(s.waiting, func(p pending) bool { return p.version == c.Candidate })
+	// Candidates trained before the one that starts (Config.Order
+	// "newest") will not start any more: superseded.
+	if i := slices.IndexFunc(s.waiting, func(p pending) bool { return p.version == c.Candidate }); i >= 0 {
+		for _, p := range s.waiting[:i] {
+			s.setStatus(p.version, "superseded", "")
+		}
+		s.waiting = slices.Delete(s.waiting, 0, i+1)
+	}
 	if s.stable == "" {
 		s.stable = c.Stable
 	}

@@ -74,7 +74,7 @@ func simulateTypes(t testing.TB, cfg Config, seed uint64, shift map[string]float
 func TestTypeTestFindsSingleTypeFix(t *testing.T) {
 	shift := map[string]float64{"f": 1.0}
 	cfgs := map[string]Config{
-		"overall":  Config{Stable: "A", Steps: []float64{0.05, 0.5, 1}, MinPerArm: 20, MinPerType: 3, MaxPerArm: 3000}.WithDefaults(),
+		"overall":  Config{Stable: "A", Steps: []float64{0.05, 0.5, 1}, MinPerArm: 20, MinPerType: 3, MaxPerArm: 3000, TypeTau: -1}.WithDefaults(),
 		"per-type": Config{Stable: "A", Steps: []float64{0.05, 0.5, 1}, MinPerArm: 20, MinPerType: 3, MaxPerArm: 3000, TypeTau: 0.5}.WithDefaults(),
 	}
 	mean := map[string]int{}
@@ -123,5 +123,47 @@ func TestTypeTestAAFalseDecisionsBounded(t *testing.T) {
 	}
 	if float64(wins)/runs > 2*cfg.Alpha {
 		t.Fatalf("false win rate %.3f exceeds %.2f", float64(wins)/runs, 2*cfg.Alpha)
+	}
+}
+
+// With Order "newest" the last trained waiting candidate starts and the
+// older waiting ones are superseded; with "oldest" they start in order.
+func TestOrderNewestSupersedesOlderWaiting(t *testing.T) {
+	for _, tc := range []struct {
+		order, want, older string
+	}{{"newest", "C", "superseded"}, {"oldest", "B", "waiting"}} {
+		st := NewState(Config{Stable: "A", Order: tc.order}.WithDefaults())
+		var pos uint64
+		for _, v := range []string{"B", "C"} {
+			pos++
+			ev, err := events.Encode(&events.WeightsTrained{Version: v, Parent: "A", Accepted: true},
+				events.Meta{Stream: events.VersionStream(v), ID: events.DeterministicID(v)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev.Position = pos
+			if err := st.Apply(&ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := st.decide()
+		if d == nil || d.change.Candidate != tc.want {
+			t.Fatalf("order %s: decision %+v, want a start of %s", tc.order, d, tc.want)
+		}
+		pos++
+		ev, err := events.Encode(d.payload, events.Meta{Stream: d.stream, ID: d.id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Position = pos
+		if err := st.Apply(&ev); err != nil {
+			t.Fatal(err)
+		}
+		other := map[string]string{"C": "B", "B": "C"}[tc.want]
+		for _, v := range st.Versions() {
+			if v.Version == other && v.Status != tc.older {
+				t.Errorf("order %s: %s is %q, want %q", tc.order, other, v.Status, tc.older)
+			}
+		}
 	}
 }
