@@ -15,10 +15,9 @@ type simd struct {
 	mr    int // microkernel rows
 	nvMax int // microkernel vectors per row
 	kern  func(mr, nv int) gemmFunc
-	// dotRows is how many rows of A the level's dotNT kernels take: they
-	// store the r×4 inner products of r ≤ dotRows rows of A (stride lda
-	// bytes) with 4 rows of B (stride ldb bytes) over k16 elements (a
-	// positive multiple of the lane count) to out[i*4+j].
+	// dotRows is how many rows of A the level's dotNT kernels take at once
+	// (see internal/gen: r ≤ dotRows rows of A against groups of 4 rows of
+	// B, over a multiple of the lane count).
 	dotRows int
 	// dotMaxM: MatMulNT with at most this many rows may use the
 	// packing-free inner-product kernels (decode: m=1 or a small batch); see
@@ -39,7 +38,7 @@ const (
 
 type scratch struct {
 	b    []float32 // kcBlock × ncBlock
-	tile []float32 // one microkernel tile, for a last, narrow panel
+	tile []float32 // one microkernel tile (narrow last panels, skinny TN)
 }
 
 // scratchFree keeps packing buffers across calls (a sync.Pool would hand
