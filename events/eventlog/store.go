@@ -49,6 +49,10 @@ type Stats struct {
 	// was cut from a torn tail.
 	Recovered      uint64
 	TruncatedBytes int64
+	// Written is the bytes the writer wrote since Open; Unzeroed those
+	// of them that landed beyond the zero-filled region (zero.go), so
+	// that their fdatasync had metadata to commit.
+	Written, Unzeroed int64
 }
 
 // entry locates one event; entries[p-1] is position p.
@@ -387,10 +391,14 @@ func (s *Store) entry(pos uint64) entry {
 
 // Stats returns counters since Open.
 func (s *Store) Stats() Stats {
+	s.zero.mu.Lock()
+	w, u := s.zero.written, s.zero.unzeroed
+	s.zero.mu.Unlock()
 	return Stats{
 		Appends: s.stats.appends.Load(), Events: s.stats.events.Load(),
 		Groups: s.stats.groups.Load(), Syncs: s.stats.syncs.Load(), SyncTime: time.Duration(s.stats.syncNanos.Load()),
 		Recovered: s.recovered, TruncatedBytes: s.truncated,
+		Written: w, Unzeroed: u,
 	}
 }
 

@@ -37,7 +37,7 @@ const (
 	// most; minZeroWindow at first.
 	maxZeroWindow = 32 << 20
 	minZeroWindow = 256 << 10
-	maxZeroChunk  = 4 << 20
+	maxZeroChunk  = 1 << 20
 )
 
 var zeroBuf = make([]byte, 1<<20)
@@ -53,6 +53,7 @@ type zeroer struct {
 	wend, to       int64
 	busyLo, busyHi int64
 	written        int64 // bytes claimed by the writer since Open
+	unzeroed       int64 // of which beyond the zeroed region
 	next           *os.File
 	nextSize       int64
 	nextPath       string
@@ -93,6 +94,7 @@ func (z *zeroer) claim(seg *segment, lo, hi int64) {
 	}
 	if seg == z.seg && hi > z.wend {
 		z.written += hi - z.wend
+		z.unzeroed += hi - max(lo, min(hi, z.to))
 		z.wend = hi
 		z.cond.Broadcast()
 	}
