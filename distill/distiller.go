@@ -463,6 +463,9 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 			return &cycleFailure{"self-distillation", err}
 		}
 	}
+	// A cycle goes through its data Epochs times within MaxSteps: a large
+	// window is cut to the step budget, corrections first.
+	ds.FitBudget(cfg.Hyper.Budget())
 	ds.refreshManifest()
 	wt.ExamplesPerType = ds.Manifest.ExamplesPerType
 	dsDir := filepath.Join(cfg.DataDir, "datasets", wt.Version)

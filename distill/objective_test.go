@@ -1,6 +1,7 @@
 package distill
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -86,5 +87,39 @@ func TestGateToleranceScalesWithHoldOutSize(t *testing.T) {
 	}
 	if g.Tolerance(0) != 0.05 || g.Tolerance(100) != 0.05 {
 		t.Fatalf("tolerance of unknown or large sizes: %v %v", g.Tolerance(0), g.Tolerance(100))
+	}
+}
+
+func TestFitBudgetKeepsCorrectionsFirstAndBalancesTheRest(t *testing.T) {
+	var ds Dataset
+	for i := 0; i < 30; i++ {
+		ds.Train = append(ds.Train, Example{Interaction: fmt.Sprint("a", i), Type: "arithmetic", Kind: KindPolicy})
+	}
+	for i := 0; i < 10; i++ {
+		ds.Train = append(ds.Train, Example{Interaction: fmt.Sprint("c", i), Type: "classify", Kind: KindAnchor})
+	}
+	ds.Train = append(ds.Train, Example{Interaction: "p1", Type: "policy", Kind: KindPolicy, Correction: "60 days"},
+		Example{Interaction: "p1", Type: "policy", Kind: KindRevised, Correction: "60 days"},
+		Example{Interaction: "p2", Type: "policy", Kind: KindPolicy, Hint: "the refund window is now 60 days"})
+	ds.FitBudget(9)
+	if len(ds.Train) != 9 || ds.Manifest.Stats.OverBudget != 34 {
+		t.Fatalf("kept %d, over budget %d; want 9 and 34", len(ds.Train), ds.Manifest.Stats.OverBudget)
+	}
+	if ds.Train[0].Kind != KindRevised || ds.Train[1].Correction == "" || ds.Train[2].Hint == "" {
+		t.Fatalf("corrections not first: %+v", ds.Train[:3])
+	}
+	per := map[string]int{}
+	for _, ex := range ds.Train[3:] {
+		per[ex.Type]++
+	}
+	if per["arithmetic"] != 3 || per["classify"] != 3 {
+		t.Fatalf("the rest is not balanced over types: %v", per)
+	}
+	ds.FitBudget(0)
+	if len(ds.Train) != 9 {
+		t.Fatal("budget 0 dropped examples")
+	}
+	if b := (Hyper{MaxSteps: 50, BatchSeqs: 8, Epochs: 4}).Budget(); b != 100 {
+		t.Fatalf("budget of 50 steps x 8 / 4 epochs = %d, want 100", b)
 	}
 }

@@ -157,6 +157,7 @@ type PipelineStats struct {
 	Duplicates  int `json:"duplicates"`  // dropped as (near-)duplicates
 	Balanced    int `json:"balanced"`    // dropped by the per-type caps
 	HeldOut     int `json:"held_out"`    // window interactions kept for the gate
+	OverBudget  int `json:"over_budget"` // dropped to fit the cycle's step budget (FitBudget)
 }
 
 // Dataset is one cycle's data.
@@ -405,6 +406,65 @@ func (ds *Dataset) refreshManifest() {
 		m.KindCounts[ex.Kind]++
 		m.Sources = append(m.Sources, ManifestEntry{Interaction: ex.Interaction, Kind: ex.Kind, Sources: ex.Sources})
 	}
+}
+
+// FitBudget keeps at most budget training examples (budget <= 0: all),
+// so that a cycle's steps go through its data Epochs times instead of
+// sampling a fraction of a large window once. What the cycle is for comes
+// first: the self-distilled answers (KindRevised), then the recorded
+// answers that drew a correction or a hint; the rest (policy-gradient
+// examples and anchors) fill the remaining budget round-robin over task
+// types, in their dataset order. The dropped count is recorded in
+// Manifest.Stats.OverBudget.
+func (ds *Dataset) FitBudget(budget int) {
+	if budget <= 0 || len(ds.Train) <= budget {
+		return
+	}
+	var first, second []Example
+	rest := map[string][]Example{}
+	var types []string
+	for _, ex := range ds.Train {
+		switch {
+		case ex.Kind == KindRevised:
+			first = append(first, ex)
+		case ex.Correction != "" || ex.Hint != "":
+			second = append(second, ex)
+		default:
+			if _, ok := rest[ex.Type]; !ok {
+				types = append(types, ex.Type)
+			}
+			rest[ex.Type] = append(rest[ex.Type], ex)
+		}
+	}
+	out := make([]Example, 0, budget)
+	out = append(out, first[:min(len(first), budget)]...)
+	out = append(out, second[:min(len(second), budget-len(out))]...)
+	sort.Strings(types)
+	for i := 0; len(out) < budget; i++ {
+		added := false
+		for _, t := range types {
+			if i < len(rest[t]) && len(out) < budget {
+				out = append(out, rest[t][i])
+				added = true
+			}
+		}
+		if !added {
+			break
+		}
+	}
+	ds.Manifest.Stats.OverBudget += len(ds.Train) - len(out)
+	ds.Train = out
+}
+
+// Budget is the number of training examples that Epochs passes over
+// take with at most MaxSteps steps of BatchSeqs sequences (0 when
+// Steps is fixed or there is no bound).
+func (h Hyper) Budget() int {
+	h.defaults()
+	if h.Steps > 0 || h.MaxSteps <= 0 || h.Epochs <= 0 {
+		return 0
+	}
+	return int(math.Ceil(float64(h.MaxSteps*h.BatchSeqs) / h.Epochs))
 }
 
 func exampleOf(it *Interaction, kind string, reward float64) Example {

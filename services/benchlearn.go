@@ -58,10 +58,10 @@ func (c *LearnConfig) defaults() {
 		c.MaxSteps = 50
 	}
 	if c.MinPerArm <= 0 {
-		c.MinPerArm = 30
+		c.MinPerArm = 20
 	}
 	if c.MaxPerArm <= 0 {
-		c.MaxPerArm = 300
+		c.MaxPerArm = 200
 	}
 	if c.Window <= 0 {
 		c.Window = 200
@@ -98,9 +98,9 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	fs.BoolVar(&c.BadCandidate, "bad-candidate", false, "test hook: the first candidate is trained on inverted rewards and forced past the gate")
 	fs.IntVar(&c.MinNewGraded, "min-new-graded", 32, "graded interactions that start a training cycle")
 	fs.IntVar(&c.MaxSteps, "max-steps", 50, "optimizer steps per training cycle at most")
-	fs.IntVar(&c.MinPerArm, "min-per-arm", 30, "rollout: evaluations per arm that end a step")
+	fs.IntVar(&c.MinPerArm, "min-per-arm", 20, "rollout: evaluations per arm that end a step")
 	fs.StringVar(&c.Baseline, "baseline", "", "report.json of a run without faults, compared with in the behaviour checks")
-	fs.IntVar(&c.MaxPerArm, "max-per-arm", 300, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
+	fs.IntVar(&c.MaxPerArm, "max-per-arm", 200, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -285,7 +285,8 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	// evaluations per arm, then 50% until the reward tests decide.
 	cfg.Rollout.Steps = []float64{0.05, 0.5, 1}
 	cfg.Rollout.MinPerArm = c.MinPerArm
-	cfg.Rollout.MinPerType = 3
+	cfg.Rollout.MinPerType = 2
+	cfg.Rollout.MinLook = min(20, c.MinPerArm)
 	// A candidate without a win gives way after MaxPerArm evaluations per
 	// arm at the last step (the deployment default, 2000, would hold the
 	// only rollout slot for most of a bench run while newer candidates wait).

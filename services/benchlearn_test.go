@@ -1,0 +1,89 @@
+package services
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// benchCheckpoint is the shipped base checkpoint (the tests run in
+// services/).
+func benchCheckpoint(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("bench learn runs citizen and the workplace for a minute or more; skipped with -short")
+	}
+	p := filepath.Join("..", "model", "base")
+	if _, err := os.Stat(filepath.Join(p, "config.json")); err != nil {
+		t.Skipf("no base checkpoint at %s: %v", p, err)
+	}
+	return p
+}
+
+// A short bench learn run closes the loop: the distiller trains at least
+// one version from the graded interactions, the rollout controller takes
+// a decision on it, and the replayed projections equal the live ones.
+func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
+	ckpt := benchCheckpoint(t)
+	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 700, Seed: 3, Drift: "200:refund_days=60",
+		FeedbackRate: 0.5, Window: 100, Out: t.TempDir(), Checkpoint: ckpt}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", rep.Text)
+	if rep.Trained+rep.Rejected == 0 {
+		t.Fatal("no training cycle was recorded")
+	}
+	if rep.Trained == 0 {
+		t.Fatalf("no version was accepted (%d rejected)", rep.Rejected)
+	}
+	decisions := 0
+	for _, v := range rep.Versions {
+		switch v.Kind {
+		case "canary", "advanced", "promoted", "rolled_back":
+			decisions++
+		}
+	}
+	if decisions == 0 {
+		t.Fatal("the rollout controller took no decision on the trained version")
+	}
+	if rep.Lost != 0 {
+		t.Fatalf("%d of %d acknowledged interactions are not in the store", rep.Lost, rep.Acknowledged)
+	}
+	for name, m := range rep.Replay {
+		if !m.Equal {
+			t.Errorf("replayed %s differs from the live one:\nlive     %s\nreplayed %s", name, m.Live, m.Replayed)
+		}
+	}
+	if len(rep.Replay) != 2 {
+		t.Errorf("replay compared %d projections, want distill and rollout", len(rep.Replay))
+	}
+}
+
+// The bad candidate (inverted rewards, forced past the gate) is rolled
+// back during its first step, having served at most 5% of the
+// conversations while it ran, and no acknowledged interaction is lost.
+func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
+	ckpt := benchCheckpoint(t)
+	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 1400, Seed: 4, Drift: "",
+		FeedbackRate: 0.5, Window: 200, Out: t.TempDir(), Checkpoint: ckpt, BadCandidate: true}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", rep.Text)
+	b := rep.BadCandidate
+	if b == nil {
+		t.Fatal("no candidate reached the canary")
+	}
+	if b.Outcome != "rolled_back" || b.Advanced {
+		t.Fatalf("bad candidate %s: outcome %s, advanced before it ended: %v (%s)", b.Version, b.Outcome, b.Advanced, b.Reason)
+	}
+	if b.Share > 0.05 {
+		t.Fatalf("bad candidate served %d of %d conversations (%.1f%%), more than 5%%", b.Served, b.Total, 100*b.Share)
+	}
+	if rep.Lost != 0 {
+		t.Fatalf("%d of %d acknowledged interactions are not in the store", rep.Lost, rep.Acknowledged)
+	}
+}
