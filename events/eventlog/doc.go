@@ -29,12 +29,27 @@
 //     just released to come back, so one fdatasync covers all concurrent
 //     writers instead of two alternating halves (measured: 7 -> 13 events
 //     per fdatasync with 16 writers, 95 -> 165 with 256).
+//   - Segments are zero-filled ahead of the writer (zero.go): a zeroer
+//     goroutine writes and syncs zeros in the current segment up to a
+//     window ahead of the writer (growing with what was written, at most
+//     32 MiB, in 1 MiB chunks) and then prepares the next segment file,
+//     which a roll renames into place. Appends then overwrite blocks that
+//     are allocated, written and synced already, so their fdatasync has no
+//     size or extent change to commit to the journal (see BenchmarkDiskGroupSync).
+//     A frame header of eight zero bytes marks the end of the written log.
+//     Close cuts the zero tail of the last segment, so Open need not read it.
+//   - Append requests, with their encode buffers, are pooled.
 //   - The last record of every Append batch carries a flag, so a batch is
 //     all or nothing: on Open a torn tail of the last segment (a write the
 //     crash interrupted, never acknowledged) is truncated back to the last
 //     complete batch. Before starting a new segment the old one is written
 //     and synced, so only the last segment can have a torn tail; a bad
-//     record anywhere else fails Open with events.ErrCorrupt.
+//     record anywhere else fails Open with events.ErrCorrupt. In the last
+//     segment everything after the last complete batch must be zeros: any
+//     non-zero byte there (a torn record inside the zero tail, or
+//     unacknowledged records behind a page of zeros that never reached the
+//     disk) is cut too, so it can never be read back when later appends
+//     reach it.
 //   - The index lives in memory and is rebuilt on Open by scanning every
 //     record (checksums verified): position -> (segment, offset, size,
 //     stream, type) in 20 bytes per event, stream -> positions, id ->

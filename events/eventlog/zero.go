@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -136,6 +137,12 @@ func (z *zeroer) close() {
 	}
 }
 
+func (z *zeroer) stopping() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.stop
+}
+
 func (z *zeroer) run() {
 	defer close(z.done)
 	z.mu.Lock()
@@ -148,7 +155,7 @@ func (z *zeroer) run() {
 			hi := min(lo+z.chunk(), z.size)
 			z.busyLo, z.busyHi = lo, hi
 			z.mu.Unlock()
-			err := zeroFill(seg.f, lo, hi)
+			err := zeroFill(seg.f, lo, hi, nil)
 			if err == nil {
 				err = fdatasync(seg.f)
 			}
@@ -170,10 +177,12 @@ func (z *zeroer) run() {
 			z.prepared++
 			path := filepath.Join(z.dir, fmt.Sprintf("%s%d.tmp", preallocPrefix, z.prepared))
 			z.mu.Unlock()
-			f, err := prepareSegment(path, n)
+			f, err := prepareSegment(path, n, z.stopping)
 			z.mu.Lock()
 			if err != nil {
-				z.log("preparing a zeroed segment failed", "err", err)
+				if !errors.Is(err, errStopped) {
+					z.log("preparing a zeroed segment failed", "err", err)
+				}
 				break
 			}
 			if z.stop {
@@ -190,12 +199,12 @@ func (z *zeroer) run() {
 
 // prepareSegment creates the temporary next segment file with n zero
 // bytes, written and synced.
-func prepareSegment(path string, n int64) (*os.File, error) {
+func prepareSegment(path string, n int64, stop func() bool) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err = zeroFill(f, 0, n); err == nil {
+	if err = zeroFill(f, 0, n, stop); err == nil {
 		err = f.Sync()
 	}
 	if err != nil {
@@ -206,10 +215,17 @@ func prepareSegment(path string, n int64) (*os.File, error) {
 	return f, nil
 }
 
-// zeroFill allocates [lo, hi) of f and writes zeros there.
-func zeroFill(f *os.File, lo, hi int64) error {
+// errStopped: the zeroer was stopped while preparing a file.
+var errStopped = errors.New("eventlog: zeroer stopped")
+
+// zeroFill allocates [lo, hi) of f and writes zeros there; it gives up
+// with errStopped when stop (if not nil) reports true between writes.
+func zeroFill(f *os.File, lo, hi int64, stop func() bool) error {
 	preallocate(f, lo, hi-lo) // best effort: contiguous extents
 	for off := lo; off < hi; {
+		if stop != nil && stop() {
+			return errStopped
+		}
 		n := min(hi-off, int64(len(zeroBuf)))
 		if _, err := f.WriteAt(zeroBuf[:n], off); err != nil {
 			return err
