@@ -679,6 +679,12 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		if ok && cfg.Revise != nil {
 			ok = cfg.Revise(ex, c.Message.Content)
 		}
+		if ok && sameText(c.Message.Content, ex.Answer.Content) && len(c.Message.ToolCalls) == 0 {
+			// The teacher repeated the answer that drew the feedback (a
+			// vague hint taught it nothing): learning it would reinforce
+			// the mistake.
+			ok = false
+		}
 		r := ex
 		r.Kind, r.Advantage, r.Weight, r.BehaviourLogprobs = KindRevised, 0, 1, nil
 		if ok && len(ex.PromptTokens)+len(c.Tokens) > cfg.Pipeline.MaxSeqLen {
@@ -744,6 +750,11 @@ func fromTok(m tokenizer.Message) events.ChatMessage {
 		out.ToolCalls = append(out.ToolCalls, events.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 	}
 	return out
+}
+
+func sameText(a, b string) bool {
+	norm := func(x string) string { return strings.Join(strings.Fields(strings.ToLower(x)), " ") }
+	return norm(a) == norm(b)
 }
 
 func containsFold(s, sub string) bool {

@@ -25,7 +25,7 @@ type Objective struct {
 	PolicyGradient    bool
 	ImportanceCap     float64 // c of the truncated ratio (default 2)
 	SelfDistill       bool
-	SelfDistillWeight float64 // default 1
+	SelfDistillWeight float64 // default 2 (a correction is rare in a window and has to outweigh what pretraining said)
 	// CorrectionFallback: when the teacher's revision does not contain the
 	// correction, learn the correction itself rendered as the answer
 	// (CorrectionTemplate) instead of dropping the example.
@@ -49,7 +49,7 @@ func (o *Objective) defaults() {
 		o.ImportanceCap = 2
 	}
 	if o.SelfDistillWeight <= 0 {
-		o.SelfDistillWeight = 1
+		o.SelfDistillWeight = 2
 	}
 }
 

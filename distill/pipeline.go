@@ -411,40 +411,72 @@ func (ds *Dataset) refreshManifest() {
 // FitBudget keeps at most budget training examples (budget <= 0: all),
 // so that a cycle's steps go through its data Epochs times instead of
 // sampling a fraction of a large window once. What the cycle is for comes
-// first: the self-distilled answers (KindRevised), then the recorded
-// answers that drew a correction or a hint; the rest (policy-gradient
-// examples and anchors) fill the remaining budget round-robin over task
-// types, in their dataset order. The dropped count is recorded in
+// first: the self-distilled answers (KindRevised, up to half the budget),
+// then the recorded answers that drew a correction or a hint (up to a
+// quarter); the rest (policy-gradient examples and anchors) fill the
+// remaining budget. Each group is taken round-robin over task types in
+// dataset order, so that no type (the one with the most corrections)
+// crowds the others out. The dropped count is recorded in
 // Manifest.Stats.OverBudget.
 func (ds *Dataset) FitBudget(budget int) {
 	if budget <= 0 || len(ds.Train) <= budget {
 		return
 	}
-	var first, second []Example
-	rest := map[string][]Example{}
-	var types []string
+	var revised, corrected, rest []Example
 	for _, ex := range ds.Train {
 		switch {
 		case ex.Kind == KindRevised:
-			first = append(first, ex)
+			revised = append(revised, ex)
 		case ex.Correction != "" || ex.Hint != "":
-			second = append(second, ex)
+			corrected = append(corrected, ex)
 		default:
-			if _, ok := rest[ex.Type]; !ok {
-				types = append(types, ex.Type)
-			}
-			rest[ex.Type] = append(rest[ex.Type], ex)
+			rest = append(rest, ex)
 		}
 	}
-	out := make([]Example, 0, budget)
-	out = append(out, first[:min(len(first), budget)]...)
-	out = append(out, second[:min(len(second), budget-len(out))]...)
+	out := roundRobin(revised, budget/2)
+	out = append(out, roundRobin(corrected, budget/4)...)
+	out = append(out, roundRobin(rest, budget-len(out))...)
+	if len(out) < budget {
+		// A group had less than its share: the others' leftovers fill up.
+		seen := map[string]int{}
+		for _, ex := range out {
+			seen[ex.Kind+"\x00"+ex.Interaction]++
+		}
+		for _, group := range [][]Example{revised, corrected, rest} {
+			for _, ex := range group {
+				k := ex.Kind + "\x00" + ex.Interaction
+				if seen[k] > 0 {
+					seen[k]--
+					continue
+				}
+				if len(out) < budget {
+					out = append(out, ex)
+				}
+			}
+		}
+	}
+	ds.Manifest.Stats.OverBudget += len(ds.Train) - len(out)
+	ds.Train = out
+}
+
+// roundRobin takes up to n examples, one per task type in turn (types in
+// name order, examples in their order).
+func roundRobin(exs []Example, n int) []Example {
+	by := map[string][]Example{}
+	var types []string
+	for _, ex := range exs {
+		if _, ok := by[ex.Type]; !ok {
+			types = append(types, ex.Type)
+		}
+		by[ex.Type] = append(by[ex.Type], ex)
+	}
 	sort.Strings(types)
-	for i := 0; len(out) < budget; i++ {
+	out := make([]Example, 0, min(n, len(exs)))
+	for i := 0; len(out) < n; i++ {
 		added := false
 		for _, t := range types {
-			if i < len(rest[t]) && len(out) < budget {
-				out = append(out, rest[t][i])
+			if i < len(by[t]) && len(out) < n {
+				out = append(out, by[t][i])
 				added = true
 			}
 		}
@@ -452,8 +484,7 @@ func (ds *Dataset) FitBudget(budget int) {
 			break
 		}
 	}
-	ds.Manifest.Stats.OverBudget += len(ds.Train) - len(out)
-	ds.Train = out
+	return out
 }
 
 // Budget is the number of training examples that Epochs passes over

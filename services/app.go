@@ -57,6 +57,9 @@ type App struct {
 	// benchBad is bench learn's test hook: candidates are trained on
 	// inverted rewards and forced past the offline gate.
 	benchBad bool
+	// benchEpochs, when set, is bench learn's passes over a cycle's data
+	// (with MaxSteps it sizes the cycle's dataset: distill.Hyper.Budget).
+	benchEpochs float64
 }
 
 // The components, in the order they are documented. Each is a --target
@@ -430,7 +433,7 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 	dc := a.Config.Distill
 	cfg := distill.Config{
 		DataDir: filepath.Join(a.Config.DataDir, "distill"), Base: a.Embedded.Chat().Engine.Model(), Chat: a.Embedded.Chat(),
-		Hyper: distill.Hyper{LR: dc.LR, MaxSteps: dc.MaxSteps}, MinNewGraded: dc.MinNewGraded, Interval: dc.Interval,
+		Hyper: distill.Hyper{LR: dc.LR, MaxSteps: dc.MaxSteps, Epochs: a.benchEpochs}, MinNewGraded: dc.MinNewGraded, Interval: dc.Interval,
 		Exemplars: distill.MemoryExemplars(a.Memory, a.Embedder, 2, 0.5),
 	}
 	if dc.Rank > 0 {

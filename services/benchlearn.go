@@ -47,6 +47,9 @@ type LearnConfig struct {
 	MaxSteps     int
 	MinPerArm    int
 	MaxPerArm    int
+	// Epochs are the passes over a cycle's data (with MaxSteps they size
+	// its dataset; 0: the distiller's default).
+	Epochs float64
 	// Baseline is the report.json of a run without faults, for the
 	// behaviour checks of a run with --tool-fail-rate or
 	// --tool-timeout-rate.
@@ -99,6 +102,7 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	fs.IntVar(&c.MinNewGraded, "min-new-graded", 32, "graded interactions that start a training cycle")
 	fs.IntVar(&c.MaxSteps, "max-steps", 50, "optimizer steps per training cycle at most")
 	fs.IntVar(&c.MinPerArm, "min-per-arm", 20, "rollout: evaluations per arm that end a step")
+	fs.Float64Var(&c.Epochs, "epochs", 0, "passes over a training cycle's data, with --max-steps sizing its dataset (0: the distiller's default, 4)")
 	fs.StringVar(&c.Baseline, "baseline", "", "report.json of a run without faults, compared with in the behaviour checks")
 	fs.IntVar(&c.MaxPerArm, "max-per-arm", 200, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -296,7 +300,7 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 		return nil, err
 	}
 	defer logf.Close()
-	app := &App{Config: cfg, Log: NewLogger(LogConfig{Level: "info", Format: "text"}, logf), benchBad: c.BadCandidate}
+	app := &App{Config: cfg, Log: NewLogger(LogConfig{Level: "info", Format: "text"}, logf), benchBad: c.BadCandidate, benchEpochs: c.Epochs}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
