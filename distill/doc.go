@@ -11,7 +11,10 @@
 //     faults get neither good nor bad credit), near-duplicate removal (exact
 //     token-sequence hash and, optionally, embedder cosine), per-type
 //     balance, replay anchors per type, and a stable hold-out slice per type
-//     for the offline gate; each cycle's dataset is written as JSONL with a
+//     for the offline gate; the cycle's step budget (Dataset.FitBudget:
+//     MaxSteps·BatchSeqs/Epochs examples, self-distilled and corrected
+//     answers first, round-robin over types); each cycle's dataset is
+//     written as JSONL with a
 //     manifest naming the store positions it came from (VerifyManifest);
 //   - the objectives (Objective): advantage-weighted policy gradient with
 //     truncated importance ratios against the recorded behaviour logprobs,
@@ -26,7 +29,9 @@
 //     weights.trained event with full lineage; a failing cycle is recorded
 //     with Accepted=false and its reason, and the next cycle still runs;
 //   - the offline evaluators (LogLikelihood by default, Accuracy as the
-//     grader hook, Combine) and the gate (GateConfig);
+//     grader hook, Combine) and the gate (GateConfig; a key's tolerance
+//     grows as sqrt(RefExamples/n) for a hold-out of n < RefExamples
+//     examples, GateConfig.Tolerance);
 //   - engine weight sync (SyncVersions): every accepted version's adapter,
 //     checked against its sha256, is added to the serving engine.
 //
