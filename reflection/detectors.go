@@ -10,8 +10,9 @@ import (
 	"citizen/events"
 )
 
-// DetectorVersion is recorded in anomaly.detected events.
-const DetectorVersion = "detectors-1"
+// DetectorVersion is recorded in anomaly.detected events (2: the drop
+// rate is per turn, not per evaluation).
+const DetectorVersion = "detectors-2"
 
 // Anomaly kinds.
 const (
@@ -41,8 +42,12 @@ type DetectorConfig struct {
 	ToolCallsMax   float64 `yaml:"tool_calls_max"`
 	// InvalidToolRate: share of evaluations with a model tool fault (0.2).
 	InvalidToolRate float64 `yaml:"invalid_tool_rate"`
-	// DropRate: share of timeouts and abandoned (0.15), or DropRateRise
-	// above stable (0.1).
+	// DropRate: share of turns that ended in a timeout or abandonment
+	// (0.15), or DropRateRise above stable (0.1). A turn ends with an
+	// answer (an evaluation without tool calls) or with a drop; the
+	// tool-call rounds inside a turn are not turns, so a policy that calls
+	// tools until the harness gives up cannot dilute its drop rate with
+	// its own calls.
 	DropRate     float64 `yaml:"drop_rate"`
 	DropRateRise float64 `yaml:"drop_rate_rise"`
 	// Correlation: Pearson correlation of reward with answer length or
@@ -98,6 +103,7 @@ type sample struct {
 	reward      float64
 	invalidTool bool
 	drop        bool
+	turnEnd     bool // an answer (no tool calls) or a drop
 	refusal     bool
 }
 
@@ -130,6 +136,7 @@ func (w *window) put(s sample, size int) {
 type stats struct {
 	n                                   int
 	length, tools, invalid, drop, refus float64
+	turns                               int
 	corrLen, corrTools                  float64
 }
 
@@ -151,6 +158,9 @@ func (w *window) stats() stats {
 		if s.drop {
 			st.drop++
 		}
+		if s.turnEnd {
+			st.turns++
+		}
 		if s.refusal {
 			st.refus++
 		}
@@ -159,7 +169,7 @@ func (w *window) stats() stats {
 	st.length /= n
 	st.tools /= n
 	st.invalid /= n
-	st.drop /= n
+	st.drop /= math.Max(float64(st.turns), 1)
 	st.refus /= n
 	st.corrLen = pearson(r, l)
 	st.corrTools = pearson(r, tc)
@@ -280,6 +290,7 @@ func (d *Detectors) observe(ev events.Event, x *events.InteractionEvaluated) ([]
 	}
 	s := sample{interaction: x.InteractionID, length: float64(x.AnswerLength), tools: float64(x.ToolCalls), reward: x.Reward,
 		drop: x.Outcome == "timeout" || x.Outcome == "abandoned"}
+	s.turnEnd = s.drop || x.ToolCalls == 0
 	for _, f := range x.Faults {
 		if f.Attribution == "model" && (f.Kind == "invalid_tool_args" || f.Kind == "unknown_tool") {
 			s.invalidTool = true
