@@ -67,13 +67,18 @@
 // # Numbers
 //
 // docs/benchmarks/store.md has the recorded runs and the command. On the
-// shared 2-vCPU development machine (load average 10-18 from other
+// shared 2-vCPU development machine (load average 5-18 from other
 // engineers' builds): replay (open: every record read and CRC-checked,
-// index rebuilt) 0.45-2 million events/s from the page cache depending on
-// load; durable 1 KB appends with 256 writers 25k-60k/s, with 140-165
-// events per fdatasync and the syncer inside fdatasync about 60% of the
-// time, so the shared disk's sync latency is the main limit. That is well
-// below the 250,000/s target; nothing here was measured on a quiet machine.
+// index rebuilt) 1-2.3 million events/s from the page cache depending on
+// load, 1.3 million from disk; durable 1 KB appends with 256 writers
+// 30k-60k/s (strict check) and 50k-90k/s (lax), with about 150 events per
+// fdatasync, well below the 250,000/s target. The disk is not what limits:
+// on its own it took about 7,000 fdatasyncs/s of a 160 KB group written
+// over synced zeros. The CPU is: a strict append costs about 13 us of
+// process CPU (6 us lax), so even both vCPUs would give at most about 150k
+// strict appends/s, and under that load the process got about 0.4 of
+// them. Delivery to a live subscriber adds nothing measurable after the
+// commit; its p99 is the Append's, i.e. the fdatasync tail (3-5 ms).
 //
 // # Limits
 //
