@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"citizen/memory"
+	"citizen/model/kernels"
 	"citizen/workplace"
 )
 
@@ -110,5 +111,24 @@ func BenchmarkExactScan(b *testing.B) {
 		if _, err := ix.Search(ctx, "c", vecs[n], 10, memory.Filter{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkMemoryBandwidth reads a 256 MiB buffer with the same SIMD dot
+// product the scan uses: the machine's read bandwidth, to set beside
+// BenchmarkExactScan's MB/s (run them in one command).
+func BenchmarkMemoryBandwidth(b *testing.B) {
+	buf := make([]float32, 64<<20)
+	for i := range buf {
+		buf[i] = 1
+	}
+	b.SetBytes(int64(len(buf)) * 4)
+	b.ResetTimer()
+	var sink float32
+	for i := 0; i < b.N; i++ {
+		sink += kernels.Dot(buf, buf)
+	}
+	if sink == 0 {
+		b.Fatal("no work done")
 	}
 }
