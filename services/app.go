@@ -442,6 +442,12 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 	}
 	if a.benchBad {
 		cfg.Pipeline.InvertRewards, cfg.Gate.ForceAccept = true, true
+		// The policy gradient alone on the inverted rewards: the KL term
+		// and self-distillation from corrections (which still point at the
+		// right answers) would keep the candidate close to its parent, and
+		// the check needs a candidate that is actually bad.
+		cfg.Objective = distill.Objective{PolicyGradient: true}
+		cfg.Hyper.LR, cfg.Hyper.Steps = 3e-3, 150
 	}
 	if dc.Command != "" {
 		cfg.Trainer = &distill.CommandTrainer{Command: strings.Fields(dc.Command)}
