@@ -27,7 +27,7 @@ func benchCheckpoint(t *testing.T) string {
 // a decision on it, and the replayed projections equal the live ones.
 func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 	ckpt := benchCheckpoint(t)
-	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 700, Seed: 3, Drift: "200:refund_days=60",
+	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 1500, Seed: 3, Drift: "200:refund_days=60",
 		FeedbackRate: 0.5, Window: 100, Out: t.TempDir(), Checkpoint: ckpt}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -67,8 +67,8 @@ func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 // conversations while it ran, and no acknowledged interaction is lost.
 func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	ckpt := benchCheckpoint(t)
-	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 1400, Seed: 4, Drift: "",
-		FeedbackRate: 0.5, Window: 200, Out: t.TempDir(), Checkpoint: ckpt, BadCandidate: true}, io.Discard)
+	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 3000, Seed: 4, Drift: "",
+		FeedbackRate: 0.5, Window: 200, Out: t.TempDir(), Checkpoint: ckpt, BadCandidate: true, MinNewGraded: 200}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
