@@ -121,7 +121,7 @@ func diskBandwidth(b *testing.B) float64 {
 func BenchmarkAppend(b *testing.B) {
 	for _, size := range []int{1 << 10, 8 << 10} {
 		for _, writers := range []int{1, 16, 256} {
-			for _, v := range []struct{ lax, noZero bool }{{false, false}, {true, false}, {false, true}} {
+			for _, v := range []struct{ lax, noZero bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 				if (v.lax || v.noZero) && (size != 1<<10 || writers != 256) {
 					continue
 				}
