@@ -71,8 +71,8 @@
 // engineers' builds): replay (open: every record read and CRC-checked,
 // index rebuilt) 1-2.3 million events/s from the page cache depending on
 // load, 1.3 million from disk; durable 1 KB appends with 256 writers
-// 30k-60k/s (strict check) and 50k-90k/s (lax), with about 150 events per
-// fdatasync, well below the 250,000/s target. The disk is not what limits:
+// 30k-85k/s (strict check) and 50k-216k/s (lax), with 115-165 events per
+// fdatasync, below the 250,000/s target. The disk is not what limits:
 // on its own it took about 7,000 fdatasyncs/s of a 160 KB group written
 // over synced zeros. The CPU is: a strict append costs about 13 us of
 // process CPU (6 us lax), so even both vCPUs would give at most about 150k
