@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -457,6 +458,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		return &cycleFailure{"pipeline", err}
 	}
 	ds.Manifest.Cycle, ds.Manifest.Version, ds.Manifest.Parent, ds.Manifest.Created = wt.Cycle, wt.Version, wt.Parent, cfg.Now().UTC()
+	d.carryCorrections(ctx, log, ds, parent, wt.WindowFrom)
 	if cfg.Chat != nil {
 		d.setState(func(s *Status) { s.State = "self-distilling" })
 		if err := d.corrections(ctx, log, ds, pad); err != nil {
@@ -568,6 +570,53 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	wt.OfflineEval, wt.ParentEval, wt.KLToParent = candEval, parentEval, kl
 	wt.Accepted, wt.Reason = cfg.Gate.DecideCounts(candEval, parentEval, evalCounts(evalSet, cfg.Regression, cfg.Pipeline.GoodReward), kl)
 	return nil
+}
+
+// maxCarried bounds the corrected examples carried into one cycle.
+const maxCarried = 200
+
+// carryCorrections adds to ds's training set the corrected (or hinted)
+// examples recorded after the parent's data window and before this
+// cycle's: a correction that no promoted version has learnt is still
+// owed, and each cycle trains on top of the stable version from its own
+// window only, so without this a correction counts once, in one
+// candidate, and is lost when that candidate is not promoted. The most
+// recent maxCarried are kept; examples already in ds are skipped; the
+// pipeline's hold-out split is kept (held-out corrections stay out).
+func (d *Distiller) carryCorrections(ctx context.Context, log *slog.Logger, ds *Dataset, parent string, from uint64) {
+	var since uint64
+	if parent != "" {
+		vi, ok := d.proj.Version(parent)
+		if !ok {
+			return
+		}
+		since = vi.Trained.WindowTo
+	}
+	if since >= from {
+		return
+	}
+	old, err := BuildDataset(ctx, d.proj.Snapshot(), since, from, d.cfg.Pipeline)
+	if err != nil {
+		log.Info("no corrections carried", "from", since, "to", from, "err", err)
+		return
+	}
+	have := map[string]bool{}
+	for _, list := range [][]Example{ds.Train, ds.HoldOut} {
+		for _, ex := range list {
+			have[ex.Interaction] = true
+		}
+	}
+	var carried []Example
+	for _, ex := range old.Train {
+		if (ex.Correction != "" || ex.Hint != "") && ex.Kind == KindPolicy && !have[ex.Interaction] {
+			have[ex.Interaction] = true
+			carried = append(carried, ex)
+		}
+	}
+	sort.SliceStable(carried, func(i, j int) bool { return carried[i].Interaction > carried[j].Interaction })
+	carried = carried[:min(len(carried), maxCarried)]
+	ds.Train = append(ds.Train, carried...)
+	ds.Manifest.Stats.Carried = len(carried)
 }
 
 // evalCounts is the number of scored examples (those with a good or

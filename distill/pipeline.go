@@ -158,6 +158,7 @@ type PipelineStats struct {
 	Balanced    int `json:"balanced"`    // dropped by the per-type caps
 	HeldOut     int `json:"held_out"`    // window interactions kept for the gate
 	OverBudget  int `json:"over_budget"` // dropped to fit the cycle's step budget (FitBudget)
+	Carried     int `json:"carried"`     // corrected examples carried over from earlier windows (Distiller)
 }
 
 // Dataset is one cycle's data.
