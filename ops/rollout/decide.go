@@ -52,6 +52,10 @@ type evidence struct {
 	// interval lies above 0 (typeWin) and below 0 (typeLoss).
 	typeWin, typeLoss string
 	typeWhy           string
+	// strat is the stratified (per-type weighted) reward difference's
+	// interval; stratOK when it was computed.
+	strat   interval
+	stratOK bool
 }
 
 // evidence computes counts, means and intervals for the active rollout.
@@ -78,8 +82,10 @@ func (s *State) evidence(full bool) evidence {
 		Intervals: map[string]float64{},
 	}
 	for _, r := range ev.results {
-		ev.Means[r.name+".candidate"] = r.cm.mean()
-		ev.Means[r.name+".stable"] = r.sm.mean()
+		if r.cm.n > 0 || r.sm.n > 0 { // the stratified difference has no per-arm mean
+			ev.Means[r.name+".candidate"] = r.cm.mean()
+			ev.Means[r.name+".stable"] = r.sm.mean()
+		}
 		ev.Means[r.name+".diff"] = r.iv.Diff
 		ev.Intervals[r.name+".lo"] = r.iv.Lo
 		ev.Intervals[r.name+".hi"] = r.iv.Hi
@@ -185,6 +191,22 @@ func (s *State) typeTests(c, st *arm, ev *evidence, put func(string, moments, mo
 		return
 	}
 	sort.Strings(types)
+	// Stratified reward difference: the per-type differences weighted by
+	// the stable arm's type shares, with the variance of each type's
+	// difference only (the differences between types, which dominate
+	// the overall variance, drop out).
+	var total, d, v float64
+	for _, typ := range types {
+		total += float64(st.types[typ])
+	}
+	for _, typ := range types {
+		cm, sm := *c.typeReward[typ], *st.typeReward[typ]
+		w := float64(st.types[typ]) / total
+		d += w * (cm.mean() - sm.mean())
+		v += w * w * pooledVar(cm, sm, cfg.Tau) * (1/float64(cm.n) + 1/float64(sm.n))
+	}
+	ev.strat, ev.stratOK = csOf(d, v, cfg.Tau, cfg.Alpha), true
+	put("reward.stratified", moments{}, moments{}, ev.strat)
 	alpha := cfg.Alpha / float64(len(types))
 	for _, typ := range types {
 		cm, sm := *c.typeReward[typ], *st.typeReward[typ]
@@ -213,22 +235,36 @@ func (s *State) typeTests(c, st *arm, ev *evidence, put func(string, moments, mo
 // hypothesis of no difference both arms have the same variance, which
 // the pooled estimate (mostly the stable arm's many evaluations) knows.
 func typeCS(cand, stab moments, tau, alpha float64) interval {
+	v := pooledVar(cand, stab, tau) * (1/float64(cand.n) + 1/float64(stab.n))
+	return csOf(cand.mean()-stab.mean(), v, tau, alpha)
+}
+
+// pooledVar is the two arms' pooled sample variance, at least tau²/4.
+func pooledVar(cand, stab moments, tau float64) float64 {
 	pooled := tau * tau / 4
 	if df := cand.n + stab.n - 2; df > 0 {
 		ss := cand.variance()*float64(max(cand.n-1, 0)) + stab.variance()*float64(max(stab.n-1, 0))
 		pooled = max(pooled, ss/float64(df))
 	}
-	v := pooled * (1/float64(cand.n) + 1/float64(stab.n))
+	return pooled
+}
+
+// csOf is the normal-mixture confidence sequence around difference d
+// with variance v.
+func csOf(d, v, tau, alpha float64) interval {
+	v = max(v, 1e-12)
 	t2 := tau * tau
 	half := math.Sqrt(v * (v + t2) / t2 * (2*math.Log(1/alpha) + math.Log((v+t2)/v)))
-	d := cand.mean() - stab.mean()
 	return interval{Diff: d, Lo: d - half, Hi: d + half}
 }
 
 // typeWins reports a per-type win that may promote: a type won, none
 // regressed, and the overall difference is above -NonInferiority.
 func (s *State) typeWins(ev evidence) bool {
-	return ev.typeWin != "" && ev.typeLoss == "" && ev.reward.Diff > -s.cfg.NonInferiority
+	if ev.typeLoss != "" || ev.reward.Diff <= -s.cfg.NonInferiority {
+		return false
+	}
+	return ev.typeWin != "" || (ev.stratOK && ev.strat.Lo > 0)
 }
 
 // stepReady reports whether the current step has its minimum evidence:
@@ -294,7 +330,7 @@ func (s *State) decide() *decision {
 			payload: &events.RolloutPromoted{RolloutChange: ch}, change: ch}
 	}
 	quick := s.evidence(false)
-	if a.anomaly == nil && (!quick.looked || (quick.failed == "" && quick.reward.Hi >= 0 && quick.typeLoss == "")) {
+	if a.anomaly == nil && (!quick.looked || (quick.failed == "" && quick.reward.Hi >= 0 && quick.typeLoss == "" && !(quick.stratOK && quick.strat.Hi < 0))) {
 		if a.paused || !quick.looked || !s.stepReady() {
 			return nil
 		}
@@ -323,6 +359,11 @@ func (s *State) decide() *decision {
 			ev.Detail = ev.typeWhy
 			return rollback(ReasonRegression+": type "+ev.typeLoss, ev.RolloutEvidence)
 		}
+		if ev.stratOK && ev.strat.Hi < 0 {
+			ev.Detail = fmt.Sprintf("stratified reward difference %.3f: its confidence sequence [%.3f, %.3f] (per-type differences weighted by the stable arm's type shares) lies below 0",
+				ev.strat.Diff, ev.strat.Lo, ev.strat.Hi)
+			return rollback(ReasonRegression+": stratified", ev.RolloutEvidence)
+		}
 	}
 	if a.paused || !ev.looked || !s.stepReady() {
 		return nil
@@ -344,9 +385,13 @@ func (s *State) decide() *decision {
 		return promote(ReasonWin, ev.RolloutEvidence)
 	}
 	if s.typeWins(ev) {
+		what := "type " + ev.typeWin
+		if ev.typeWin == "" {
+			what, ev.typeWhy = "stratified", fmt.Sprintf("stratified reward difference %.3f, interval [%.3f, %.3f] above 0", ev.strat.Diff, ev.strat.Lo, ev.strat.Hi)
+		}
 		ev.Detail = ev.typeWhy + fmt.Sprintf("; no type regressed; overall reward %.3f vs stable %.3f, interval [%.3f, %.3f]",
 			ev.Means["reward.candidate"], ev.Means["reward.stable"], ev.reward.Lo, ev.reward.Hi)
-		return promote(ReasonWin+": type "+ev.typeWin, ev.RolloutEvidence)
+		return promote(ReasonWin+": "+what, ev.RolloutEvidence)
 	}
 	if a.cur[armCandidate].reward.n < cfg.MaxPerArm || a.cur[armStable].reward.n < cfg.MaxPerArm {
 		return nil

@@ -99,8 +99,9 @@ func TestTypeTestFindsSingleTypeFix(t *testing.T) {
 }
 
 // A/A on the typed workload: with the per-type tests on, false rollbacks
-// and false wins stay within Alpha each (the per-type tests share Alpha
-// by Bonferroni) plus the guardrails' share.
+// and false wins stay within Alpha each for the overall, the stratified
+// and the per-type tests (these share Alpha by Bonferroni) plus the
+// guardrails' share.
 func TestTypeTestAAFalseDecisionsBounded(t *testing.T) {
 	const runs = 200
 	cfg := Config{Stable: "A", Steps: []float64{0.05, 0.5, 1}, MinPerArm: 20, MinPerType: 3, MaxPerArm: 400, TypeTau: 0.5}.WithDefaults()
@@ -118,11 +119,11 @@ func TestTypeTestAAFalseDecisionsBounded(t *testing.T) {
 		}
 	}
 	t.Logf("A/A typed, %d runs: %d false rollbacks, %d false wins", runs, harm, wins)
-	if bound := 2*cfg.Alpha + 5*cfg.Guardrails.Alpha; float64(harm)/runs > bound {
+	if bound := 3*cfg.Alpha + 5*cfg.Guardrails.Alpha; float64(harm)/runs > bound {
 		t.Fatalf("false rollback rate %.3f exceeds %.2f", float64(harm)/runs, bound)
 	}
-	if float64(wins)/runs > 2*cfg.Alpha {
-		t.Fatalf("false win rate %.3f exceeds %.2f", float64(wins)/runs, 2*cfg.Alpha)
+	if float64(wins)/runs > 3*cfg.Alpha {
+		t.Fatalf("false win rate %.3f exceeds %.2f", float64(wins)/runs, 3*cfg.Alpha)
 	}
 }
 
