@@ -45,12 +45,15 @@
 // skipped.
 //
 // With Config.TypeTau (default 0.5) the reward is also tested per task
-// type (see Config.TypeTau): a fix confined to one type is found long
-// before the overall mean shows it, and a regression confined to one
-// type rolls back. The per-type tests share Alpha (Bonferroni), so with
-// them the A/A bound below becomes 2·Alpha + 5·Guardrails.Alpha
-// (TestTypeTestAAFalseDecisionsBounded measures it on a workload whose
-// types differ as the workplace's do).
+// type (see Config.TypeTau) and stratified by type (the per-type
+// differences weighted by the stable arm's type shares, with the
+// within-type variance only, at Alpha with tau Tau): a fix or a
+// regression confined to one type is found long before the overall mean
+// shows it. Either test below 0 rolls back; above 0 (and no type below)
+// promotes at the last comparative step. The per-type tests share Alpha
+// (Bonferroni), so with them the A/A bound below becomes
+// 3·Alpha + 5·Guardrails.Alpha (TestTypeTestAAFalseDecisionsBounded
+// measures it on a workload whose types differ as the workplace's do).
 //
 // # The test and its error rates
 //
