@@ -61,7 +61,7 @@ func (c *LearnConfig) defaults() {
 		c.MaxSteps = 50
 	}
 	if c.MinPerArm <= 0 {
-		c.MinPerArm = 30
+		c.MinPerArm = 60
 	}
 	if c.MaxPerArm <= 0 {
 		c.MaxPerArm = 200
@@ -101,7 +101,7 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	fs.BoolVar(&c.BadCandidate, "bad-candidate", false, "test hook: the first candidate is trained on inverted rewards and forced past the gate")
 	fs.IntVar(&c.MinNewGraded, "min-new-graded", 32, "graded interactions that start a training cycle")
 	fs.IntVar(&c.MaxSteps, "max-steps", 50, "optimizer steps per training cycle at most")
-	fs.IntVar(&c.MinPerArm, "min-per-arm", 30, "rollout: evaluations per arm that end a step")
+	fs.IntVar(&c.MinPerArm, "min-per-arm", 60, "rollout: evaluations per arm that end a step")
 	fs.Float64Var(&c.Epochs, "epochs", 0, "passes over a training cycle's data, with --max-steps sizing its dataset (0: the distiller's default, 4)")
 	fs.StringVar(&c.Baseline, "baseline", "", "report.json of a run without faults, compared with in the behaviour checks")
 	fs.IntVar(&c.MaxPerArm, "max-per-arm", 200, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
@@ -285,8 +285,11 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	// that a correction reaches a candidate within a minute or two.
 	cfg.Distill.MaxSteps = c.MaxSteps
 	// The rollout's evidence sized to the bench's traffic (thousands of
-	// conversations, not millions): a 4% canary until MinPerArm
-	// evaluations per arm, then 50% until the reward tests decide. 4%,
+	// conversations, not millions): a 4% canary until MinPerArm (60)
+	// evaluations per arm, then 50% until the reward tests decide. With
+	// 30 per arm a bad candidate (worse on two or three types) usually
+	// left the first step before the tests could tell, and was rolled
+	// back at 50%. 4%,
 	// not 5%: assignment is a hash per conversation, so over the ~700
 	// conversations of a first step the share served varies by about
 	// ±0.8 points, and the canary should stay within 5%.
