@@ -51,6 +51,7 @@ type LogConfig struct {
 type StoreConfig struct {
 	Backend string `yaml:"backend" help:"embedded (a durable log under data_dir) or esdb"`
 	ESDBURL string `yaml:"esdb_url" help:"EventStoreDB connection string (backend esdb)"`
+	Strict  bool   `yaml:"strict" help:"decode every payload on append (default: validate the envelope; consumers decode strictly)"`
 }
 
 // BusConfig selects the bus backend.

@@ -171,6 +171,17 @@ func serveEndToEnd(t *testing.T, extra ...string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if resp, err := http.Get(base + "/metrics"); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, m := range []string{"citizen_memory_indexer_lag_seconds", "citizen_rollout_", "gen_ai_server_request_duration"} {
+			if !strings.Contains(string(b), m) {
+				t.Errorf("/metrics lacks %s", m)
+			}
+		}
+	}
 	if code, body := get("/v1/ops/failure-modes"); code != 200 || !strings.Contains(body, `"object":"list"`) {
 		t.Fatalf("failure modes: %d %s", code, body)
 	}
