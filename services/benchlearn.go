@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -188,19 +189,23 @@ type Change struct {
 // BadCandidateCheck is the fate of the first candidate of a
 // --bad-candidate run.
 type BadCandidateCheck struct {
-	Version    string  `json:"version"`
-	Outcome    string  `json:"outcome"` // rolled_back, promoted, running
-	Advanced   bool    `json:"advanced_before_end"`
-	Reason     string  `json:"reason,omitempty"`
-	StartConv  int     `json:"start_conversation"`
-	EndConv    int     `json:"end_conversation"`
-	Served     int     `json:"served_conversations"`
-	Total      int     `json:"conversations_in_rollout"`
-	Share      float64 `json:"share"`
-	StartedAt  string  `json:"started_at,omitempty"`
-	DurationS  float64 `json:"duration_s"`
-	Evaluated  int     `json:"candidate_evaluations,omitempty"`
-	Candidates int     `json:"-"`
+	Version   string  `json:"version"`
+	Outcome   string  `json:"outcome"` // rolled_back, promoted, running
+	Advanced  bool    `json:"advanced_before_end"`
+	Reason    string  `json:"reason,omitempty"`
+	StartConv int     `json:"start_conversation"`
+	EndConv   int     `json:"end_conversation"`
+	Served    int     `json:"served_conversations"`
+	Total     int     `json:"conversations_in_rollout"`
+	Share     float64 `json:"share"`
+	// FirstStep* count the conversations from the start to the first
+	// rollout.advanced (or the end): the canary's first-step exposure.
+	FirstStepEnd   int     `json:"first_step_end_conversation"`
+	FirstStepShare float64 `json:"first_step_share"`
+	StartedAt      string  `json:"started_at,omitempty"`
+	DurationS      float64 `json:"duration_s"`
+	Evaluated      int     `json:"candidate_evaluations,omitempty"`
+	Candidates     int     `json:"-"`
 }
 
 // BehaviourCheck is answer length and tool use of the promoted versions
@@ -758,8 +763,8 @@ func (rep *LearnReport) checks(c LearnConfig, drift workplace.Drift, recs []work
 				if w.Version != v.Version {
 					continue
 				}
-				if w.Kind == "advanced" {
-					bc.Advanced = true
+				if w.Kind == "advanced" && !bc.Advanced {
+					bc.Advanced, bc.FirstStepEnd = true, w.At
 				}
 				if w.Kind == "rolled_back" || w.Kind == "promoted" {
 					bc.Outcome, bc.EndConv, bc.Reason = w.Kind, w.At, w.Reason
@@ -769,20 +774,31 @@ func (rep *LearnReport) checks(c LearnConfig, drift workplace.Drift, recs []work
 					break
 				}
 			}
+			if !bc.Advanced {
+				bc.FirstStepEnd = bc.EndConv
+			}
+			var firstServed, firstTotal int
 			for _, r := range recs {
 				if r.Index < bc.StartConv || r.Index > bc.EndConv {
 					continue
 				}
+				served := slices.Contains(r.Versions, v.Version)
 				bc.Total++
-				for _, x := range r.Versions {
-					if x == v.Version {
-						bc.Served++
-						break
+				if served {
+					bc.Served++
+				}
+				if r.Index <= bc.FirstStepEnd {
+					firstTotal++
+					if served {
+						firstServed++
 					}
 				}
 			}
 			if bc.Total > 0 {
 				bc.Share = float64(bc.Served) / float64(bc.Total)
+			}
+			if firstTotal > 0 {
+				bc.FirstStepShare = float64(firstServed) / float64(firstTotal)
 			}
 			rep.BadCandidate = bc
 			break
@@ -901,8 +917,8 @@ func (rep *LearnReport) mustShow() {
 		add("bad candidate rolled back", "fail", "no candidate reached the canary")
 	} else {
 		ok := b.Outcome == "rolled_back" && !b.Advanced && b.Share <= 0.05 && rep.Lost == 0
-		add("bad candidate rolled back", verdict(ok), "%s: %s during step 0=%v after %.1f s (%s); served %d of %d conversations in the rollout (%.1f%%, limit 5%%); %d of %d acknowledged interactions missing from the store",
-			b.Version, b.Outcome, !b.Advanced, b.DurationS, truncate(b.Reason, 60), b.Served, b.Total, 100*b.Share, rep.Lost, rep.Acknowledged)
+		add("bad candidate rolled back", verdict(ok), "%s: %s during step 0=%v after %.1f s (%s); served %d of %d conversations in the rollout (%.1f%%, limit 5%%; %.1f%% in its first step); %d of %d acknowledged interactions missing from the store",
+			b.Version, b.Outcome, !b.Advanced, b.DurationS, truncate(b.Reason, 60), b.Served, b.Total, 100*b.Share, 100*b.FirstStepShare, rep.Lost, rep.Acknowledged)
 	}
 	// 4. Faults.
 	bh := rep.Behaviour
