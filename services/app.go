@@ -382,21 +382,14 @@ func (a *App) initReflection(ctx context.Context) (Service, error) {
 		return nil, err
 	}
 	sb := reflection.NewScoreboard()
-	var after uint64
-	for {
-		batch, err := a.Store.ReadAll(ctx, after, events.Filter{Types: []string{events.TypeInteractionEvaluated}}, 4096)
-		if err != nil {
-			return nil, err
+	err = scanAfter(ctx, a.Store, 0, events.Filter{Types: []string{events.TypeInteractionEvaluated}}, func(e events.Event) error {
+		if err := sb.Apply(e); err != nil {
+			log.Warn("scoreboard skipped an event", "position", e.Position, "err", err)
 		}
-		if len(batch) == 0 {
-			break
-		}
-		for _, e := range batch {
-			if err := sb.Apply(e); err != nil {
-				log.Warn("scoreboard skipped an event", "position", e.Position, "err", err)
-			}
-		}
-		after = batch[len(batch)-1].Position
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	a.Scoreboard = sb
 	det := reflection.NewDetectors(reflection.DetectorConfig{})

@@ -456,35 +456,26 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 	var all []events.Event
 	recorded := map[string]bool{}
 	var feedbacks []learnFeedback
-	var after uint64
-	for {
-		batch, err := st.ReadAll(ctx, after, events.Filter{}, 4096)
-		if err != nil {
-			return nil, err
-		}
-		if len(batch) == 0 {
-			break
-		}
-		for _, ev := range batch {
-			if ev.Type == events.TypeInteractionRecorded {
-				recorded[strings.TrimPrefix(ev.Stream, "interaction-")] = true
-			}
-			if ev.Type == events.TypeInteractionRecorded {
-				id := strings.TrimPrefix(ev.Stream, "interaction-")
-				if idx, ok := convOf[id]; ok {
-					if _, seen := recTime[idx]; !seen {
-						recTime[idx] = ev.Time
-						timeline = append(timeline, timed{ev.Time, idx})
-					}
+	err := scan(ctx, st, func(ev events.Event) error {
+		if ev.Type == events.TypeInteractionRecorded {
+			id := strings.TrimPrefix(ev.Stream, "interaction-")
+			recorded[id] = true
+			if idx, ok := convOf[id]; ok {
+				if _, seen := recTime[idx]; !seen {
+					recTime[idx] = ev.Time
+					timeline = append(timeline, timed{ev.Time, idx})
 				}
 			}
-			switch ev.Type {
-			case events.TypeWeightsTrained, events.TypeRolloutStarted, events.TypeRolloutAdvanced, events.TypeRolloutPromoted,
-				events.TypeRolloutRolledBack, events.TypeFeedbackReceived:
-				all = append(all, ev)
-			}
 		}
-		after = batch[len(batch)-1].Position
+		switch ev.Type {
+		case events.TypeWeightsTrained, events.TypeRolloutStarted, events.TypeRolloutAdvanced, events.TypeRolloutPromoted,
+			events.TypeRolloutRolledBack, events.TypeFeedbackReceived:
+			all = append(all, ev)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(timeline, func(i, j int) bool { return timeline[i].t.Before(timeline[j].t) })
 	// atConv places a time on the conversation axis: the highest index

@@ -238,19 +238,7 @@ func tail(ctx context.Context, st events.Store, after uint64, f events.Filter, f
 		}
 		return err
 	}
-	for {
-		batch, err := st.ReadAll(ctx, after, f, 1024)
-		if err != nil {
-			return err
-		}
-		if len(batch) == 0 {
-			return nil
-		}
-		for _, ev := range batch {
-			print(ev)
-		}
-		after = batch[len(batch)-1].Position
-	}
+	return scanAfter(ctx, st, after, f, func(ev events.Event) error { print(ev); return nil })
 }
 
 // printResult writes v as indented JSON, or through its String method.

@@ -58,9 +58,14 @@ func Stats(ctx context.Context, st events.Store) (StoreStats, error) {
 
 // scan calls fn for every event in position order.
 func scan(ctx context.Context, st events.Store, fn func(events.Event) error) error {
-	var after uint64
+	return scanAfter(ctx, st, 0, events.Filter{}, fn)
+}
+
+// scanAfter calls fn for every stored event after position after that
+// matches f, in position order, until the end of the store.
+func scanAfter(ctx context.Context, st events.Store, after uint64, f events.Filter, fn func(events.Event) error) error {
 	for {
-		batch, err := st.ReadAll(ctx, after, events.Filter{}, 4096)
+		batch, err := st.ReadAll(ctx, after, f, 4096)
 		if err != nil {
 			return err
 		}
