@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +35,21 @@ type Indexer struct {
 	mu       sync.Mutex
 	lag      time.Duration
 	failures *FailureLog
+	// folded caches, per stream, the view folded through a revision and
+	// its vector, so a later event of the stream reads only the events
+	// after that revision and is not embedded again (the vector depends
+	// only on the recorded prompt and answer). Bounded by maxFolded.
+	folded map[string]*foldedStream
 }
+
+type foldedStream struct {
+	through uint64 // revision of the last event folded
+	view    InteractionView
+	vec     []float32
+}
+
+// maxFolded bounds the indexer's per-stream cache.
+const maxFolded = 50000
 
 // NewIndexer ensures the collection exists and returns the indexer. fl,
 // if not nil, receives every low-reward interaction for failure mining.
@@ -42,7 +57,7 @@ func NewIndexer(ctx context.Context, ix Index, emb Embedder, store StreamReader,
 	if err := ix.EnsureCollection(ctx, InteractionsCollection, InteractionSchema(emb.Dim())); err != nil {
 		return nil, err
 	}
-	return &Indexer{ix: ix, emb: emb, store: store, failures: fl}, nil
+	return &Indexer{ix: ix, emb: emb, store: store, failures: fl, folded: map[string]*foldedStream{}}, nil
 }
 
 // Lag is the age of the last event handled when it was handled (the
@@ -70,10 +85,21 @@ func (v InteractionView) Text() string { return v.Prompt + "\n" + v.Answer }
 // Fold reads an interaction stream into its latest view.
 func Fold(evs []events.Event) (InteractionView, error) {
 	var v InteractionView
+	if err := foldInto(&v, evs); err != nil {
+		return v, err
+	}
+	if v.ID == "" {
+		return v, errors.New("memory: stream has no interaction.recorded")
+	}
+	return v, nil
+}
+
+// foldInto applies evs, the next events of a stream in order, to v.
+func foldInto(v *InteractionView, evs []events.Event) error {
 	for i := range evs {
 		p, err := events.Decode(&evs[i])
 		if err != nil {
-			return v, err
+			return err
 		}
 		switch x := p.(type) {
 		case *events.InteractionRecorded:
@@ -108,31 +134,65 @@ func Fold(evs []events.Event) (InteractionView, error) {
 			v.Aspects = append(v.Aspects, x.Aspects...)
 		}
 	}
-	if v.ID == "" {
-		return v, errors.New("memory: stream has no interaction.recorded")
-	}
-	return v, nil
+	return nil
 }
 
-// Handle is a bus.HandlerFunc; it derives no events.
+// Handle is a bus.HandlerFunc; it derives no events. It folds the
+// interaction's stream through the event (reading only what its cache has
+// not folded yet) and upserts the point; an event already folded (a
+// redelivery) changes nothing.
 func (in *Indexer) Handle(ctx context.Context, ev events.Event) ([]events.Event, error) {
 	switch ev.Type {
 	case events.TypeInteractionRecorded, events.TypeInteractionEvaluated, events.TypeFeedbackInterpreted:
 	default:
 		return nil, nil
 	}
-	evs, err := in.store.ReadStream(ctx, ev.Stream, 0, events.Forward, 10000)
+	in.mu.Lock()
+	c := in.folded[ev.Stream]
+	in.mu.Unlock()
+	if c != nil && c.through >= ev.Revision {
+		return nil, nil
+	}
+	var from uint64
+	var view InteractionView
+	var vec []float32
+	if c != nil {
+		from, view, vec = c.through+1, c.view, c.vec
+		view.Aspects = slices.Clone(view.Aspects)
+	}
+	evs, err := in.store.ReadStream(ctx, ev.Stream, from, events.Forward, 10000)
 	if err != nil {
 		return nil, fmt.Errorf("memory: indexer reading %s: %w", ev.Stream, err)
 	}
-	view, err := Fold(evs)
-	if err != nil {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	if err := foldInto(&view, evs); err != nil {
 		return nil, err
 	}
-	if err := in.Index(ctx, view); err != nil {
+	if view.ID == "" {
+		return nil, errors.New("memory: stream has no interaction.recorded")
+	}
+	if vec == nil {
+		vecs, err := in.emb.Embed(ctx, []string{view.Text()})
+		if err != nil {
+			return nil, err
+		}
+		vec = vecs[0]
+	}
+	if err := in.index(ctx, view, vec); err != nil {
 		return nil, err
 	}
 	in.mu.Lock()
+	if len(in.folded) >= maxFolded {
+		for k := range in.folded { // drop an arbitrary tenth
+			delete(in.folded, k)
+			if len(in.folded) < maxFolded*9/10 {
+				break
+			}
+		}
+	}
+	in.folded[ev.Stream] = &foldedStream{through: evs[len(evs)-1].Revision, view: view, vec: vec}
 	in.lag = time.Since(ev.Time)
 	in.mu.Unlock()
 	return nil, nil
@@ -144,6 +204,10 @@ func (in *Indexer) Index(ctx context.Context, v InteractionView) error {
 	if err != nil {
 		return err
 	}
+	return in.index(ctx, v, vecs[0])
+}
+
+func (in *Indexer) index(ctx context.Context, v InteractionView, vec []float32) error {
 	pl := Payload{
 		"tenant": v.Tenant, "type": v.Type, "version": v.Version, "label_source": v.LabelSource,
 		"time": float64(v.Time.Unix()), "_interaction": v.ID, "_prompt": truncateText(v.Prompt, 2000),
@@ -164,11 +228,11 @@ func (in *Indexer) Index(ctx context.Context, v InteractionView) error {
 	if len(v.Aspects) > 0 {
 		pl["_aspects"] = strings.Join(v.Aspects, ",")
 	}
-	if err := in.ix.Upsert(ctx, InteractionsCollection, []Point{{ID: PointID(v.ID), Vector: vecs[0], Payload: pl}}); err != nil {
+	if err := in.ix.Upsert(ctx, InteractionsCollection, []Point{{ID: PointID(v.ID), Vector: vec, Payload: pl}}); err != nil {
 		return err
 	}
 	if in.failures != nil && v.Reward != nil {
-		in.failures.Observe(v, vecs[0])
+		in.failures.Observe(v, vec)
 	}
 	return nil
 }

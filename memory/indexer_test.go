@@ -136,3 +136,32 @@ func TestSnapshotThenCatchUp(t *testing.T) {
 		t.Fatalf("a refused snapshot changed the index: %d points", c)
 	}
 }
+
+// TestIndexerIncrementalFold: events handled out of order, redelivered,
+// or after later events of their stream give the same point as a full
+// fold (the indexer caches each stream's fold and reads only what is new).
+func TestIndexerIncrementalFold(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Config{})
+	record(t, st, "a", "policy", "How long is the refund window?", "30 days")
+	evaluate(t, st, "a", 0.4)
+	ix := memory.NewEmbedded(memory.EmbeddedConfig{})
+	in, _ := memory.NewIndexer(ctx, ix, memory.NewHashEmbedder(64), st, nil)
+	all, _ := st.ReadAll(ctx, 0, events.Filter{}, 100)
+	// evaluation first, then the recording, then the evaluation again
+	for _, ev := range []events.Event{all[1], all[0], all[1]} {
+		if _, err := in.Handle(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evaluate(t, st, "a", -0.7) // a second evaluation arrives
+	all, _ = st.ReadAll(ctx, 0, events.Filter{}, 100)
+	if _, err := in.Handle(ctx, all[len(all)-1]); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := memory.NewHashEmbedder(64).Embed(ctx, []string{"How long is the refund window?\n30 days"})
+	hits, _ := ix.Search(ctx, memory.InteractionsCollection, q[0], 1, memory.Filter{})
+	if len(hits) != 1 || hits[0].Payload["reward"] != -0.7 || hits[0].Score < 0.999 {
+		t.Fatalf("point after incremental folds: %+v", hits)
+	}
+}
