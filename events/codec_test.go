@@ -95,3 +95,15 @@ func TestDeterministicID(t *testing.T) {
 		t.Fatal("deterministic ids must be stable and separate their parts")
 	}
 }
+
+func TestRolloutChangeOf(t *testing.T) {
+	c := RolloutChange{RolloutID: "r", Candidate: "v2", Stable: "v1", Weight: 0.05}
+	for _, p := range []Payload{RolloutStarted{c}, &RolloutAdvanced{c}, &RolloutPaused{c}, &RolloutResumed{c}, &RolloutPromoted{c}, &RolloutRolledBack{c}} {
+		if got, ok := RolloutChangeOf(p); !ok || got != c {
+			t.Fatalf("%T: %+v %v", p, got, ok)
+		}
+	}
+	if _, ok := RolloutChangeOf(&FeedbackReceived{}); ok {
+		t.Fatal("feedback.received is not a rollout change")
+	}
+}

@@ -266,6 +266,19 @@ type (
 	RolloutRolledBack struct{ RolloutChange }
 )
 
+// Change returns the payload's common part; it is promoted to every
+// rollout decision type, so RolloutChangeOf needs no switch.
+func (c RolloutChange) Change() RolloutChange { return c }
+
+// RolloutChangeOf returns the RolloutChange of any rollout.* payload, and
+// false for other payloads.
+func RolloutChangeOf(p Payload) (RolloutChange, bool) {
+	if x, ok := p.(interface{ Change() RolloutChange }); ok {
+		return x.Change(), true
+	}
+	return RolloutChange{}, false
+}
+
 func (RolloutStarted) EventType() string    { return TypeRolloutStarted }
 func (RolloutAdvanced) EventType() string   { return TypeRolloutAdvanced }
 func (RolloutPaused) EventType() string     { return TypeRolloutPaused }

@@ -125,16 +125,10 @@ func (rt *Router) Apply(ev *events.Event) error {
 	if err != nil {
 		return err
 	}
-	var c events.RolloutChange
+	c, _ := events.RolloutChangeOf(p)
 	switch x := p.(type) {
-	case *events.RolloutStarted:
-		c = x.RolloutChange
-	case *events.RolloutAdvanced:
-		c = x.RolloutChange
-	case *events.RolloutResumed:
-		c = x.RolloutChange
+	case *events.RolloutStarted, *events.RolloutAdvanced, *events.RolloutResumed:
 	case *events.RolloutPaused:
-		c = x.RolloutChange
 		cur := rt.Rollout()
 		if cur.Candidate == c.Candidate {
 			return nil

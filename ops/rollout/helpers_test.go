@@ -180,21 +180,7 @@ func decodeChanges(t testing.TB, evs []events.Event) []typedChange {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ch events.RolloutChange
-		switch x := p.(type) {
-		case *events.RolloutStarted:
-			ch = x.RolloutChange
-		case *events.RolloutAdvanced:
-			ch = x.RolloutChange
-		case *events.RolloutPaused:
-			ch = x.RolloutChange
-		case *events.RolloutResumed:
-			ch = x.RolloutChange
-		case *events.RolloutPromoted:
-			ch = x.RolloutChange
-		case *events.RolloutRolledBack:
-			ch = x.RolloutChange
-		}
+		ch, _ := events.RolloutChangeOf(p)
 		out = append(out, typedChange{typ: evs[i].Type, ev: evs[i], RolloutChange: ch})
 	}
 	return out

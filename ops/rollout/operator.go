@@ -83,24 +83,14 @@ func runningRollout(ctx context.Context, store events.Store) (*current, error) {
 			if err != nil {
 				continue
 			}
-			var ch events.RolloutChange
-			switch x := p.(type) {
-			case *events.RolloutStarted:
-				if cur == nil {
-					cur = &current{change: x.RolloutChange, stream: ev.Stream, rev: ev.Revision}
-				}
+			ch, ok := events.RolloutChangeOf(p)
+			if !ok {
 				continue
-			case *events.RolloutAdvanced:
-				ch = x.RolloutChange
-			case *events.RolloutPaused:
-				ch = x.RolloutChange
-			case *events.RolloutResumed:
-				ch = x.RolloutChange
-			case *events.RolloutPromoted:
-				ch = x.RolloutChange
-			case *events.RolloutRolledBack:
-				ch = x.RolloutChange
-			default:
+			}
+			if _, started := p.(*events.RolloutStarted); started {
+				if cur == nil {
+					cur = &current{change: ch, stream: ev.Stream, rev: ev.Revision}
+				}
 				continue
 			}
 			if cur == nil || cur.stream != ev.Stream || cur.change.RolloutID != ch.RolloutID {
