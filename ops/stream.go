@@ -172,7 +172,12 @@ func (h *Handler) stream(c echo.Context) error {
 	if err := write(fmt.Appendf(nil, "retry: 2000\n: citizen ops stream from position %d\n\n", after)); err != nil {
 		return nil
 	}
+	// The heartbeat goroutine writes to the response: it must be gone
+	// before the handler returns and net/http finishes the response.
+	hbDone := make(chan struct{})
+	defer func() { cancel(); <-hbDone }()
 	go func() {
+		defer close(hbDone)
 		t := time.NewTicker(h.heartbeat)
 		defer t.Stop()
 		for {

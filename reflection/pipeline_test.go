@@ -16,7 +16,6 @@ import (
 var (
 	_ reflection.StreamReader = events.Store(nil)
 	_ feedback.StreamReader   = events.Store(nil)
-	_ reflection.Subscriber   = events.Store(nil)
 )
 
 type handler func(context.Context, events.Event) ([]events.Event, error)
