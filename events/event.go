@@ -46,7 +46,7 @@ func (e *Event) Validate() error {
 		return fmt.Errorf("%w: missing time", ErrMalformed)
 	case !utf8.ValidString(e.CorrelationID) || !utf8.ValidString(e.CausationID) || !utf8.ValidString(e.Tenant):
 		return fmt.Errorf("%w: invalid UTF-8 in metadata", ErrMalformed)
-	case len(e.Data) == 0 || !json.Valid(e.Data):
+	case len(e.Data) == 0 || !ValidJSON(e.Data):
 		return fmt.Errorf("%w: data of %s is not valid JSON", ErrMalformed, e.Type)
 	}
 	return nil
