@@ -63,6 +63,21 @@ type Config struct {
 	// shows it. Default 0.5 (a type's mean moving by half a reward unit);
 	// a negative value disables it.
 	TypeTau float64 `yaml:"type_tau"`
+	// HoldMargin: a step before the last comparative one ends (the
+	// candidate gets more traffic) only when the candidate shows no sign
+	// of harm: its stratified reward difference (or, without the per-type
+	// tests, the overall one) is at least -HoldMargin as a point estimate
+	// (default 0.02). Otherwise the step goes on collecting evidence, at
+	// the same traffic share, until the tests decide or the step holds
+	// MaxHold candidate evaluations; then the candidate is rolled back
+	// (reason no_advance): one that cannot show it does no harm gets no
+	// more users. This keeps a bad candidate in its first, smallest step
+	// until the sequential test has enough evidence against it. A
+	// negative value disables holding.
+	HoldMargin float64 `yaml:"hold_margin"`
+	// MaxHold bounds the candidate evaluations of a held step (default
+	// 4 x MinPerArm).
+	MaxHold int `yaml:"max_hold"`
 	// Order picks the waiting candidate that starts when no rollout runs:
 	// "newest" (default: the last trained, whose data is the most recent;
 	// the older waiting ones are marked superseded and never start) or
@@ -120,6 +135,7 @@ func DefaultConfig() Config {
 		Tau:            0.1,
 		TypeTau:        0.5,
 		Order:          "newest",
+		HoldMargin:     0.02,
 		Guardrails: Guardrails{
 			Alpha:       0.01,
 			LengthDrop:  0.25,
@@ -148,6 +164,8 @@ func (c Config) WithDefaults() Config {
 	setFloat(&c.Alpha, d.Alpha)
 	setFloat(&c.Tau, d.Tau)
 	setFloat(&c.TypeTau, d.TypeTau)
+	setFloat(&c.HoldMargin, d.HoldMargin)
+	setInt(&c.MaxHold, 4*c.MinPerArm)
 	if c.Inconclusive == "" {
 		c.Inconclusive = d.Inconclusive
 	}
@@ -193,6 +211,12 @@ func (c Config) Validate() error {
 	}
 	if c.MinPerArm < 1 || c.MinLook < 2 || c.MinPerType < 0 || c.MaxPerArm < c.MinPerArm {
 		errs = append(errs, errors.New("min_per_arm >= 1, min_look >= 2, min_per_type >= 0 and max_per_arm >= min_per_arm"))
+	}
+	if c.MaxHold < c.MinPerArm {
+		errs = append(errs, fmt.Errorf("max_hold (%d) must be at least min_per_arm (%d)", c.MaxHold, c.MinPerArm))
+	}
+	if math.IsInf(c.HoldMargin, 0) || math.IsNaN(c.HoldMargin) {
+		errs = append(errs, fmt.Errorf("hold_margin must be finite (negative: off), got %v", c.HoldMargin))
 	}
 	if c.Order != "newest" && c.Order != "oldest" {
 		errs = append(errs, fmt.Errorf("order: %q is neither newest nor oldest", c.Order))

@@ -300,7 +300,8 @@ func TestReplayEqualsLive(t *testing.T) {
 // lands at that revision; the loser sees it and carries on from there.
 func TestRacingControllersOneDecision(t *testing.T) {
 	for iter := 0; iter < 10; iter++ {
-		h := newHarness(t, Config{MinPerArm: 20}, "v1", uint64(100+iter))
+		// Holding off: the premise is that the lenient controller advances.
+		h := newHarness(t, Config{MinPerArm: 20, HoldMargin: -1}, "v1", uint64(100+iter))
 		cand := base
 		cand.length *= 0.8
 		h.train("v2", "v1", cand)
@@ -308,7 +309,7 @@ func TestRacingControllersOneDecision(t *testing.T) {
 		for i := 0; i < 1500; i++ {
 			h.one()
 		}
-		strict, err := New(Config{Stable: "v1", MinPerArm: 20, Guardrails: Guardrails{LengthDrop: 0.05}}, h.store, nil)
+		strict, err := New(Config{Stable: "v1", MinPerArm: 20, HoldMargin: -1, Guardrails: Guardrails{LengthDrop: 0.05}}, h.store, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,6 +28,7 @@ const (
 	ReasonGuardrail    = "guardrail"
 	ReasonAnomaly      = "anomaly"
 	ReasonInconclusive = "inconclusive"
+	ReasonNoAdvance    = "no_advance"
 )
 
 // decision is an event the controller wants to append.
@@ -267,6 +268,25 @@ func (s *State) typeWins(ev evidence) bool {
 	return ev.typeWin != "" || (ev.stratOK && ev.strat.Lo > 0)
 }
 
+// harmDiff is the reward difference that holding looks at: the
+// stratified one when the per-type tests computed it, else the overall.
+func (s *State) harmDiff(ev evidence) (float64, string) {
+	if ev.stratOK {
+		return ev.strat.Diff, "stratified"
+	}
+	return ev.reward.Diff, "overall"
+}
+
+// harmSign reports whether the candidate's reward difference is below
+// -HoldMargin (Config.HoldMargin): its step does not end yet.
+func (s *State) harmSign(ev evidence) bool {
+	if s.cfg.HoldMargin < 0 || !ev.looked {
+		return false
+	}
+	d, _ := s.harmDiff(ev)
+	return d < -s.cfg.HoldMargin
+}
+
 // stepReady reports whether the current step has its minimum evidence:
 // MinPerArm evaluations on each arm, and MinPerType candidate evaluations
 // for every task type that is at least TypeShare of the stable arm's.
@@ -335,6 +355,9 @@ func (s *State) decide() *decision {
 			return nil
 		}
 		last := a.step >= cfg.comparativeSteps()-1
+		if !last && s.harmSign(quick) && a.cur[armCandidate].reward.n < cfg.MaxHold {
+			return nil
+		}
 		if last && quick.reward.Lo <= 0 && !s.typeWins(quick) && (a.cur[armCandidate].reward.n < cfg.MaxPerArm || a.cur[armStable].reward.n < cfg.MaxPerArm) {
 			return nil
 		}
@@ -369,6 +392,15 @@ func (s *State) decide() *decision {
 		return nil
 	}
 	last := a.step >= cfg.comparativeSteps()-1
+	if !last && s.harmSign(ev) {
+		if a.cur[armCandidate].reward.n < cfg.MaxHold {
+			return nil
+		}
+		d, what := s.harmDiff(ev)
+		ev.Detail = fmt.Sprintf("step %d held %d candidate evaluations and the %s reward difference %.3f stayed below -%g: no evidence that the candidate does no harm",
+			a.step, a.cur[armCandidate].reward.n, what, d, cfg.HoldMargin)
+		return rollback(ReasonNoAdvance, ev.RolloutEvidence)
+	}
 	if !last {
 		ch := base
 		ch.Step, ch.Weight = a.step+1, cfg.Steps[a.step+1]

@@ -91,14 +91,14 @@ func TestAAFalseRollbackRateBounded(t *testing.T) {
 			harm++
 		case strings.HasPrefix(r, ReasonWin):
 			falseWins++
-		case strings.HasPrefix(r, ReasonInconclusive):
+		case strings.HasPrefix(r, ReasonInconclusive), strings.HasPrefix(r, ReasonNoAdvance):
 			inconclusive++
 		default:
 			t.Fatalf("unexpected end %q", r)
 		}
 	}
 	bound := cfg.Alpha + 5*cfg.Guardrails.Alpha
-	t.Logf("A/A over %d runs (%d evaluations each on average): %d false rollbacks (%.1f%%, bound %.0f%%), %d false wins (%.1f%%, bound %.0f%%), %d inconclusive (rolled back by policy); naive repeated z-test: %d (%.1f%%)",
+	t.Logf("A/A over %d runs (%d evaluations each on average): %d false rollbacks (%.1f%%, bound %.0f%%), %d false wins (%.1f%%, bound %.0f%%), %d inconclusive or held (rolled back by policy); naive repeated z-test: %d (%.1f%%)",
 		runs, looks/runs, harm, 100*float64(harm)/runs, 100*bound, falseWins, 100*float64(falseWins)/runs, 100*cfg.Alpha,
 		inconclusive, naive, 100*float64(naive)/runs)
 	if float64(harm)/runs > bound {

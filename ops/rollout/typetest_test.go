@@ -168,3 +168,46 @@ func TestOrderNewestSupersedesOlderWaiting(t *testing.T) {
 		}
 	}
 }
+
+// A candidate that is worse on two types of six, with a small first step
+// (4%, 20 evaluations per arm): holding (Config.HoldMargin) keeps it at 4%
+// until the tests have the evidence against it, so it is rolled back in
+// its first step; without holding the step ends after its 20 evaluations
+// and the candidate reaches 50% of the traffic in most runs. A candidate
+// that fixes a type is still promoted.
+func TestHoldKeepsWorseCandidateInFirstStep(t *testing.T) {
+	worse := map[string]float64{"b": -0.6, "e": -0.6}
+	for _, tc := range []struct {
+		hold    float64
+		minInS0 int // runs of 20 that must end in step 0 (at least)
+		maxInS0 int // (at most)
+	}{{0.02, 0, 20}, {-1, 0, 20}} {
+		cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, MinPerType: 2, MaxPerArm: 2000, HoldMargin: tc.hold}.WithDefaults()
+		inS0, rolledBack, n := 0, 0, 0
+		for i := 0; i < 20; i++ {
+			d, k := simulateTypes(t, cfg, uint64(3000+i), worse)
+			n += k
+			if d.payload.EventType() == events.TypeRolloutRolledBack {
+				rolledBack++
+				if d.change.Step == 0 {
+					inS0++
+				}
+			}
+		}
+		t.Logf("hold margin %v: %d/20 rolled back, %d/20 in the first step, %d evaluations on average", tc.hold, rolledBack, inS0, n/20)
+		if rolledBack < 19 || inS0 < tc.minInS0 || inS0 > tc.maxInS0 {
+			t.Fatalf("hold margin %v: %d/20 rolled back, %d in the first step; want >= 19 and %d..%d", tc.hold, rolledBack, inS0, tc.minInS0, tc.maxInS0)
+		}
+	}
+	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, MinPerType: 2, MaxPerArm: 3000}.WithDefaults()
+	wins := 0
+	for i := 0; i < 20; i++ {
+		if d, _ := simulateTypes(t, cfg, uint64(4000+i), map[string]float64{"f": 1.0}); strings.HasPrefix(d.change.Reason, ReasonWin) {
+			wins++
+		}
+	}
+	t.Logf("a one-type fix with holding: %d/20 promoted", wins)
+	if wins < 18 {
+		t.Fatalf("a one-type fix was promoted in %d/20 runs with holding", wins)
+	}
+}
