@@ -30,8 +30,14 @@ func init() {
 
 // LearnConfig are the settings of `citizen bench learn`.
 type LearnConfig struct {
-	Interactions    int
-	Concurrency     int
+	Interactions int
+	Concurrency  int
+	// Rate paces the workplace (conversations started per second; 0: as
+	// fast as Concurrency allows). Training competes with serving for the
+	// same cores, so how many conversations pass during one training
+	// cycle, and with them every "within N interactions" figure, depends
+	// on it.
+	Rate            float64
 	Seed            int64
 	Drift           string
 	ToolFailRate    float64
@@ -90,6 +96,7 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	var c LearnConfig
 	fs.IntVar(&c.Interactions, "interactions", 3000, "workplace conversations to run")
 	fs.IntVar(&c.Concurrency, "concurrency", 8, "conversations in flight")
+	fs.Float64Var(&c.Rate, "rate", 0, "conversations started per second at most (0: as fast as --concurrency allows)")
 	fs.Int64Var(&c.Seed, "seed", 1, "workplace seed")
 	fs.StringVar(&c.Drift, "drift", "800:refund_days=60", "drift schedule (workplace syntax: AT:key=value;...)")
 	fs.Float64Var(&c.ToolFailRate, "tool-fail-rate", 0, "probability a tool call fails regardless of the model")
@@ -324,7 +331,7 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 
 	logPath := filepath.Join(c.Out, "workplace.jsonl")
 	wcfg := workplace.Config{Target: base, APIKey: "sk-citizen-dev", Interactions: c.Interactions, Concurrency: c.Concurrency,
-		Seed: c.Seed, FeedbackRate: c.FeedbackRate, OutcomeRate: 0.5, AbandonRate: 0.02, ToolFailRate: c.ToolFailRate,
+		Rate: c.Rate, Seed: c.Seed, FeedbackRate: c.FeedbackRate, OutcomeRate: 0.5, AbandonRate: 0.02, ToolFailRate: c.ToolFailRate,
 		ToolTimeoutRate: c.ToolTimeoutRate, Drift: drift, Window: c.Window, LogPath: logPath}
 	sum, werr := workplace.Run(ctx, wcfg, progress)
 	cancel()

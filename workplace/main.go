@@ -53,6 +53,7 @@ func mainRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Interactions, "interactions", 0, "conversations to run (0: until --duration; default 200 when neither is set)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop starting conversations after this long")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 4, "conversations in flight")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "conversations started per second at most (0: as fast as --concurrency allows)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "random seed")
 	fs.Float64Var(&cfg.FeedbackRate, "feedback-rate", 0.3, "probability a user writes feedback")
 	fs.Float64Var(&cfg.AbandonRate, "abandon-rate", 0.05, "probability a user leaves before each follow-up")

@@ -25,6 +25,11 @@ type Config struct {
 	Interactions int           // conversations to run; 0 = until Duration
 	Duration     time.Duration // stop starting conversations after this; 0 = no limit
 	Concurrency  int           // conversations in flight; default 4
+	// Rate, when positive, paces the traffic: conversation i starts no
+	// earlier than i/Rate seconds after the run's start (users arrive at
+	// that rate; Concurrency still bounds those in flight). 0 = as fast
+	// as Concurrency allows.
+	Rate float64
 	Seed         int64         // everything random derives from it
 	FeedbackRate float64       // probability a user writes feedback after a conversation
 	AbandonRate  float64       // probability a user walks away before each follow-up turn
@@ -481,6 +486,20 @@ func run(ctx context.Context, cfg Config, model completer, fb feedbackPoster, pr
 	go func() {
 		defer close(jobs)
 		for i := 0; cfg.Interactions == 0 || i < cfg.Interactions; i++ {
+			if cfg.Rate > 0 {
+				if wait := time.Until(start.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))); wait > 0 {
+					tm := time.NewTimer(wait)
+					select {
+					case <-tm.C:
+					case <-deadline:
+						tm.Stop()
+						return
+					case <-ctx.Done():
+						tm.Stop()
+						return
+					}
+				}
+			}
 			select {
 			case jobs <- i:
 			case <-deadline:

@@ -533,6 +533,33 @@ func TestRunDuration(t *testing.T) {
 	}
 }
 
+// Rate paces the conversations: with 20 at 40/s the last one starts
+// 19/40 s after the first, so the run cannot end sooner; unpaced the same
+// run is several times faster.
+func TestRunRate(t *testing.T) {
+	run := func(rate float64) time.Duration {
+		cfg := Config{APIKey: "test-key", Interactions: 20, Seed: 2, Concurrency: 4, Rate: rate}
+		m := newScripted(t, cfg, 1)
+		srv := httptest.NewServer(m)
+		defer srv.Close()
+		cfg.Target = srv.URL
+		start := time.Now()
+		sum, err := Run(context.Background(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Total.Count != 20 {
+			t.Fatalf("rate %v: %d conversations", rate, sum.Total.Count)
+		}
+		return time.Since(start)
+	}
+	paced := run(40)
+	if min := 19 * time.Second / 40; paced < min {
+		t.Fatalf("20 conversations at 40/s took %v, less than %v", paced, min)
+	}
+	t.Logf("20 conversations: paced at 40/s %v, unpaced %v", paced, run(0))
+}
+
 // oracleFor answers every conversation cfg would generate with its canonical answer.
 func oracleFor(cfg Config) AnswerFunc {
 	rn := newRunner(cfg.withDefaults(), nil, nil)
