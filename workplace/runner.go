@@ -29,11 +29,11 @@ type Config struct {
 	// earlier than i/Rate seconds after the run's start (users arrive at
 	// that rate; Concurrency still bounds those in flight). 0 = as fast
 	// as Concurrency allows.
-	Rate float64
-	Seed         int64         // everything random derives from it
-	FeedbackRate float64       // probability a user writes feedback after a conversation
-	AbandonRate  float64       // probability a user walks away before each follow-up turn
-	OutcomeRate  float64       // probability of reporting success/failure when no feedback is sent
+	Rate         float64
+	Seed         int64   // everything random derives from it
+	FeedbackRate float64 // probability a user writes feedback after a conversation
+	AbandonRate  float64 // probability a user walks away before each follow-up turn
+	OutcomeRate  float64 // probability of reporting success/failure when no feedback is sent
 	// ToolFailRate is the probability a valid tool call returns {"error":"upstream unavailable"}.
 	ToolFailRate float64
 	// ToolTimeoutRate is the probability a valid tool call times out: half of those return
