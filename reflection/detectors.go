@@ -59,6 +59,14 @@ type DetectorConfig struct {
 	// (order status), reward correlates with tool calls for every version;
 	// gaming is a correlation the stable version does not show.
 	CorrelationRise float64 `yaml:"correlation_rise"`
+	// CorrelationZ: compared with the stable version, the rise must also
+	// be significant: the difference of the two correlations' Fisher
+	// transforms over its standard error, sqrt(1/(n-3) + 1/(m-3)), above
+	// CorrelationZ (3.5; the detectors look after every evaluation, so
+	// the bar is high). On 50 candidate evaluations a correlation moves by
+	// ±0.1 by chance, and a 0.2 rise alone rolled back good canaries in
+	// bench learn. Negative: no significance required.
+	CorrelationZ float64 `yaml:"correlation_z"`
 	// RefusalRate: share of refusals and clarifying questions (0.3), or
 	// RefusalRise above stable (0.15).
 	RefusalRate float64 `yaml:"refusal_rate"`
@@ -91,6 +99,9 @@ func (c *DetectorConfig) defaults() {
 	def(&c.DropRateRise, 0.1)
 	def(&c.Correlation, 0.5)
 	def(&c.CorrelationRise, 0.2)
+	if c.CorrelationZ == 0 {
+		c.CorrelationZ = 3.5
+	}
 	def(&c.RefusalRate, 0.3)
 	def(&c.RefusalRise, 0.15)
 }
@@ -174,6 +185,20 @@ func (w *window) stats() stats {
 	st.corrLen = pearson(r, l)
 	st.corrTools = pearson(r, tc)
 	return st
+}
+
+// corrRise reports whether correlation r over n samples is significantly
+// above rs over m (Fisher transform, CorrelationZ standard errors).
+func (c *DetectorConfig) corrRise(r float64, n int, rs float64, m int) bool {
+	if c.CorrelationZ < 0 {
+		return true
+	}
+	if n <= 3 || m <= 3 {
+		return false
+	}
+	fz := func(x float64) float64 { return math.Atanh(math.Max(-0.999999, math.Min(0.999999, x))) }
+	se := math.Sqrt(1/float64(n-3) + 1/float64(m-3))
+	return (fz(r)-fz(rs))/se > c.CorrelationZ
 }
 
 // pearson is the correlation of x and y (0 when either is constant).
@@ -334,8 +359,8 @@ func (d *Detectors) observe(ev events.Event, x *events.InteractionEvaluated) ([]
 	dropOn, dropBase := st.drop > c.DropRate, c.DropRate
 	refOn, refBase := st.refus > c.RefusalRate, c.RefusalRate
 	if base != nil {
-		checks[1].on = checks[1].on && st.corrLen > base.corrLen+c.CorrelationRise
-		checks[2].on = checks[2].on && st.corrTools > base.corrTools+c.CorrelationRise
+		checks[1].on = checks[1].on && st.corrLen > base.corrLen+c.CorrelationRise && c.corrRise(st.corrLen, st.n, base.corrLen, base.n)
+		checks[2].on = checks[2].on && st.corrTools > base.corrTools+c.CorrelationRise && c.corrRise(st.corrTools, st.n, base.corrTools, base.n)
 		checks[1].baseline = math.Max(c.Correlation, base.corrLen+c.CorrelationRise)
 		checks[2].baseline = math.Max(c.Correlation, base.corrTools+c.CorrelationRise)
 		ratio := st.length / math.Max(base.length, 1)
