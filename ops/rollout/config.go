@@ -69,9 +69,10 @@ type Config struct {
 	// tests, the overall one) is at least -HoldMargin as a point estimate
 	// (default 0.02). Otherwise the step goes on collecting evidence, at
 	// the same traffic share, until the tests decide or the step holds
-	// MaxHold candidate evaluations; then the candidate is rolled back
-	// (reason no_advance): one that cannot show it does no harm gets no
-	// more users. This keeps a bad candidate in its first, smallest step
+	// MaxHold candidate evaluations, or a newer candidate is waiting;
+	// then the candidate is rolled back (reason no_advance): one that
+	// cannot show it does no harm gets no more users, and gives way to a
+	// newer one. This keeps a bad candidate in its first, smallest step
 	// until the sequential test has enough evidence against it. A
 	// negative value disables holding.
 	HoldMargin float64 `yaml:"hold_margin"`

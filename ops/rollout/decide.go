@@ -355,7 +355,7 @@ func (s *State) decide() *decision {
 			return nil
 		}
 		last := a.step >= cfg.comparativeSteps()-1
-		if !last && s.harmSign(quick) && a.cur[armCandidate].reward.n < cfg.MaxHold {
+		if !last && s.harmSign(quick) && a.cur[armCandidate].reward.n < cfg.MaxHold && len(s.waiting) == 0 {
 			return nil
 		}
 		if last && quick.reward.Lo <= 0 && !s.typeWins(quick) && (a.cur[armCandidate].reward.n < cfg.MaxPerArm || a.cur[armStable].reward.n < cfg.MaxPerArm) {
@@ -393,12 +393,19 @@ func (s *State) decide() *decision {
 	}
 	last := a.step >= cfg.comparativeSteps()-1
 	if !last && s.harmSign(ev) {
-		if a.cur[armCandidate].reward.n < cfg.MaxHold {
-			return nil
-		}
 		d, what := s.harmDiff(ev)
-		ev.Detail = fmt.Sprintf("step %d held %d candidate evaluations and the %s reward difference %.3f stayed below -%g: no evidence that the candidate does no harm",
-			a.step, a.cur[armCandidate].reward.n, what, d, cfg.HoldMargin)
+		switch {
+		case len(s.waiting) > 0:
+			// A newer candidate is a better bet than one that cannot
+			// show it does no harm; it takes the slot.
+			ev.Detail = fmt.Sprintf("step %d has its evidence (%d candidate evaluations) but the %s reward difference %.3f is below -%g, and a newer candidate (%s) is waiting",
+				a.step, a.cur[armCandidate].reward.n, what, d, cfg.HoldMargin, s.waiting[len(s.waiting)-1].version)
+		case a.cur[armCandidate].reward.n < cfg.MaxHold:
+			return nil
+		default:
+			ev.Detail = fmt.Sprintf("step %d held %d candidate evaluations and the %s reward difference %.3f stayed below -%g: no evidence that the candidate does no harm",
+				a.step, a.cur[armCandidate].reward.n, what, d, cfg.HoldMargin)
+		}
 		return rollback(ReasonNoAdvance, ev.RolloutEvidence)
 	}
 	if !last {

@@ -211,3 +211,67 @@ func TestHoldKeepsWorseCandidateInFirstStep(t *testing.T) {
 		t.Fatalf("a one-type fix was promoted in %d/20 runs with holding", wins)
 	}
 }
+
+// A candidate held in its first step (a sign of harm, no verdict yet)
+// stays held while nothing else waits, and gives way as soon as a newer
+// candidate is waiting: rolled back (no_advance), and the newer one starts.
+func TestHeldCandidateGivesWayToNewer(t *testing.T) {
+	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, MinLook: 20, MinPerType: 2}.WithDefaults()
+	st := NewState(cfg)
+	var pos uint64
+	now := time.Unix(0, 0).UTC()
+	apply := func(p events.Payload, stream string, rev uint64) {
+		pos++
+		ev, err := events.Encode(p, events.Meta{Stream: stream, Time: now, ID: events.DeterministicID(fmt.Sprint(pos))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Position, ev.Revision = pos, rev
+		if err := st.Apply(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decideApply := func() *decision {
+		d := st.decide()
+		if d != nil {
+			rev := uint64(0)
+			if st.active != nil {
+				rev = st.active.rev + 1
+			}
+			apply(d.payload, d.stream, rev)
+		}
+		return d
+	}
+	apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true}, events.VersionStream("B"), 0)
+	if d := decideApply(); d == nil || d.payload.EventType() != events.TypeRolloutStarted {
+		t.Fatalf("no start: %v", d)
+	}
+	// 30 evaluations per arm: stable's mean reward 0, the candidate's
+	// -0.1, both with variance 1 (far from a verdict on 30).
+	for i := range 30 {
+		for _, v := range []string{"A", "B"} {
+			r := 1.0
+			if i%2 == 1 {
+				r = -1
+			}
+			if v == "B" {
+				r -= 0.1
+			}
+			pos++
+			st.pos = pos
+			st.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
+		}
+	}
+	if d := decideApply(); d != nil {
+		t.Fatalf("held candidate with nothing waiting: %s %s", d.payload.EventType(), d.change.Reason)
+	}
+	apply(&events.WeightsTrained{Version: "C", Parent: "A", Accepted: true}, events.VersionStream("C"), 0)
+	d := decideApply()
+	if d == nil || d.payload.EventType() != events.TypeRolloutRolledBack || d.change.Reason != ReasonNoAdvance || d.change.Step != 0 ||
+		!strings.Contains(d.change.Evidence.Detail, "newer candidate (C)") {
+		t.Fatalf("with C waiting: %+v", d)
+	}
+	if d := decideApply(); d == nil || d.payload.EventType() != events.TypeRolloutStarted || d.change.Candidate != "C" {
+		t.Fatalf("C did not start: %+v", d)
+	}
+}
