@@ -68,7 +68,7 @@ func (c *LearnConfig) defaults() {
 		c.MaxSteps = 50
 	}
 	if c.MinPerArm <= 0 {
-		c.MinPerArm = 20
+		c.MinPerArm = 30
 	}
 	if c.MaxPerArm <= 0 {
 		c.MaxPerArm = 200
@@ -109,7 +109,7 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	fs.BoolVar(&c.BadCandidate, "bad-candidate", false, "test hook: the first candidate is trained on inverted rewards and forced past the gate")
 	fs.IntVar(&c.MinNewGraded, "min-new-graded", 32, "graded interactions that start a training cycle")
 	fs.IntVar(&c.MaxSteps, "max-steps", 50, "optimizer steps per training cycle at most")
-	fs.IntVar(&c.MinPerArm, "min-per-arm", 20, "rollout: evaluations per arm that end a step")
+	fs.IntVar(&c.MinPerArm, "min-per-arm", 30, "rollout: evaluations per arm that end a step")
 	fs.Float64Var(&c.Epochs, "epochs", 0, "passes over a training cycle's data, with --max-steps sizing its dataset (0: the distiller's default, 4)")
 	fs.StringVar(&c.Baseline, "baseline", "", "report.json of a run without faults, compared with in the behaviour checks")
 	fs.IntVar(&c.MaxPerArm, "max-per-arm", 200, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
@@ -297,7 +297,7 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	// that a correction reaches a candidate within a minute or two.
 	cfg.Distill.MaxSteps = c.MaxSteps
 	// The rollout's evidence sized to the bench's traffic (thousands of
-	// conversations, not millions): a 4% canary until MinPerArm (20)
+	// conversations, not millions): a 4% canary until MinPerArm (30)
 	// evaluations per arm, then 50% until the reward tests decide. A
 	// candidate that shows a sign of harm at the end of its first step
 	// is held there (rollout.Config.HoldMargin) until the tests decide,
