@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"citizen/events"
 )
@@ -19,31 +18,13 @@ import (
 // have rolled back.
 func simulate(t testing.TB, cfg Config, seed uint64, cand, stab profile) (final *decision, naive bool, n int) {
 	t.Helper()
-	st := NewState(cfg)
+	sim := newSimState(t, cfg)
+	st := sim.st
 	rng := rand.New(rand.NewPCG(seed, 77))
-	var pos uint64
-	now := time.Unix(0, 0).UTC()
-	apply := func(p events.Payload, stream string, rev uint64) {
-		pos++
-		ev, err := events.Encode(p, events.Meta{Stream: stream, Time: now, ID: events.DeterministicID(fmt.Sprint(pos))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev.Position, ev.Revision = pos, rev
-		if err := st.Apply(&ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true}, events.VersionStream("B"), 0)
+	sim.train("B", "A")
 	for n = 0; n < 200000; n++ {
-		d := st.decide()
-		if d != nil {
-			rev := uint64(0)
-			if st.active != nil {
-				rev = st.active.rev + 1
-			}
-			apply(d.payload, d.stream, rev)
-			if d.payload.EventType() == events.TypeRolloutPromoted || d.payload.EventType() == events.TypeRolloutRolledBack {
+		if d := sim.decide(); d != nil {
+			if terminal(d) {
 				return d, naive, n
 			}
 			continue
@@ -53,9 +34,7 @@ func simulate(t testing.TB, cfg Config, seed uint64, cand, stab profile) (final 
 		if rng.Float64() < a.weight {
 			v, p = "B", cand
 		}
-		pos++
-		st.pos = pos
-		st.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(n), ModelVersion: v, TaskType: "t",
+		sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(n), ModelVersion: v, TaskType: "t",
 			Reward: p.reward + p.rewardSD*rng.NormFloat64(), AnswerLength: int(p.length * (0.7 + 0.6*rng.Float64()))})
 		c, s := a.all[armCandidate].reward, a.all[armStable].reward
 		if !naive && c.n >= cfg.MinLook && s.n >= cfg.MinLook {

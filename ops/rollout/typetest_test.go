@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"citizen/events"
 )
@@ -21,38 +20,20 @@ var typeMix = map[string]float64{"a": -0.9, "b": 0.9, "c": -0.6, "d": -0.9, "e":
 // took.
 func simulateTypes(t testing.TB, cfg Config, seed uint64, shift map[string]float64) (*decision, int) {
 	t.Helper()
-	st := NewState(cfg)
+	sim := newSimState(t, cfg)
 	rng := rand.New(rand.NewPCG(seed, 91))
 	types := []string{"a", "b", "c", "d", "e", "f"}
-	var pos uint64
-	now := time.Unix(0, 0).UTC()
-	apply := func(p events.Payload, stream string, rev uint64) {
-		pos++
-		ev, err := events.Encode(p, events.Meta{Stream: stream, Time: now, ID: events.DeterministicID(fmt.Sprint(pos))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev.Position, ev.Revision = pos, rev
-		if err := st.Apply(&ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true}, events.VersionStream("B"), 0)
+	sim.train("B", "A")
 	for n := 0; n < 200000; n++ {
-		if d := st.decide(); d != nil {
-			rev := uint64(0)
-			if st.active != nil {
-				rev = st.active.rev + 1
-			}
-			apply(d.payload, d.stream, rev)
-			if d.payload.EventType() == events.TypeRolloutPromoted || d.payload.EventType() == events.TypeRolloutRolledBack {
+		if d := sim.decide(); d != nil {
+			if terminal(d) {
 				return d, n
 			}
 			continue
 		}
 		typ := types[rng.IntN(len(types))]
 		v, mean := "A", typeMix[typ]
-		if rng.Float64() < st.active.weight {
+		if rng.Float64() < sim.st.active.weight {
 			v, mean = "B", mean+shift[typ]
 		}
 		// A reward of +1 with probability (1+mean)/2, else -1.
@@ -60,9 +41,7 @@ func simulateTypes(t testing.TB, cfg Config, seed uint64, shift map[string]float
 		if rng.Float64() < (1+mean)/2 {
 			r = 1
 		}
-		pos++
-		st.pos = pos
-		st.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(n), ModelVersion: v, TaskType: typ, Reward: r, AnswerLength: 40})
+		sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(n), ModelVersion: v, TaskType: typ, Reward: r, AnswerLength: 40})
 	}
 	t.Fatal("no terminal decision")
 	return nil, 0
@@ -217,32 +196,9 @@ func TestHoldKeepsWorseCandidateInFirstStep(t *testing.T) {
 // candidate is waiting: rolled back (no_advance), and the newer one starts.
 func TestHeldCandidateGivesWayToNewer(t *testing.T) {
 	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, MinLook: 20, MinPerType: 2}.WithDefaults()
-	st := NewState(cfg)
-	var pos uint64
-	now := time.Unix(0, 0).UTC()
-	apply := func(p events.Payload, stream string, rev uint64) {
-		pos++
-		ev, err := events.Encode(p, events.Meta{Stream: stream, Time: now, ID: events.DeterministicID(fmt.Sprint(pos))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev.Position, ev.Revision = pos, rev
-		if err := st.Apply(&ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	decideApply := func() *decision {
-		d := st.decide()
-		if d != nil {
-			rev := uint64(0)
-			if st.active != nil {
-				rev = st.active.rev + 1
-			}
-			apply(d.payload, d.stream, rev)
-		}
-		return d
-	}
-	apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true}, events.VersionStream("B"), 0)
+	sim := newSimState(t, cfg)
+	decideApply := sim.decide
+	sim.train("B", "A")
 	if d := decideApply(); d == nil || d.payload.EventType() != events.TypeRolloutStarted {
 		t.Fatalf("no start: %v", d)
 	}
@@ -257,15 +213,13 @@ func TestHeldCandidateGivesWayToNewer(t *testing.T) {
 			if v == "B" {
 				r -= 0.1
 			}
-			pos++
-			st.pos = pos
-			st.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
+			sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
 		}
 	}
 	if d := decideApply(); d != nil {
 		t.Fatalf("held candidate with nothing waiting: %s %s", d.payload.EventType(), d.change.Reason)
 	}
-	apply(&events.WeightsTrained{Version: "C", Parent: "A", Accepted: true}, events.VersionStream("C"), 0)
+	sim.train("C", "A")
 	d := decideApply()
 	if d == nil || d.payload.EventType() != events.TypeRolloutRolledBack || d.change.Reason != ReasonNoAdvance || d.change.Step != 0 ||
 		!strings.Contains(d.change.Evidence.Detail, "newer candidate (C)") {
