@@ -149,6 +149,33 @@ func (f Filter) Match(ev *Event) bool {
 // stops the subscription with that error.
 type Handler func(ctx context.Context, ev Event) error
 
+// DeliverThenWait is the common step of a backend's catch-up-then-live
+// Subscribe loop: it hands batch to h in order and, when the subscriber
+// has caught up with the log, waits until notify is closed (new events),
+// ctx is done or closed is closed (the store closed: ErrClosed). A nil
+// result means: read the next batch.
+func DeliverThenWait(ctx context.Context, batch []Event, h Handler, caughtUp bool, notify, closed <-chan struct{}) error {
+	for _, ev := range batch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := h(ctx, ev); err != nil {
+			return err
+		}
+	}
+	if !caughtUp {
+		return nil
+	}
+	select {
+	case <-notify:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-closed:
+		return ErrClosed
+	}
+}
+
 // Store is the event store: an append-only log of events grouped into
 // streams. All methods are safe for concurrent use.
 type Store interface {

@@ -255,23 +255,8 @@ func (s *Store) Subscribe(ctx context.Context, after uint64, f events.Filter, h 
 		if err != nil {
 			return err
 		}
-		for _, ev := range evs {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := h(ctx, ev); err != nil {
-				return err
-			}
-		}
-		if !caughtUp {
-			continue
-		}
-		select {
-		case <-notify:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.done:
-			return events.ErrClosed
+		if err := events.DeliverThenWait(ctx, evs, h, caughtUp, notify, s.done); err != nil {
+			return err
 		}
 	}
 }

@@ -210,23 +210,8 @@ func (s *Store) Subscribe(ctx context.Context, after uint64, f events.Filter, h 
 		notify := s.notify
 		caughtUp := pos >= uint64(len(s.log))
 		s.mu.RUnlock()
-		for _, ev := range batch {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := h(ctx, ev); err != nil {
-				return err
-			}
-		}
-		if !caughtUp {
-			continue
-		}
-		select {
-		case <-notify:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.done:
-			return events.ErrClosed
+		if err := events.DeliverThenWait(ctx, batch, h, caughtUp, notify, s.done); err != nil {
+			return err
 		}
 	}
 }
