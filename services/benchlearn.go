@@ -982,8 +982,12 @@ func (rep *LearnReport) types() []string {
 func (rep *LearnReport) render() string {
 	var b strings.Builder
 	types := rep.types()
-	fmt.Fprintf(&b, "citizen bench learn: %d conversations, drift %q, tool failures %.0f%%, timeouts %.0f%%, seed %d (%.0f s)\n\n",
-		rep.Config.Interactions, rep.Config.Drift, 100*rep.Config.ToolFailRate, 100*rep.Config.ToolTimeoutRate, rep.Config.Seed, rep.ElapsedS)
+	rate := "unpaced"
+	if rep.Config.Rate > 0 {
+		rate = fmt.Sprintf("at most %g/s", rep.Config.Rate)
+	}
+	fmt.Fprintf(&b, "citizen bench learn: %d conversations (%s), drift %q, tool failures %.0f%%, timeouts %.0f%%, seed %d (%.0f s)\n\n",
+		rep.Config.Interactions, rate, rep.Config.Drift, 100*rep.Config.ToolFailRate, 100*rep.Config.ToolTimeoutRate, rep.Config.Seed, rep.ElapsedS)
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "window\t")
 	for _, t := range types {
