@@ -20,7 +20,12 @@ import (
 //     hint; the student does not) are learnt with weight SelfDistillWeight.
 //   - Anchors (from the pipeline) are learnt with their weight.
 //   - KLCoef > 0 adds the k3 KL term to the parent (the stable version) on
-//     every completion token, with the parent's logprobs as RefLogprobs.
+//     the completion tokens of the examples that keep what the parent
+//     said (anchors and recorded answers without feedback), with the
+//     parent's logprobs as RefLogprobs. A corrected example (a revision,
+//     or a recorded answer that drew a correction or a hint) is meant to
+//     move its tokens away from the parent, and the KL term would pull
+//     exactly those back: it gets none unless KLOnCorrected is set.
 type Objective struct {
 	PolicyGradient    bool
 	ImportanceCap     float64 // c of the truncated ratio (default 2)
@@ -31,6 +36,25 @@ type Objective struct {
 	// (CorrectionTemplate) instead of dropping the example.
 	CorrectionFallback bool
 	KLCoef             float64
+	// KLOnCorrected applies the KL term to corrected examples too (see
+	// correctedExample). Off by default: with it, the k3 term (coefficient
+	// 0.5) works against exactly the tokens the revisions teach; replaying
+	// bench learn's first cycle with post-drift corrections, the candidate
+	// answered 7-14 of 40 refund questions with the new 60 days with it,
+	// 34-35 without (docs/benchmarks/learn.md).
+	KLOnCorrected bool
+}
+
+// correctedExample reports whether ex carries feedback that says its
+// answer should change: a self-distilled revision, or a recorded answer
+// with a correction or a hint.
+func correctedExample(ex *Example) bool {
+	return ex.Kind == KindRevised || ex.Correction != "" || ex.Hint != ""
+}
+
+// klExempt reports whether the KL term leaves ex out.
+func (o Objective) klExempt(ex *Example) bool {
+	return o.KLCoef > 0 && !o.KLOnCorrected && correctedExample(ex)
 }
 
 // DefaultObjective is policy gradient + self-distillation (with the

@@ -1,10 +1,14 @@
 package distill
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
+
+	"citizen/events"
+	"citizen/model"
 )
 
 func TestPolicyWeightsTruncatedImportance(t *testing.T) {
@@ -121,5 +125,68 @@ func TestFitBudgetKeepsCorrectionsFirstAndBalancesTheRest(t *testing.T) {
 	}
 	if b := (Hyper{MaxSteps: 50, BatchSeqs: 8, Epochs: 4}).Budget(); b != 100 {
 		t.Fatalf("budget of 50 steps x 8 / 4 epochs = %d, want 100", b)
+	}
+}
+
+// trainTiny trains a fresh adapter on exs with o (20 steps) and returns
+// the mean logprob of answer to user under it.
+func trainTiny(t *testing.T, exs []Example, o Objective, user, answer string) float64 {
+	t.Helper()
+	tok, base := tinyBase(t)
+	out := t.TempDir()
+	_, err := EmbeddedTrainer{}.Train(context.Background(), &TrainJob{Version: "v", OutputDir: out, Dataset: &Dataset{Train: exs},
+		Base: base, BaseName: "tiny", LoRA: DefaultLoRA(), Objective: o, Hyper: Hyper{Steps: 20, BatchSeqs: 4, Seed: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := model.LoadPEFT(out, base.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return targetLogprob(t, tok, base, a, user, answer)
+}
+
+// TestKLLeavesCorrectedExamplesOut: the KL term to the parent applies to
+// anchors and plain recorded answers, not to the revisions of corrected
+// answers (what a correction teaches is meant to move away from the
+// parent), unless KLOnCorrected.
+func TestKLLeavesCorrectedExamplesOut(t *testing.T) {
+	tok, _ := tinyBase(t)
+	qa := func(kind, user, answer, correction string) Example {
+		msgs := []events.ChatMessage{{Role: "user", Content: user}}
+		prompt, _, err := tok.RenderChat(toTok(msgs), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		comp, err := answerTokens(tok, msgs, answer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Example{Type: "policy", Kind: kind, Messages: msgs, PromptTokens: prompt, CompletionTokens: comp, Weight: 1, Correction: correction}
+	}
+	var revised, anchors []Example
+	for i := 0; i < 8; i++ {
+		revised = append(revised, qa(KindRevised, fmt.Sprintf("what is the refund window for order %d?", 100+i), "The refund window is 60 days.", "60 days"))
+		anchors = append(anchors, qa(KindAnchor, fmt.Sprintf("what is the refund window for order %d?", 200+i), "The refund window is 60 days.", ""))
+	}
+	user, answer := "what is the refund window for order 999?", "The refund window is 60 days."
+	sd := Objective{SelfDistill: true, SelfDistillWeight: 1}
+	withKL := sd
+	withKL.KLCoef = 2
+	onCorrected := withKL
+	onCorrected.KLOnCorrected = true
+	noKL, exempt, kept := trainTiny(t, revised, sd, user, answer), trainTiny(t, revised, withKL, user, answer), trainTiny(t, revised, onCorrected, user, answer)
+	t.Logf("revised examples: target logprob without KL %.4f, KL (corrected left out) %.4f, KL on corrected %.4f", noKL, exempt, kept)
+	if math.Abs(noKL-exempt) > 1e-3 {
+		t.Fatalf("the KL term changed training on corrected examples: %.4f vs %.4f without it", exempt, noKL)
+	}
+	if kept > noKL-0.01 {
+		t.Fatalf("KLOnCorrected did not hold the corrected answer back: %.4f vs %.4f", kept, noKL)
+	}
+	// Anchors keep the KL term.
+	aNoKL, aKL := trainTiny(t, anchors, sd, user, answer), trainTiny(t, anchors, withKL, user, answer)
+	t.Logf("anchors: target logprob without KL %.4f, with %.4f", aNoKL, aKL)
+	if aKL > aNoKL-0.01 {
+		t.Fatalf("the KL term did not act on anchors: %.4f vs %.4f without it", aKL, aNoKL)
 	}
 }

@@ -143,8 +143,22 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 	}
 	var ref [][]float32
 	if o.KLCoef > 0 {
-		if _, ref, err = completionLogprobs(job.Base, job.Parent, exs, 16); err != nil {
+		// The parent's logprobs, for the examples the KL term applies to
+		// (the exempt ones get the current policy's in each step).
+		ref = make([][]float32, len(exs))
+		var kl []*Example
+		var at []int
+		for i, ex := range exs {
+			if !o.klExempt(ex) {
+				kl, at = append(kl, ex), append(at, i)
+			}
+		}
+		_, full, err := completionLogprobs(job.Base, job.Parent, kl, 16)
+		if err != nil {
 			return TrainResult{}, err
+		}
+		for k, i := range at {
+			ref[i] = full[k]
 		}
 	}
 	steps := h.steps(len(exs))
@@ -173,24 +187,30 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 				mref = append(mref, ref[i])
 			}
 		}
-		// The current policy's logprobs for the importance ratios (policy
-		// examples with behaviour logprobs only; a constant in the loss).
+		// The current policy's logprobs (a constant in the loss): for the
+		// importance ratios (policy examples with behaviour logprobs) and,
+		// as the reference of the examples the KL term leaves out
+		// (Objective.klExempt), so that their k3 term and its gradient
+		// are zero.
 		var cur [][]float32
 		var need []*Example
 		var at []int
 		for i, ex := range mb {
-			if ex.Kind == KindPolicy && ex.BehaviourLogprobs != nil {
+			if (ex.Kind == KindPolicy && ex.BehaviourLogprobs != nil) || (mref != nil && o.klExempt(ex)) {
 				need, at = append(need, ex), append(at, i)
 			}
 		}
 		if len(need) > 0 {
-			lp, _, err := completionLogprobs(job.Base, ad, need, len(need))
+			lp, full, err := completionLogprobs(job.Base, ad, need, len(need))
 			if err != nil {
 				return res, err
 			}
 			cur = make([][]float32, len(mb))
 			for k, i := range at {
 				cur[i] = lp[k]
+				if mref != nil && o.klExempt(mb[i]) {
+					mref[i] = full[k]
+				}
 			}
 		}
 		for _, ex := range mb {
