@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -54,12 +55,16 @@ type Config struct {
 	// only the correction-contained check).
 	Revise func(ex Example, answer string) bool
 	// CorrectionTemplate renders a correction as an answer; "{correction}"
-	// is replaced (default "{correction}").
+	// is replaced (default "{correction}"). With the default, a correction
+	// that has the shape of a span of the recorded answer replaces that
+	// span instead ("60 days" in "The refund window is 30 days."; see
+	// editAnswer): a whole answer to learn, not a fragment.
 	CorrectionTemplate string
 	// TeacherMaxTokens bounds a revised answer (default 96).
 	TeacherMaxTokens int
 	// Exemplars, when set, adds earlier good exchanges of the same type to
-	// the teacher's context (as user/assistant turns after the note); see
+	// the teacher's context (as user/assistant turns after the note) when
+	// it revises an answer that drew a hint without a correction; see
 	// MemoryExemplars. The student never sees them.
 	Exemplars ExemplarFunc
 
@@ -403,6 +408,9 @@ func (d *Distiller) hyper() map[string]float64 {
 	if c.Pipeline.InvertRewards {
 		h["invert_rewards"] = 1
 	}
+	if c.Objective.KLOnCorrected {
+		h["kl_on_corrected"] = 1
+	}
 	return h
 }
 
@@ -461,7 +469,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	d.carryCorrections(ctx, log, ds, parent, wt.WindowFrom)
 	if cfg.Chat != nil {
 		d.setState(func(s *Status) { s.State = "self-distilling" })
-		if err := d.corrections(ctx, log, ds, pad); err != nil {
+		if err := d.corrections(ctx, log, ds, pad, cfg.Hyper.Budget()/2); err != nil {
 			return &cycleFailure{"self-distillation", err}
 		}
 	}
@@ -657,8 +665,10 @@ func (d *Distiller) evaluate(ctx context.Context, a *model.Adapter, hold []Examp
 
 // corrections renders corrections as target answers and, with
 // self-distillation on, asks the teacher (the parent with the correction
-// or hint in its context) for revised answers.
-func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Dataset, parent *model.Adapter) error {
+// or hint in its context) for revised answers: of at most limit corrected
+// examples (limit <= 0: all), the newest first, taken round-robin over
+// task types (toRevise), since the cycle's budget keeps no more.
+func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Dataset, parent *model.Adapter, limit int) error {
 	cfg := d.cfg
 	tok := cfg.Chat.Tok
 	for _, list := range [][]Example{ds.Train, ds.HoldOut} {
@@ -667,7 +677,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			if ex.Correction == "" {
 				continue
 			}
-			content := strings.ReplaceAll(cfg.CorrectionTemplate, "{correction}", ex.Correction)
+			content := d.correctedAnswer(ex)
 			if ids, err := answerTokens(tok, ex.Messages, content); err == nil && len(ex.PromptTokens)+len(ids) <= cfg.Pipeline.MaxSeqLen {
 				ex.TargetTokens = ids
 			}
@@ -686,33 +696,25 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 	}
 	var revised []Example
 	kept, fallback, dropped := 0, 0, 0
-	for i := range ds.Train {
+	for _, i := range toRevise(ds.Train, limit) {
 		ex := ds.Train[i]
-		if ex.Kind != KindPolicy || (ex.Correction == "" && ex.Hint == "") {
-			continue
-		}
-		note := "Note: " + ex.Hint
-		if ex.Correction != "" {
-			note = "The correct answer is " + ex.Correction + "."
-			if ex.Hint != "" {
-				note += " Note: " + ex.Hint
-			}
-		}
-		msgs := []tokenizer.Message{{Role: "system", Content: note}}
-		if cfg.Exemplars != nil {
-			exs, err := cfg.Exemplars(ctx, ex)
-			if err != nil {
+		var exs []Exemplar
+		if cfg.Exemplars != nil && ex.Correction == "" {
+			// Exemplars help a teacher that has only a hint; a correction
+			// says what is right, and exemplars from before a change
+			// contradict it (the teacher copies them: on the base
+			// checkpoint, 0 of 24 refund revisions stated the corrected
+			// 60 days with two 30-day exemplars, 23 of 24 without).
+			var err error
+			if exs, err = cfg.Exemplars(ctx, ex); err != nil {
 				log.Warn("exemplars", "interaction", ex.Interaction, "err", err)
 			}
-			for _, e := range exs {
-				msgs = append(msgs, tokenizer.Message{Role: "user", Content: e.Prompt}, tokenizer.Message{Role: "assistant", Content: e.Answer})
-			}
 		}
-		msgs = append(msgs, toTok(ex.Messages)...)
+		msgs := teacherMessages(&ex, exs)
 		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
-		if errors.Is(err, chat.ErrPromptTooLong) && len(msgs) > len(ex.Messages)+1 {
-			// Exemplars made it too long: the note alone.
-			msgs = append(msgs[:1], toTok(ex.Messages)...)
+		if errors.Is(err, chat.ErrPromptTooLong) && len(exs) > 0 {
+			// Exemplars made it too long: without them.
+			msgs = teacherMessages(&ex, nil)
 			c, err = cfg.Chat.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
 		}
 		if err != nil {
@@ -748,7 +750,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			}
 			kept++
 		case cfg.Objective.CorrectionFallback && len(ex.TargetTokens) > 0:
-			r.Answer = events.ChatMessage{Role: "assistant", Content: strings.ReplaceAll(cfg.CorrectionTemplate, "{correction}", ex.Correction)}
+			r.Answer = events.ChatMessage{Role: "assistant", Content: d.correctedAnswer(&ex)}
 			r.CompletionTokens = ex.TargetTokens
 			fallback++
 		default:
@@ -761,6 +763,152 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "correction_fallback": fallback, "dropped": dropped}
 	log.Info("self-distillation", "revised", kept, "correction_fallback", fallback, "dropped", dropped)
 	return nil
+}
+
+// correctedAnswer renders ex's correction as an answer: with the default
+// template, the recorded answer with the correction in place of the span
+// it corrects when it has that shape (editAnswer: "60 days" against "No,
+// the refund window is 30 days." gives "No, the refund window is 60
+// days."), else CorrectionTemplate with the correction.
+func (d *Distiller) correctedAnswer(ex *Example) string {
+	if d.cfg.CorrectionTemplate == "{correction}" && len(ex.Answer.ToolCalls) == 0 {
+		if a, ok := editAnswer(ex.Answer.Content, ex.Correction); ok {
+			return a
+		}
+	}
+	return strings.ReplaceAll(d.cfg.CorrectionTemplate, "{correction}", ex.Correction)
+}
+
+// numberRe matches a number as answers write them ("30", "4.99", "$4.99",
+// "1,200", "-3").
+var numberRe = regexp.MustCompile(`[-+]?\$?\d+(?:[.,]\d+)*`)
+
+// editAnswer puts a correction that states numbers into the answer in
+// place of the span it corrects: the one span of answer that reads like
+// the correction with other numbers (the same words, case and spacing
+// aside; numbers not cut out of longer ones). It reports false when the
+// correction states no number, when no span or more than one matches (a
+// bare "8" against "3 + 4 = 7" says not which number it corrects), or
+// when the answer already says it.
+func editAnswer(answer, correction string) (string, bool) {
+	c := strings.TrimRight(strings.TrimSpace(correction), ".!;")
+	locs := numberRe.FindAllStringIndex(c, -1)
+	if len(locs) == 0 || answer == "" {
+		return "", false
+	}
+	// Literal text between numbers: its words in order, any spacing.
+	lit := func(x string) string {
+		words := strings.Fields(x)
+		for i := range words {
+			words[i] = regexp.QuoteMeta(words[i])
+		}
+		out := strings.Join(words, `\s+`)
+		if len(words) > 0 && strings.TrimLeft(x, " \t") != x {
+			out = `\s*` + out
+		}
+		if strings.TrimRight(x, " \t") != x {
+			out += `\s*`
+		}
+		return out
+	}
+	var pat strings.Builder
+	pat.WriteString(`(?i)`)
+	last := 0
+	for _, l := range locs {
+		pat.WriteString(lit(c[last:l[0]]))
+		pat.WriteString(numberRe.String())
+		last = l[1]
+	}
+	pat.WriteString(lit(c[last:]))
+	re, err := regexp.Compile(pat.String())
+	if err != nil {
+		return "", false
+	}
+	digit := func(b byte) bool { return b >= '0' && b <= '9' }
+	var spans [][]int
+	for _, m := range re.FindAllStringIndex(answer, -1) {
+		if (m[0] > 0 && (digit(answer[m[0]-1]) || answer[m[0]-1] == '.' || answer[m[0]-1] == ',')) || (m[1] < len(answer) && digit(answer[m[1]])) {
+			continue
+		}
+		spans = append(spans, m)
+	}
+	if len(spans) != 1 {
+		return "", false
+	}
+	m := spans[0]
+	if sameText(answer[m[0]:m[1]], c) {
+		return "", false
+	}
+	repl := c
+	if m[0] == 0 && answer[0] >= 'A' && answer[0] <= 'Z' && repl[0] >= 'a' && repl[0] <= 'z' {
+		repl = strings.ToUpper(repl[:1]) + repl[1:]
+	}
+	return answer[:m[0]] + repl + answer[m[1]:], true
+}
+
+// toRevise returns the indices in train of the recorded answers that drew
+// a correction or a hint, at most limit of them (limit <= 0: all): the
+// newest first (by the position of their interaction.recorded), taken
+// round-robin over task types, so that no type's corrections crowd out
+// another's and the newest (after a drift, the ones about the world as it
+// is) are revised first.
+func toRevise(train []Example, limit int) []int {
+	var idx []int
+	for i := range train {
+		if train[i].Kind == KindPolicy && (train[i].Correction != "" || train[i].Hint != "") {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return recordedAt(&train[idx[a]]) > recordedAt(&train[idx[b]]) })
+	if limit <= 0 || len(idx) <= limit {
+		return idx
+	}
+	by := map[string][]int{}
+	var types []string
+	for _, i := range idx {
+		t := train[i].Type
+		if _, ok := by[t]; !ok {
+			types = append(types, t)
+		}
+		by[t] = append(by[t], i)
+	}
+	sort.Strings(types)
+	out := make([]int, 0, limit)
+	for k := 0; len(out) < limit; k++ {
+		for _, t := range types {
+			if k < len(by[t]) && len(out) < limit {
+				out = append(out, by[t][k])
+			}
+		}
+	}
+	return out
+}
+
+// recordedAt is the store position of ex's first source (its
+// interaction.recorded): its recency.
+func recordedAt(ex *Example) uint64 {
+	if len(ex.Sources) == 0 {
+		return 0
+	}
+	return ex.Sources[0].Position
+}
+
+// teacherMessages is the teacher's context for revising ex: the feedback
+// in a system note ("The correct answer is 60 days."), the exemplars as
+// earlier user/assistant turns, then the conversation.
+func teacherMessages(ex *Example, exemplars []Exemplar) []tokenizer.Message {
+	note := "Note: " + ex.Hint
+	if ex.Correction != "" {
+		note = "The correct answer is " + ex.Correction + "."
+		if ex.Hint != "" {
+			note += " Note: " + ex.Hint
+		}
+	}
+	msgs := []tokenizer.Message{{Role: "system", Content: note}}
+	for _, e := range exemplars {
+		msgs = append(msgs, tokenizer.Message{Role: "user", Content: e.Prompt}, tokenizer.Message{Role: "assistant", Content: e.Answer})
+	}
+	return append(msgs, toTok(ex.Messages)...)
 }
 
 // answerTokens renders content as the assistant's answer to msgs and

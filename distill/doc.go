@@ -13,14 +13,15 @@
 //     balance, replay anchors per type, and a stable hold-out slice per type
 //     for the offline gate; the cycle's step budget (Dataset.FitBudget:
 //     MaxSteps·BatchSeqs/Epochs examples, self-distilled and corrected
-//     answers first, round-robin over types); each cycle's dataset is
-//     written as JSONL with a
-//     manifest naming the store positions it came from (VerifyManifest);
+//     answers first, newest first, round-robin over types); each cycle's
+//     dataset is written as JSONL with a manifest naming the store
+//     positions it came from (VerifyManifest);
 //   - the objectives (Objective): advantage-weighted policy gradient with
 //     truncated importance ratios against the recorded behaviour logprobs,
 //     self-distillation from corrections and hints (the teacher sees the
-//     note and, optionally, exemplars from memory; the student does not), a
-//     k3 KL term to the stable version, and anchor replay;
+//     note and, for a hint, optionally exemplars from memory; the student
+//     does not), a k3 KL term to the stable version on the examples that
+//     keep what it said (not on corrected ones), and anchor replay;
 //   - training cycles (Distiller): trigger by count of new graded
 //     interactions or time, train through a Trainer (EmbeddedTrainer in Go,
 //     CommandTrainer for an external trainer), the offline gate (per-type

@@ -59,7 +59,7 @@ func TestMemoryExemplarsFeedTheTeacher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.corrections(ctx, d.log, ds, nil); err != nil {
+	if err := d.corrections(ctx, d.log, ds, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	if calls != 1 || len(ds.Train) != 2 || ds.Train[1].Kind != KindRevised {
@@ -81,5 +81,38 @@ func TestMemoryExemplarsFeedTheTeacher(t *testing.T) {
 	}
 	if slices.Equal(tokenIDs(plain.Tokens), tokenIDs(c.Tokens)) {
 		t.Fatal("the exemplars do not change the teacher's answer here, so this test cannot tell whether they were used")
+	}
+}
+
+// TestExemplarsOnlyForHints: a correction says what is right, and
+// exemplars from before a change contradict it (the base checkpoint's
+// teacher copies them), so the teacher gets exemplars only for hints.
+func TestExemplarsOnlyForHints(t *testing.T) {
+	ctx := context.Background()
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	hinted := w.recordQA(tok, base, "policy", "what is the refund window for order 7?", "The refund window is 30 days.")
+	w.evaluate(hinted, "policy", 1, -1, true)
+	w.feedback(hinted, "", "the refund window changed")
+	corrected := w.recordQA(tok, base, "policy", "what is the refund window for order 8?", "The refund window is 30 days.")
+	w.evaluate(corrected, "policy", 1, -1, true)
+	w.feedback(corrected, "60 days", "")
+	var asked []string
+	d := newDistiller(t, w, func(c *Config) {
+		c.Exemplars = func(ctx context.Context, ex Example) ([]Exemplar, error) {
+			asked = append(asked, ex.Interaction)
+			return []Exemplar{{Prompt: "what is the refund window for order 5?", Answer: "The refund window is 30 days."}}, nil
+		}
+	})
+	catchUp(t, d, w.store)
+	ds, err := BuildDataset(ctx, d.proj.Snapshot(), 0, d.proj.Position(), PipelineConfig{HoldOutFraction: -1, MinHoldOutPerType: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.corrections(ctx, d.log, ds, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(asked, []string{hinted}) {
+		t.Fatalf("exemplars asked for %v, want only the hinted %s", asked, hinted)
 	}
 }

@@ -414,9 +414,9 @@ func (ds *Dataset) refreshManifest() {
 // sampling a fraction of a large window once. What the cycle is for comes
 // first: the self-distilled answers (KindRevised, up to half the budget),
 // then the recorded answers that drew a correction or a hint (up to a
-// quarter); the rest (policy-gradient examples and anchors) fill the
-// remaining budget. Each group is taken round-robin over task types in
-// dataset order, so that no type (the one with the most corrections)
+// quarter), both newest first; the rest (policy-gradient examples and
+// anchors) fill the remaining budget. Each group is taken round-robin
+// over task types, so that no type (the one with the most corrections)
 // crowds the others out. The dropped count is recorded in
 // Manifest.Stats.OverBudget.
 func (ds *Dataset) FitBudget(budget int) {
@@ -433,6 +433,11 @@ func (ds *Dataset) FitBudget(budget int) {
 		default:
 			rest = append(rest, ex)
 		}
+	}
+	// Newest first within the feedback groups: after a drift the newest
+	// corrections are about the world as it is.
+	for _, g := range [][]Example{revised, corrected} {
+		sort.SliceStable(g, func(i, j int) bool { return recordedAt(&g[i]) > recordedAt(&g[j]) })
 	}
 	out := roundRobin(revised, budget/2)
 	out = append(out, roundRobin(corrected, budget/4)...)

@@ -37,7 +37,7 @@ func TestSelfDistillationTeacherSeesNoteStudentDoesNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := len(ds.Train)
-	if err := d.corrections(context.Background(), d.log, ds, nil); err != nil {
+	if err := d.corrections(context.Background(), d.log, ds, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	var revised []Example
@@ -78,7 +78,7 @@ func TestSelfDistillationTeacherSeesNoteStudentDoesNot(t *testing.T) {
 	d.cfg.Revise = nil
 	ds2, _ := BuildDataset(context.Background(), d.proj.Snapshot(), 0, d.proj.Position(), PipelineConfig{HoldOutFraction: -1, MinHoldOutPerType: -1})
 	before = len(ds2.Train)
-	if err := d.corrections(context.Background(), d.log, ds2, nil); err != nil {
+	if err := d.corrections(context.Background(), d.log, ds2, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	fallback := 0
@@ -93,5 +93,33 @@ func TestSelfDistillationTeacherSeesNoteStudentDoesNot(t *testing.T) {
 	}
 	if fallback != len(hinted) {
 		t.Fatalf("%d correction fallbacks, want %d", fallback, len(hinted))
+	}
+}
+
+func TestEditAnswerPutsTheCorrectionInPlace(t *testing.T) {
+	for _, c := range []struct {
+		answer, correction, want string
+		ok                       bool
+	}{
+		{"The refund window is 30 days.", "60 days", "The refund window is 60 days.", true},
+		{"No, the refund window is 30 days.", "no, the refund window is 60 days", "No, the refund window is 60 days.", true},
+		{"No, the refund window is 30 days.", "60 days.", "No, the refund window is 60 days.", true},
+		{"Standard shipping costs $4.99.", "$5.99", "Standard shipping costs $5.99.", true},
+		{"5 km is 3.11 miles.", "3.107 miles", "5 km is 3.107 miles.", true},
+		// The correction is a whole other answer: nothing to edit.
+		{"No, the refund window is 30 days.", "Yes, the refund window is 60 days.", "", false},
+		// Ambiguous: which number does a bare 8 correct?
+		{"So 3 + 4 = 7.", "8", "", false},
+		{"The answer is 12.", "12.5", "The answer is 12.5.", true},
+		// No number, or already said.
+		{"Order 5 is lost.", "shipped yesterday", "", false},
+		{"The refund window is 60 days.", "60 days", "", false},
+		// Numbers are whole: the one number of the answer is the span.
+		{"Call 1800 now.", "900", "Call 900 now.", true},
+	} {
+		got, ok := editAnswer(c.answer, c.correction)
+		if ok != c.ok || got != c.want {
+			t.Errorf("editAnswer(%q, %q) = %q, %v; want %q, %v", c.answer, c.correction, got, ok, c.want, c.ok)
+		}
 	}
 }
