@@ -101,11 +101,38 @@ func Combine(evals map[string]EvalFunc) EvalFunc {
 
 // MeanKL is the exact mean per-token KL(candidate ‖ parent) over the
 // evaluation targets' completion positions of exs (the full next-token
-// distributions, not a sample estimate).
+// distributions, not a sample estimate). Sequences run packed, 16 at a
+// time.
 func MeanKL(ctx context.Context, m *model.Model, cand, parent *model.Adapter, exs []Example, good float64) (float64, error) {
 	V := m.Config.VocabSize
 	var total float64
 	var n int
+	b := &model.Batch{}
+	var starts []int // per packed sequence: the first completion position's predictor
+	var lens []int
+	flush := func() error {
+		if len(starts) == 0 {
+			return nil
+		}
+		lc, err := m.Logits(b, cand)
+		if err != nil {
+			return err
+		}
+		lp, err := m.Logits(b, parent)
+		if err != nil {
+			return err
+		}
+		off := 0
+		for k, P := range starts {
+			for t := off + P - 1; t < off+lens[k]-1; t++ {
+				total += klRow(lc[t*V:(t+1)*V], lp[t*V:(t+1)*V])
+				n++
+			}
+			off += lens[k]
+		}
+		b, starts, lens = &model.Batch{}, starts[:0], lens[:0]
+		return nil
+	}
 	for i := range exs {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -115,20 +142,16 @@ func MeanKL(ctx context.Context, m *model.Model, cand, parent *model.Adapter, ex
 			continue
 		}
 		seq := append(append([]int(nil), exs[i].PromptTokens...), tgt...)
-		b := &model.Batch{Tokens: seq}
-		lc, err := m.Logits(b, cand)
-		if err != nil {
-			return 0, err
+		b.AddSequence(seq, nil, nil, nil, 1)
+		starts, lens = append(starts, len(exs[i].PromptTokens)), append(lens, len(seq))
+		if len(starts) == 16 {
+			if err := flush(); err != nil {
+				return 0, err
+			}
 		}
-		lp, err := m.Logits(b, parent)
-		if err != nil {
-			return 0, err
-		}
-		P := len(exs[i].PromptTokens)
-		for t := P - 1; t < len(seq)-1; t++ {
-			total += klRow(lc[t*V:(t+1)*V], lp[t*V:(t+1)*V])
-			n++
-		}
+	}
+	if err := flush(); err != nil {
+		return 0, err
 	}
 	if n == 0 {
 		return 0, nil
