@@ -1,0 +1,313 @@
+package distill
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"citizen/events"
+	"citizen/events/eventlog"
+	"citizen/memory"
+	"citizen/model"
+	"citizen/model/chat"
+	"citizen/model/tokenizer"
+	"citizen/workplace"
+)
+
+// Measurement tools for a `citizen bench learn` run (skipped unless
+// CITIZEN_BENCH_DIR names the run's --out directory):
+//
+//   - TestBenchVersionsAccuracy: every trained version's adapter under
+//     <dir>/data/distill/weights (and the base) answers fresh workplace
+//     questions of the drifted world (refund window 60 days) greedily,
+//     graded by the workplace's checkers, per type; refund questions
+//     separately ("policy/refund"), with the share that states 60.
+//   - TestBenchReplayCycle: replays the run's store up to position
+//     CITIZEN_BENCH_TO into a fresh Distiller configured as bench learn
+//     configures it (memory exemplars with CITIZEN_BENCH_EXEMPLARS=1) and
+//     runs one cycle with this tree's code: what the cycle that started
+//     at that point would have trained, evaluated the same way.
+
+func benchDir(t *testing.T) string {
+	dir := os.Getenv("CITIZEN_BENCH_DIR")
+	if dir == "" {
+		t.Skip("CITIZEN_BENCH_DIR not set (a bench learn --out directory)")
+	}
+	return dir
+}
+
+func openBaseChat(t *testing.T) *chat.Model {
+	t.Helper()
+	cm, err := chat.Open(filepath.Join("..", "model", "base"), model.EngineConfig{})
+	if err != nil {
+		t.Skip("no base checkpoint: ", err)
+	}
+	t.Cleanup(cm.Close)
+	return cm
+}
+
+// driftedAccuracy is per key (type, "policy/refund", "policy/other"):
+// correct and asked; said60 counts refund answers stating 60.
+type driftedAccuracy struct {
+	correct, asked map[string]int
+	said60         int
+	samples        []string
+}
+
+func (a driftedAccuracy) String() string {
+	var b strings.Builder
+	for _, k := range sortedKeys(a.asked) {
+		fmt.Fprintf(&b, " %s %.2f/%d", k, float64(a.correct[k])/float64(a.asked[k]), a.asked[k])
+	}
+	if n := a.asked["policy/refund"]; n > 0 {
+		fmt.Fprintf(&b, " | refund answers stating 60: %d/%d", a.said60, n)
+	}
+	return b.String()
+}
+
+// evalDrifted asks n questions per type (order_status, which needs its
+// tool, is left out; json_extract without the engine's JSON mask) in the
+// world after the drift, greedily, with adapter (registered on cm's
+// engine; "" the base).
+func evalDrifted(ctx context.Context, t *testing.T, cm *chat.Model, adapter string, n int, seed uint64) driftedAccuracy {
+	t.Helper()
+	w := workplace.InitialWorld()
+	w.Policy.RefundDays = 60
+	w.Policy.Version++
+	acc := driftedAccuracy{correct: map[string]int{}, asked: map[string]int{}}
+	for _, name := range w.Families {
+		if name == "order_status" {
+			continue
+		}
+		fam := workplace.FamilyByName(name)
+		h := fnv.New64a()
+		io.WriteString(h, name)
+		r := rand.New(rand.NewPCG(seed, h.Sum64()))
+		keys := []string{name}
+		if name == "policy" {
+			keys = []string{"policy/refund", "policy/other"}
+		}
+		done := func() bool {
+			for _, k := range keys {
+				if acc.asked[k] < n {
+					return false
+				}
+			}
+			return true
+		}
+		for tries := 0; !done() && tries < 20*n; tries++ {
+			task := fam.Generate(r, w)
+			if len(task.Tools) > 0 || len(task.Turns) == 0 {
+				continue
+			}
+			turn := task.Turns[0]
+			key := name
+			if name == "policy" {
+				key = "policy/other"
+				if strings.Contains(turn.Answer, "refund window") {
+					key = "policy/refund"
+				}
+			}
+			if acc.asked[key] >= n {
+				continue
+			}
+			var msgs []tokenizer.Message
+			if task.System != "" {
+				msgs = append(msgs, tokenizer.Message{Role: "system", Content: task.System})
+			}
+			msgs = append(msgs, tokenizer.Message{Role: "user", Content: turn.User})
+			c, err := cm.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: 64, Adapter: adapter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			acc.asked[key]++
+			if turn.Check(c.Message.Content).Correct {
+				acc.correct[key]++
+			}
+			if key == "policy/refund" {
+				if strings.Contains(c.Message.Content, "60") {
+					acc.said60++
+				}
+				if len(acc.samples) < 4 {
+					acc.samples = append(acc.samples, fmt.Sprintf("%q -> %q", turn.User, c.Message.Content))
+				}
+			}
+		}
+	}
+	return acc
+}
+
+func benchEvalN() int {
+	if n, err := strconv.Atoi(os.Getenv("CITIZEN_BENCH_EVAL_N")); err == nil && n > 0 {
+		return n
+	}
+	return 30
+}
+
+func TestBenchVersionsAccuracy(t *testing.T) {
+	dir := benchDir(t)
+	ctx := context.Background()
+	cm := openBaseChat(t)
+	base := cm.Engine.Model()
+	n := benchEvalN()
+	t.Logf("base: %s", evalDrifted(ctx, t, cm, "", n, 7))
+	vs, _ := filepath.Glob(filepath.Join(dir, "data", "distill", "weights", "*"))
+	sort.Strings(vs)
+	for _, vdir := range vs {
+		a, err := model.LoadPEFT(vdir, base.Config)
+		if err != nil {
+			t.Logf("%s: %v", filepath.Base(vdir), err)
+			continue
+		}
+		name := "eval-" + filepath.Base(vdir)
+		if err := cm.Engine.RegisterAdapter(name, a); err != nil {
+			t.Fatal(err)
+		}
+		acc := evalDrifted(ctx, t, cm, name, n, 7)
+		t.Logf("%s: %s", filepath.Base(vdir), acc)
+		for _, s := range acc.samples {
+			t.Logf("    %s", s)
+		}
+	}
+}
+
+func TestBenchReplayCycle(t *testing.T) {
+	dir := benchDir(t)
+	to, err := strconv.ParseUint(os.Getenv("CITIZEN_BENCH_TO"), 10, 64)
+	if err != nil {
+		t.Skip("CITIZEN_BENCH_TO (the cycle's window_to store position) not set")
+	}
+	ctx := context.Background()
+	// A copy of the run's store: the replayed cycle appends its own
+	// weights.trained.
+	storeDir := filepath.Join(t.TempDir(), "events")
+	if err := os.MkdirAll(storeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "data", "events", "*"))
+	for _, f := range files {
+		if filepath.Base(f) == "LOCK" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(storeDir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := eventlog.Open(eventlog.Config{Dir: storeDir, Check: events.AppendCheck{Lax: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cm := openBaseChat(t)
+	base := cm.Engine.Model()
+	// As services configures the distiller for bench learn.
+	cfg := Config{DataDir: t.TempDir(), Base: base, Chat: cm, Hyper: Hyper{LR: 1e-3, MaxSteps: 50}, MinNewGraded: 32}
+	// Ablations (CITIZEN_BENCH_MUT, comma-separated): settings of this
+	// tree's code switched back or off.
+	for _, m := range strings.Split(os.Getenv("CITIZEN_BENCH_MUT"), ",") {
+		switch m {
+		case "":
+		case "kl_on_corrected":
+			setObjective(&cfg, func(o *Objective) { o.KLOnCorrected = true })
+		case "no_kl":
+			setObjective(&cfg, func(o *Objective) { o.KLCoef = 0 })
+		case "seed2":
+			cfg.Hyper.Seed = 2
+		case "seed3":
+			cfg.Hyper.Seed = 3
+		case "sd_weight_4":
+			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 4 })
+		default:
+			t.Fatalf("unknown CITIZEN_BENCH_MUT %q", m)
+		}
+	}
+	t.Logf("objective %+v", cfg.Objective)
+	var indexer *memory.Indexer
+	if os.Getenv("CITIZEN_BENCH_EXEMPLARS") == "1" {
+		ix := memory.NewEmbedded(memory.EmbeddedConfig{})
+		emb := memory.NewHashEmbedder(512)
+		if indexer, err = memory.NewIndexer(ctx, ix, emb, st, nil); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Exemplars = MemoryExemplars(ix, emb, 2, 0.5)
+	}
+	d, err := New(cfg, st, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.ReadAll(ctx, 0, events.Filter{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := d.Projection().Filter()
+	for i := range evs {
+		ev := evs[i]
+		if ev.Position > to {
+			break
+		}
+		if pf.Match(&ev) {
+			if err := d.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if indexer != nil {
+			if _, err := indexer.Handle(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wt, err := d.RunCycle(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cycle %s window (%d, %d]: accepted=%v reason=%q examples=%v kl=%.4f steps=%v",
+		wt.Version, wt.WindowFrom, wt.WindowTo, wt.Accepted, wt.Reason, wt.ExamplesPerType, wt.KLToParent, wt.Hyper["steps"])
+	for _, k := range sortedKeys(wt.OfflineEval) {
+		t.Logf("    gate %-22s parent %.4f cand %.4f", k, wt.ParentEval[k], wt.OfflineEval[k])
+	}
+	ds, err := ReadDataset(filepath.Join(cfg.DataDir, "datasets", wt.Version))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("manifest: kinds %v stats %+v self-distill %v", ds.Manifest.KindCounts, ds.Manifest.Stats, ds.Manifest.SelfDistill)
+	for _, ex := range ds.Train {
+		if ex.Type == "policy" && (ex.Kind == KindRevised || ex.Correction != "" || ex.Hint != "") {
+			t.Logf("    %-7s w=%.2f adv=%+.2f %q -> %q (correction %q)", ex.Kind, ex.Weight, ex.Advantage, lastUser(ex.Messages), ex.Answer.Content, ex.Correction)
+		}
+	}
+	if wt.Artifact == nil {
+		t.Fatalf("no artifact: %s", wt.Reason)
+	}
+	cand, err := LoadVersion(wt, base.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cm.Engine.RegisterAdapter("replayed", cand); err != nil {
+		t.Fatal(err)
+	}
+	acc := evalDrifted(ctx, t, cm, "replayed", benchEvalN(), 7)
+	t.Logf("replayed %s: %s", wt.Version, acc)
+	for _, s := range acc.samples {
+		t.Logf("    %s", s)
+	}
+}
+
+// setObjective changes cfg's objective, starting from the default.
+func setObjective(cfg *Config, f func(*Objective)) {
+	if cfg.Objective == (Objective{}) {
+		cfg.Objective = DefaultObjective()
+	}
+	f(&cfg.Objective)
+}
