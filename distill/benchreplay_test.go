@@ -223,12 +223,18 @@ func TestBenchReplayCycle(t *testing.T) {
 			setObjective(&cfg, func(o *Objective) { o.KLOnCorrected = true })
 		case "no_kl":
 			setObjective(&cfg, func(o *Objective) { o.KLCoef = 0 })
+		case "unchecked_hints":
+			cfg.UncheckedHints = true
 		case "seed2":
 			cfg.Hyper.Seed = 2
 		case "seed3":
 			cfg.Hyper.Seed = 3
+		case "sd_weight_2":
+			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 2 })
 		case "sd_weight_4":
 			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 4 })
+		case "sd_weight_6":
+			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 6 })
 		default:
 			t.Fatalf("unknown CITIZEN_BENCH_MUT %q", m)
 		}
@@ -267,6 +273,11 @@ func TestBenchReplayCycle(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	if from, err := strconv.ParseUint(os.Getenv("CITIZEN_BENCH_FROM"), 10, 64); err == nil {
+		// The live cycle's window start (its distiller knew its previous
+		// cycle before its projection had applied that weights.trained).
+		d.window = from
 	}
 	wt, err := d.RunCycle(ctx)
 	if err != nil {

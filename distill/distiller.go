@@ -52,8 +52,19 @@ type Config struct {
 	Regression []Example
 
 	// Revise checks a teacher's revised answer where a grader can (nil:
-	// only the correction-contained check).
+	// only the correction-contained check, and no revisions from hints
+	// unless UncheckedHints).
 	Revise func(ex Example, answer string) bool
+	// UncheckedHints keeps the teacher's revisions of answers that drew a
+	// hint without a correction when no Revise grader checks them. Off by
+	// default: on the base checkpoint such a revision is mostly another
+	// wrong answer (in a bench learn window 13 of 14 unit_conversion ones
+	// restated another quantity: "Convert 49 grams to kilograms." -> "40
+	// grams is 0.05 kilograms."), and learning them lowered the hold-out
+	// likelihood of good unit_conversion answers from -0.11 to -0.23
+	// nats/token, so the gate rejected the candidate; without them it was
+	// accepted (-0.11).
+	UncheckedHints bool
 	// CorrectionTemplate renders a correction as an answer; "{correction}"
 	// is replaced (default "{correction}"). With the default, a correction
 	// that has the shape of a span of the recorded answer replaces that
@@ -398,7 +409,8 @@ func (d *Distiller) hyper() map[string]float64 {
 	h := map[string]float64{
 		"lora_rank": float64(c.LoRA.Rank), "lora_alpha": c.LoRA.Alpha, "lr": c.Hyper.LR, "batch_seqs": float64(c.Hyper.BatchSeqs),
 		"max_steps": float64(c.Hyper.MaxSteps), "min_steps": float64(c.Hyper.MinSteps), "epochs": c.Hyper.Epochs, "importance_cap": c.Objective.ImportanceCap,
-		"kl_coef": c.Objective.KLCoef, "self_distill_weight": c.Objective.SelfDistillWeight, "anchor_weight": c.Pipeline.AnchorWeight,
+		"kl_coef": c.Objective.KLCoef, "self_distill_weight": c.Objective.SelfDistillWeight, "fallback_weight": c.Objective.FallbackWeight,
+		"anchor_weight": c.Pipeline.AnchorWeight,
 		"anchors_per_type": float64(c.Pipeline.AnchorsPerType), "holdout_fraction": c.Pipeline.HoldOutFraction,
 		"max_regression": c.Gate.MaxRegression, "kl_budget": c.Gate.KLBudget, "seed": float64(c.Hyper.Seed),
 	}
@@ -410,6 +422,9 @@ func (d *Distiller) hyper() map[string]float64 {
 	}
 	if c.Objective.KLOnCorrected {
 		h["kl_on_corrected"] = 1
+	}
+	if c.UncheckedHints {
+		h["unchecked_hints"] = 1
 	}
 	return h
 }
@@ -696,7 +711,16 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 	}
 	var revised []Example
 	kept, fallback, dropped := 0, 0, 0
-	for _, i := range toRevise(ds.Train, limit) {
+	hints := cfg.Revise != nil || cfg.UncheckedHints
+	unchecked := 0
+	if !hints {
+		for _, ex := range ds.Train {
+			if ex.Kind == KindPolicy && ex.Correction == "" && ex.Hint != "" {
+				unchecked++
+			}
+		}
+	}
+	for _, i := range toRevise(ds.Train, limit, hints) {
 		ex := ds.Train[i]
 		var exs []Exemplar
 		if cfg.Exemplars != nil && ex.Correction == "" {
@@ -752,6 +776,8 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		case cfg.Objective.CorrectionFallback && len(ex.TargetTokens) > 0:
 			r.Answer = events.ChatMessage{Role: "assistant", Content: d.correctedAnswer(&ex)}
 			r.CompletionTokens = ex.TargetTokens
+			// The objective weighs it FallbackWeight, not SelfDistillWeight.
+			r.Weight = cfg.Objective.FallbackWeight / cfg.Objective.SelfDistillWeight
 			fallback++
 		default:
 			dropped++
@@ -760,8 +786,8 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		revised = append(revised, r)
 	}
 	ds.Train = append(ds.Train, revised...)
-	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "correction_fallback": fallback, "dropped": dropped}
-	log.Info("self-distillation", "revised", kept, "correction_fallback", fallback, "dropped", dropped)
+	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "correction_fallback": fallback, "dropped": dropped, "hints_unchecked": unchecked}
+	log.Info("self-distillation", "revised", kept, "correction_fallback", fallback, "dropped", dropped, "hints_unchecked", unchecked)
 	return nil
 }
 
@@ -847,15 +873,15 @@ func editAnswer(answer, correction string) (string, bool) {
 }
 
 // toRevise returns the indices in train of the recorded answers that drew
-// a correction or a hint, at most limit of them (limit <= 0: all): the
-// newest first (by the position of their interaction.recorded), taken
-// round-robin over task types, so that no type's corrections crowd out
-// another's and the newest (after a drift, the ones about the world as it
-// is) are revised first.
-func toRevise(train []Example, limit int) []int {
+// a correction (or, with hints, a hint), at most limit of them (limit <=
+// 0: all): the newest first (by the position of their
+// interaction.recorded), taken round-robin over task types, so that no
+// type's corrections crowd out another's and the newest (after a drift,
+// the ones about the world as it is) are revised first.
+func toRevise(train []Example, limit int, hints bool) []int {
 	var idx []int
 	for i := range train {
-		if train[i].Kind == KindPolicy && (train[i].Correction != "" || train[i].Hint != "") {
+		if train[i].Kind == KindPolicy && (train[i].Correction != "" || hints && train[i].Hint != "") {
 			idx = append(idx, i)
 		}
 	}

@@ -29,9 +29,10 @@ import (
 // The candidate must pass the gate, answer most of 20 fresh refund
 // questions with 60 days and correctly, and answer the other types about
 // as well as the base (at most 3 of 20 fewer right). Measured (seed 8/1):
-// 17/20 state 60, 12 correct; with the KL term on the corrected examples
-// 1/20; with exemplars shown for corrections and the bare correction as
-// the fallback target 1/20; with the bare correction alone 10/20.
+// 20/20 state 60, 14 correct; with every revision weighted 2, 17/20 and
+// 12, and then with the KL term on the corrected examples 1/20, with
+// exemplars shown for corrections and the bare correction as the
+// fallback target 1/20, with the bare correction alone 10/20.
 func TestBaseCheckpointLearnsDriftFromLiveMix(t *testing.T) {
 	dir := filepath.Join("..", "model", "base")
 	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {

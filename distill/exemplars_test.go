@@ -53,6 +53,7 @@ func TestMemoryExemplarsFeedTheTeacher(t *testing.T) {
 			calls++
 			return got, nil
 		}
+		c.UncheckedHints = true // no grader here
 	})
 	catchUp(t, d, w.store)
 	ds, err := BuildDataset(ctx, d.proj.Snapshot(), 0, d.proj.Position(), PipelineConfig{HoldOutFraction: -1, MinHoldOutPerType: -1})
@@ -86,7 +87,9 @@ func TestMemoryExemplarsFeedTheTeacher(t *testing.T) {
 
 // TestExemplarsOnlyForHints: a correction says what is right, and
 // exemplars from before a change contradict it (the base checkpoint's
-// teacher copies them), so the teacher gets exemplars only for hints.
+// teacher copies them), so the teacher gets exemplars only for hints; and
+// a hint's revision is made only when something checks it (Revise) or
+// UncheckedHints is set.
 func TestExemplarsOnlyForHints(t *testing.T) {
 	ctx := context.Background()
 	tok, base := tinyBase(t)
@@ -105,13 +108,24 @@ func TestExemplarsOnlyForHints(t *testing.T) {
 		}
 	})
 	catchUp(t, d, w.store)
-	ds, err := BuildDataset(ctx, d.proj.Snapshot(), 0, d.proj.Position(), PipelineConfig{HoldOutFraction: -1, MinHoldOutPerType: -1})
-	if err != nil {
-		t.Fatal(err)
+	build := func() *Dataset {
+		ds, err := BuildDataset(ctx, d.proj.Snapshot(), 0, d.proj.Position(), PipelineConfig{HoldOutFraction: -1, MinHoldOutPerType: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.corrections(ctx, d.log, ds, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		return ds
 	}
-	if err := d.corrections(ctx, d.log, ds, nil, 0); err != nil {
-		t.Fatal(err)
+	// Without a grader (Revise) a hint's revision is not made at all.
+	ds := build()
+	revised := ids(ds.Train, KindRevised)
+	if len(asked) != 0 || revised[hinted] || !revised[corrected] || ds.Manifest.SelfDistill["hints_unchecked"] != 1 {
+		t.Fatalf("exemplars asked for %v; revised %v; self-distillation %v", asked, revised, ds.Manifest.SelfDistill)
 	}
+	d.cfg.UncheckedHints = true
+	build()
 	if !slices.Equal(asked, []string{hinted}) {
 		t.Fatalf("exemplars asked for %v, want only the hinted %s", asked, hinted)
 	}

@@ -35,7 +35,8 @@ const (
 // For an external trainer, the loss weight of completion token j is
 //   - policy: Advantage × min(c, exp(logp_current(j) − BehaviourLogprobs[j])) × Weight
 //     (ratio 1 without behaviour logprobs; the ratio is not differentiated);
-//   - revised: the objective's self-distillation weight × Weight;
+//   - revised: the objective's self-distillation weight × Weight (a
+//     correction fallback's Weight is FallbackWeight/SelfDistillWeight);
 //   - anchor: Weight;
 //
 // and holdout examples are never trained on.
