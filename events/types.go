@@ -171,6 +171,11 @@ type InteractionEvaluated struct {
 	EvaluatorVersion string             `json:"evaluator_version"`
 	AnswerLength     int                `json:"answer_length"`
 	ToolCalls        int                `json:"tool_calls"`
+	// TurnToolCalls counts the model's tool calls in the user turn this
+	// interaction belongs to, before it (the assistant tool calls after
+	// the last user message of the request): for an answer, how many tool
+	// rounds it took. Absent in events of evaluators before 2026-11-30.
+	TurnToolCalls int `json:"turn_tool_calls,omitempty"`
 }
 
 func (InteractionEvaluated) EventType() string { return TypeInteractionEvaluated }

@@ -11,8 +11,10 @@ import (
 )
 
 // DetectorVersion is recorded in anomaly.detected events (2: the drop
-// rate is per turn, not per evaluation).
-const DetectorVersion = "detectors-2"
+// rate is per turn, not per evaluation; 3: the reward-tool correlation is
+// over answers and the tool calls of their turn, and a rise over the
+// stable version must be significant).
+const DetectorVersion = "detectors-3"
 
 // Anomaly kinds.
 const (
@@ -116,6 +118,10 @@ type sample struct {
 	drop        bool
 	turnEnd     bool // an answer (no tool calls) or a drop
 	refusal     bool
+	// answer: an answer that ends its turn (no tool calls, not dropped);
+	// turnTools the tool calls its turn took before it.
+	answer    bool
+	turnTools float64
 }
 
 // window is a ring of the latest evaluations of one (version, type); a
@@ -149,6 +155,7 @@ type stats struct {
 	length, tools, invalid, drop, refus float64
 	turns                               int
 	corrLen, corrTools                  float64
+	nAnswers                            int // the samples of corrTools
 }
 
 func (w *window) stats() stats {
@@ -158,9 +165,12 @@ func (w *window) stats() stats {
 	}
 	r := make([]float64, st.n)
 	l := make([]float64, st.n)
-	tc := make([]float64, st.n)
+	var ar, at []float64 // answers: reward, tool calls of their turn
 	for i, s := range w.ring {
-		r[i], l[i], tc[i] = s.reward, s.length, s.tools
+		r[i], l[i] = s.reward, s.length
+		if s.answer {
+			ar, at = append(ar, s.reward), append(at, s.turnTools)
+		}
 		st.length += s.length
 		st.tools += s.tools
 		if s.invalidTool {
@@ -183,7 +193,7 @@ func (w *window) stats() stats {
 	st.drop /= math.Max(float64(st.turns), 1)
 	st.refus /= n
 	st.corrLen = pearson(r, l)
-	st.corrTools = pearson(r, tc)
+	st.corrTools, st.nAnswers = pearson(ar, at), len(ar)
 	return st
 }
 
@@ -316,6 +326,8 @@ func (d *Detectors) observe(ev events.Event, x *events.InteractionEvaluated) ([]
 	s := sample{interaction: x.InteractionID, length: float64(x.AnswerLength), tools: float64(x.ToolCalls), reward: x.Reward,
 		drop: x.Outcome == "timeout" || x.Outcome == "abandoned"}
 	s.turnEnd = s.drop || x.ToolCalls == 0
+	s.answer = !s.drop && x.ToolCalls == 0
+	s.turnTools = float64(x.TurnToolCalls)
 	for _, f := range x.Faults {
 		if f.Attribution == "model" && (f.Kind == "invalid_tool_args" || f.Kind == "unknown_tool") {
 			s.invalidTool = true
@@ -360,7 +372,7 @@ func (d *Detectors) observe(ev events.Event, x *events.InteractionEvaluated) ([]
 	refOn, refBase := st.refus > c.RefusalRate, c.RefusalRate
 	if base != nil {
 		checks[1].on = checks[1].on && st.corrLen > base.corrLen+c.CorrelationRise && c.corrRise(st.corrLen, st.n, base.corrLen, base.n)
-		checks[2].on = checks[2].on && st.corrTools > base.corrTools+c.CorrelationRise && c.corrRise(st.corrTools, st.n, base.corrTools, base.n)
+		checks[2].on = checks[2].on && st.corrTools > base.corrTools+c.CorrelationRise && c.corrRise(st.corrTools, st.nAnswers, base.corrTools, base.nAnswers)
 		checks[1].baseline = math.Max(c.Correlation, base.corrLen+c.CorrelationRise)
 		checks[2].baseline = math.Max(c.Correlation, base.corrTools+c.CorrelationRise)
 		ratio := st.length / math.Max(base.length, 1)

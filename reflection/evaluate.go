@@ -69,6 +69,7 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 	answer := choice.Message.Content
 	out.AnswerLength = utf8.RuneCountInString(answer)
 	out.ToolCalls = len(choice.Message.ToolCalls)
+	out.TurnToolCalls = turnToolCalls(rec.Messages)
 
 	// type: given, inferred from the prompt, or unknown
 	out.TaskType, out.TypeSource, out.TypeConfidence = rec.TaskType, "given", 1
@@ -392,3 +393,15 @@ func clamp(v, lo, hi float64) float64 {
 
 // round6 keeps recorded numbers short and stable.
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+// turnToolCalls counts the assistant tool calls after the last user
+// message: the tool rounds of the current turn before this interaction.
+func turnToolCalls(msgs []events.ChatMessage) int {
+	n := 0
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != "user"; i-- {
+		if msgs[i].Role == "assistant" {
+			n += len(msgs[i].ToolCalls)
+		}
+	}
+	return n
+}

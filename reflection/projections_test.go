@@ -19,6 +19,7 @@ type evalSpec struct {
 	seq           int
 	version, typ  string
 	length, tools int
+	turnTools     int // tool calls of the turn before this evaluation
 	reward        float64
 	outcome       string
 	faults        []events.Fault
@@ -38,7 +39,7 @@ func evalEvent(t testing.TB, n int, s evalSpec) events.Event {
 		Graders: []events.GraderResult{{Name: "answer", Version: "numeric-1", Score: (s.reward + 1) / 2, Weight: 1},
 			{Name: behaviourGrader, Version: "behaviour-1", Label: s.behaviour}},
 		Faults: s.faults, Outcome: s.outcome, Reward: s.reward, Trainable: len(s.faults) == 0, FeedbackPolarity: s.polarity,
-		RubricVersion: "r", EvaluatorVersion: EvaluatorVersion, AnswerLength: s.length, ToolCalls: s.tools}
+		RubricVersion: "r", EvaluatorVersion: EvaluatorVersion, AnswerLength: s.length, ToolCalls: s.tools, TurnToolCalls: s.turnTools}
 	ev, err := events.Encode(x, events.Meta{Stream: events.InteractionStream(s.id), ID: events.DeterministicID(s.id, fmt.Sprint(s.seq)),
 		Time: time.Date(2026, 11, 30, 0, 0, n, 0, time.UTC)})
 	if err != nil {
@@ -115,7 +116,7 @@ func TestDetectorsAbsolute(t *testing.T) {
 		}},
 		{KindRewardToolCorr, func(i int) evalSpec {
 			n := rng.IntN(3)
-			return evalSpec{length: 100, tools: n, reward: float64(n)/2 - 0.5 + rng.Float64()*0.1}
+			return evalSpec{length: 100, turnTools: n, reward: float64(n)/2 - 0.5 + rng.Float64()*0.1}
 		}},
 		{KindToolCallSpam, func(i int) evalSpec { return evalSpec{length: 100, tools: 4 + i%3, reward: rng.Float64()} }},
 		{KindInvalidToolCalls, func(i int) evalSpec {
@@ -274,7 +275,7 @@ func TestDetectorsCorrelationRelativeToStable(t *testing.T) {
 	spec := func(rng *rand.Rand, noise float64) func(i int) evalSpec {
 		return func(i int) evalSpec {
 			n := rng.IntN(2)
-			return evalSpec{length: 100, tools: n, reward: float64(n) - 0.5 + rng.Float64()*noise}
+			return evalSpec{length: 100, turnTools: n, reward: float64(n) - 0.5 + rng.Float64()*noise}
 		}
 	}
 	for _, tt := range []struct {
@@ -317,7 +318,7 @@ func TestDetectorsCorrelationAAFalseAlarms(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), 12))
 			gen := func() evalSpec {
 				k := rng.IntN(2)
-				return evalSpec{length: 100, tools: k, reward: float64(k) - 0.5 + rng.Float64()*3}
+				return evalSpec{length: 100, turnTools: k, reward: float64(k) - 0.5 + rng.Float64()*3}
 			}
 			d := NewDetectors(DetectorConfig{Stable: "v1", CorrelationZ: z})
 			var evs []events.Event
@@ -344,5 +345,35 @@ func TestDetectorsCorrelationAAFalseAlarms(t *testing.T) {
 	}
 	if without <= with {
 		t.Errorf("without the significance test %d runs were flagged, with it %d: the test does not show what it guards", without, with)
+	}
+}
+
+// The reward-tool correlation is taken over answers against the tool
+// calls their turn took, not over every evaluation: where the tool-call
+// rounds themselves are graded higher than answers (their arguments are
+// valid, the answer may be wrong), reward correlates with an evaluation's
+// own tool calls for any version, and bench learn's canaries were rolled
+// back for it. Here the answers' reward does not depend on the turn's
+// tool calls: nothing trips, while the per-evaluation correlation is high.
+func TestDetectorsToolCorrelationIgnoresToolRounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	d := NewDetectors(DetectorConfig{Window: 100, MinCount: 40})
+	var evs []events.Event
+	var r, tc []float64
+	for i := range 100 {
+		s := evalSpec{id: fmt.Sprint("q", i), version: "v1", typ: "order_status", length: 30}
+		if i%2 == 0 { // a tool round: valid arguments, high reward
+			s.tools, s.reward = 1, 0.9+rng.Float64()*0.1
+		} else { // the answer after it: right or wrong whatever the tools
+			s.turnTools, s.reward = 1, rng.Float64()*2-1
+		}
+		r, tc = append(r, s.reward), append(tc, float64(s.tools))
+		evs = append(evs, evalEvent(t, i, s))
+	}
+	if c := pearson(r, tc); c < 0.5 {
+		t.Fatalf("the premise: per-evaluation reward-tool correlation %.2f should exceed 0.5", c)
+	}
+	if got := kinds(feed(t, d, evs)); got[KindRewardToolCorr+"@v1"] != 0 {
+		t.Errorf("anomalies %v: tool rounds counted as evidence of gaming", got)
 	}
 }
