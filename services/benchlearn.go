@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -54,6 +55,8 @@ type LearnConfig struct {
 	MaxSteps     int
 	MinPerArm    int
 	MaxPerArm    int
+	// Steps are the rollout's traffic shares (default 0.04, 0.5, 1).
+	Steps []float64
 	// Epochs are the passes over a cycle's data (with MaxSteps they size
 	// its dataset; 0: the distiller's default).
 	Epochs float64
@@ -64,6 +67,9 @@ type LearnConfig struct {
 }
 
 func (c *LearnConfig) defaults() {
+	if len(c.Steps) == 0 {
+		c.Steps = []float64{0.04, 0.5, 1}
+	}
 	if c.MaxSteps <= 0 {
 		c.MaxSteps = 50
 	}
@@ -112,9 +118,17 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	fs.IntVar(&c.MinPerArm, "min-per-arm", 30, "rollout: evaluations per arm that end a step")
 	fs.Float64Var(&c.Epochs, "epochs", 0, "passes over a training cycle's data, with --max-steps sizing its dataset (0: the distiller's default, 4)")
 	fs.StringVar(&c.Baseline, "baseline", "", "report.json of a run without faults, compared with in the behaviour checks")
+	steps := fs.String("steps", "0.04,0.5,1", "rollout: the candidate's traffic shares, comma-separated")
 	fs.IntVar(&c.MaxPerArm, "max-per-arm", 200, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	for _, f := range strings.Split(*steps, ",") {
+		w, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return fmt.Errorf("bench learn: --steps: %q is not a number", f)
+		}
+		c.Steps = append(c.Steps, w)
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
@@ -307,7 +321,7 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	// tell). 4%, not 5%: assignment is a hash per conversation, so over
 	// the ~500 conversations of a first step the share served varies by
 	// about ±0.9 points, and the canary should stay within 5%.
-	cfg.Rollout.Steps = []float64{0.04, 0.5, 1}
+	cfg.Rollout.Steps = c.Steps
 	cfg.Rollout.MinPerArm = c.MinPerArm
 	cfg.Rollout.MinPerType = 2
 	cfg.Rollout.MinLook = min(20, c.MinPerArm)
