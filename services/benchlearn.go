@@ -77,7 +77,7 @@ func (c *LearnConfig) defaults() {
 		c.MinPerArm = 30
 	}
 	if c.MaxPerArm <= 0 {
-		c.MaxPerArm = 200
+		c.MaxPerArm = 600
 	}
 	if c.Window <= 0 {
 		c.Window = 200
@@ -102,7 +102,7 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	var c LearnConfig
 	fs.IntVar(&c.Interactions, "interactions", 3000, "workplace conversations to run")
 	fs.IntVar(&c.Concurrency, "concurrency", 8, "conversations in flight")
-	fs.Float64Var(&c.Rate, "rate", 0, "conversations started per second at most (0: as fast as --concurrency allows)")
+	fs.Float64Var(&c.Rate, "rate", 15, "conversations started per second at most (0: as fast as --concurrency allows)")
 	fs.Int64Var(&c.Seed, "seed", 1, "workplace seed")
 	fs.StringVar(&c.Drift, "drift", "800:refund_days=60", "drift schedule (workplace syntax: AT:key=value;...)")
 	fs.Float64Var(&c.ToolFailRate, "tool-fail-rate", 0, "probability a tool call fails regardless of the model")
@@ -119,7 +119,7 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	fs.Float64Var(&c.Epochs, "epochs", 0, "passes over a training cycle's data, with --max-steps sizing its dataset (0: the distiller's default, 4)")
 	fs.StringVar(&c.Baseline, "baseline", "", "report.json of a run without faults, compared with in the behaviour checks")
 	steps := fs.String("steps", "0.04,0.5,1", "rollout: the candidate's traffic shares, comma-separated")
-	fs.IntVar(&c.MaxPerArm, "max-per-arm", 200, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
+	fs.IntVar(&c.MaxPerArm, "max-per-arm", 600, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -325,9 +325,13 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	cfg.Rollout.MinPerArm = c.MinPerArm
 	cfg.Rollout.MinPerType = 2
 	cfg.Rollout.MinLook = min(20, c.MinPerArm)
-	// A candidate without a win gives way after MaxPerArm evaluations per
-	// arm at the last step (the deployment default, 2000, would hold the
-	// only rollout slot for most of a bench run while newer candidates wait).
+	// A candidate without a win gives way after MaxPerArm (600)
+	// evaluations per arm at the last step (the deployment default, 2000,
+	// would hold the only rollout slot for most of a bench run while
+	// newer candidates wait). 200 was too few for a fix confined to one
+	// type: a candidate answering the drifted refund questions right
+	// (policy 0.85 vs 0.54) ended inconclusive, its policy interval
+	// [-0.25, 0.88] on 34 candidate evaluations of the type.
 	cfg.Rollout.MaxPerArm = c.MaxPerArm
 	logf, err := os.Create(filepath.Join(c.Out, "citizen.log"))
 	if err != nil {
