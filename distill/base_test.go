@@ -15,6 +15,26 @@ import (
 	"citizen/workplace"
 )
 
+// openBaseChat opens the shipped base checkpoint; the test is skipped
+// with -short or when model/base is absent (a checkpoint that is there
+// but does not open fails it).
+func openBaseChat(t *testing.T) *chat.Model {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a cycle on the base checkpoint")
+	}
+	dir := filepath.Join("..", "model", "base")
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
+		t.Skip("no base checkpoint in model/base")
+	}
+	cm, err := chat.Open(dir, model.EngineConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cm.Close)
+	return cm
+}
+
 // TestBaseCheckpointLearnsChangedPolicy runs one cycle on the shipped
 // base checkpoint (skipped when model/base is absent or with -short):
 // the base answers workplace questions itself (exact tokens and
@@ -22,19 +42,8 @@ import (
 // 30 to 60 days, so its refund answers get reward -1 and the correction
 // "60 days"; the other answers are graded by the workplace's checkers.
 func TestBaseCheckpointLearnsChangedPolicy(t *testing.T) {
-	dir := filepath.Join("..", "model", "base")
-	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
-		t.Skip("no base checkpoint in model/base")
-	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
 	ctx := context.Background()
-	cm, err := chat.Open(dir, model.EngineConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cm.Close()
+	cm := openBaseChat(t)
 	base := cm.Engine.Model()
 	w := newWorld(t)
 	r := rand.New(rand.NewPCG(5, 6))

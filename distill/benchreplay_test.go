@@ -44,16 +44,6 @@ func benchDir(t *testing.T) string {
 	return dir
 }
 
-func openBaseChat(t *testing.T) *chat.Model {
-	t.Helper()
-	cm, err := chat.Open(filepath.Join("..", "model", "base"), model.EngineConfig{})
-	if err != nil {
-		t.Skip("no base checkpoint: ", err)
-	}
-	t.Cleanup(cm.Close)
-	return cm
-}
-
 // driftedAccuracy is per key (type, "policy/refund", "policy/other"):
 // correct and asked; said60 counts refund answers stating 60.
 type driftedAccuracy struct {

@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"citizen/events"
-	"citizen/model"
 	"citizen/model/chat"
 	"citizen/workplace"
 )
@@ -34,19 +31,8 @@ import (
 // exemplars shown for corrections and the bare correction as the
 // fallback target 1/20, with the bare correction alone 10/20.
 func TestBaseCheckpointLearnsDriftFromLiveMix(t *testing.T) {
-	dir := filepath.Join("..", "model", "base")
-	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
-		t.Skip("no base checkpoint in model/base")
-	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
 	ctx := context.Background()
-	cm, err := chat.Open(dir, model.EngineConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cm.Close()
+	cm := openBaseChat(t)
 	base := cm.Engine.Model()
 	now := workplace.InitialWorld()
 	now.Policy.RefundDays = 60
