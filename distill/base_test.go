@@ -35,6 +35,31 @@ func openBaseChat(t *testing.T) *chat.Model {
 	return cm
 }
 
+// recordBaseAnswer has cm answer task's first turn greedily and records
+// the interaction as the gateway would (exact tokens and logprobs, model
+// version base).
+func recordBaseAnswer(ctx context.Context, t *testing.T, cm *chat.Model, w *world, id, fam string, task workplace.Task) *chat.Completion {
+	t.Helper()
+	var msgs []events.ChatMessage
+	if task.System != "" {
+		msgs = append(msgs, events.ChatMessage{Role: "system", Content: task.System})
+	}
+	msgs = append(msgs, events.ChatMessage{Role: "user", Content: task.Turns[0].User})
+	c, err := cm.Complete(ctx, chat.Request{Messages: toTok(msgs), MaxTokens: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := events.Choice{Message: fromTok(c.Message), FinishReason: string(c.FinishReason)}
+	for _, tk := range c.Tokens {
+		ch.CompletionTokens = append(ch.CompletionTokens, tk.ID)
+		ch.Logprobs = append(ch.Logprobs, events.TokenLogprob{Token: tk.ID, Logprob: tk.Logprob})
+	}
+	w.n++
+	w.append(events.InteractionStream(id), &events.InteractionRecorded{InteractionID: id, Tenant: "t1", TaskType: fam,
+		Model: "citizen", ModelVersion: "base", Engine: "embedded", Messages: msgs, PromptTokens: c.PromptIDs, Choices: []events.Choice{ch}})
+	return c
+}
+
 // TestBaseCheckpointLearnsChangedPolicy runs one cycle on the shipped
 // base checkpoint (skipped when model/base is absent or with -short):
 // the base answers workplace questions itself (exact tokens and
@@ -54,24 +79,8 @@ func TestBaseCheckpointLearnsChangedPolicy(t *testing.T) {
 		task := workplace.FamilyByName(fam).Generate(r, wp)
 		turn := task.Turns[0]
 		refund := strings.HasPrefix(turn.Answer, "The refund window is")
-		var msgs []events.ChatMessage
-		if task.System != "" {
-			msgs = append(msgs, events.ChatMessage{Role: "system", Content: task.System})
-		}
-		msgs = append(msgs, events.ChatMessage{Role: "user", Content: turn.User})
-		c, err := cm.Complete(ctx, chat.Request{Messages: toTok(msgs), MaxTokens: 48})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ch := events.Choice{Message: fromTok(c.Message), FinishReason: string(c.FinishReason)}
-		for _, tk := range c.Tokens {
-			ch.CompletionTokens = append(ch.CompletionTokens, tk.ID)
-			ch.Logprobs = append(ch.Logprobs, events.TokenLogprob{Token: tk.ID, Logprob: tk.Logprob})
-		}
-		w.n++
 		id := "base-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-		w.append(events.InteractionStream(id), &events.InteractionRecorded{InteractionID: id, Tenant: "t1", TaskType: fam,
-			Model: "citizen", ModelVersion: "base", Engine: "embedded", Messages: msgs, PromptTokens: c.PromptIDs, Choices: []events.Choice{ch}})
+		c := recordBaseAnswer(ctx, t, cm, w, id, fam, task)
 		reward := -1.0
 		if turn.Check(c.Message.Content).Correct {
 			reward = 1

@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"citizen/events"
-	"citizen/model/chat"
 	"citizen/workplace"
 )
 
@@ -45,24 +43,8 @@ func TestBaseCheckpointLearnsDriftFromLiveMix(t *testing.T) {
 		fam := fams[i%len(fams)]
 		task := workplace.FamilyByName(fam).Generate(r, now)
 		turn := task.Turns[0]
-		var msgs []events.ChatMessage
-		if task.System != "" {
-			msgs = append(msgs, events.ChatMessage{Role: "system", Content: task.System})
-		}
-		msgs = append(msgs, events.ChatMessage{Role: "user", Content: turn.User})
-		c, err := cm.Complete(ctx, chat.Request{Messages: toTok(msgs), MaxTokens: 48})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ch := events.Choice{Message: fromTok(c.Message), FinishReason: string(c.FinishReason)}
-		for _, tk := range c.Tokens {
-			ch.CompletionTokens = append(ch.CompletionTokens, tk.ID)
-			ch.Logprobs = append(ch.Logprobs, events.TokenLogprob{Token: tk.ID, Logprob: tk.Logprob})
-		}
-		w.n++
 		id := fmt.Sprintf("live-%03d", i)
-		w.append(events.InteractionStream(id), &events.InteractionRecorded{InteractionID: id, Tenant: "t1", TaskType: fam,
-			Model: "citizen", ModelVersion: "base", Engine: "embedded", Messages: msgs, PromptTokens: c.PromptIDs, Choices: []events.Choice{ch}})
+		c := recordBaseAnswer(ctx, t, cm, w, id, fam, task)
 		reward := 1.0
 		if !turn.Check(c.Message.Content).Correct {
 			reward = -1
