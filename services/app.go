@@ -133,7 +133,7 @@ func OpenStore(cfg Config, log *slog.Logger) (events.Store, error) {
 		// re-decoding each payload on append (the strict check) would only
 		// cost CPU: it halves durable appends per second on 2 cores.
 		return eventlog.Open(eventlog.Config{Dir: filepath.Join(cfg.DataDir, "events"), Logger: log,
-			Check: events.AppendCheck{Lax: !cfg.Store.Strict}})
+			Check: events.AppendCheck{Lax: !cfg.Store.Strict}, ZeroFill: cfg.Store.ZeroFill})
 	case "esdb":
 		return esdb.Open(esdb.Config{URL: cfg.Store.ESDBURL, Check: events.AppendCheck{Lax: !cfg.Store.Strict}})
 	default:

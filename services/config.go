@@ -52,6 +52,8 @@ type StoreConfig struct {
 	Backend string `yaml:"backend" help:"embedded (a durable log under data_dir) or esdb"`
 	ESDBURL string `yaml:"esdb_url" help:"EventStoreDB connection string (backend esdb)"`
 	Strict  bool   `yaml:"strict" help:"decode every payload on append (default: validate the envelope; consumers decode strictly)"`
+	// ZeroFill: see eventlog.Config.ZeroFill.
+	ZeroFill bool `yaml:"zero_fill" help:"keep the embedded log's space ahead zero-filled (cheaper fsyncs, twice the bytes written; off: faster on 2 cores)"`
 }
 
 // BusConfig selects the bus backend.

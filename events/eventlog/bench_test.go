@@ -31,8 +31,8 @@ func benchEvent(b testing.TB, size int) events.Event {
 	return ev
 }
 
-func openB(b *testing.B, check events.AppendCheck) *Store {
-	s, err := Open(Config{Dir: b.TempDir(), Check: check, Logger: quiet})
+func openB(b *testing.B, check events.AppendCheck, zero bool) *Store {
+	s, err := Open(Config{Dir: b.TempDir(), Check: check, Logger: quiet, ZeroFill: zero})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -121,8 +121,8 @@ func diskBandwidth(b *testing.B) float64 {
 func BenchmarkAppend(b *testing.B) {
 	for _, size := range []int{1 << 10, 8 << 10} {
 		for _, writers := range []int{1, 16, 256} {
-			for _, v := range []struct{ lax, noZero bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
-				if (v.lax || v.noZero) && (size != 1<<10 || writers != 256) {
+			for _, v := range []struct{ lax, zero bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+				if (v.lax || v.zero) && (size != 1<<10 || writers != 256) {
 					continue
 				}
 				lax := v.lax
@@ -131,18 +131,14 @@ func BenchmarkAppend(b *testing.B) {
 					check = "lax"
 				}
 				name := fmt.Sprintf("size=%dKB/writers=%d/check=%s", size>>10, writers, check)
-				if v.noZero {
-					// The same without zero-filling ahead (zero.go), to
-					// compare in one run.
-					name += "/zero=off"
+				if v.zero {
+					// The same with zero-filling ahead (Config.ZeroFill,
+					// zero.go), to compare in one run.
+					name += "/zero=on"
 				}
 				b.Run(name, func(b *testing.B) {
-					if v.noZero {
-						zeroAhead = false
-						defer func() { zeroAhead = true }()
-					}
 					bw := diskBandwidth(b)
-					s := openB(b, events.AppendCheck{Lax: lax})
+					s := openB(b, events.AppendCheck{Lax: lax}, v.zero)
 					tmpl := benchEvent(b, size)
 					rec := encodedSize("bench-1000", &tmpl)
 					b.SetBytes(int64(rec))
@@ -317,15 +313,13 @@ func BenchmarkDelivery(b *testing.B) {
 			name = "zero=off"
 		}
 		b.Run(name, func(b *testing.B) {
-			zeroAhead = zero
-			defer func() { zeroAhead = true }()
-			benchDelivery(b)
+			benchDelivery(b, zero)
 		})
 	}
 }
 
-func benchDelivery(b *testing.B) {
-	s := openB(b, events.AppendCheck{})
+func benchDelivery(b *testing.B, zero bool) {
+	s := openB(b, events.AppendCheck{}, zero)
 	tmpl := benchEvent(b, 1<<10)
 	lat := make([]time.Duration, 0, b.N)
 	ctx, cancel := context.WithCancel(context.Background())

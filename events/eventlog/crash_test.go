@@ -21,6 +21,9 @@ import (
 // crashDirEnv makes TestCrashChild the child process of TestCrash.
 const crashDirEnv = "CITIZEN_EVENTLOG_CRASH_DIR"
 
+// crashZeroEnv tells the child to zero-fill ahead ("1").
+const crashZeroEnv = "CITIZEN_EVENTLOG_CRASH_ZERO_FILL"
+
 const crashSegmentSize = 1 << 20 // small, so that kills land during segment rolls too
 
 func payload1K(t testing.TB, rng *rand.Rand) events.Event {
@@ -41,7 +44,7 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("child process of TestCrash")
 	}
-	s, err := Open(Config{Dir: dir, SegmentSize: crashSegmentSize, Logger: quiet})
+	s, err := Open(Config{Dir: dir, SegmentSize: crashSegmentSize, Logger: quiet, ZeroFill: os.Getenv(crashZeroEnv) == "1"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(3)
@@ -115,7 +118,13 @@ func TestCrash(t *testing.T) {
 			break
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+		// Zero-filling ahead (Config.ZeroFill) in two rounds of four: both
+		// ways of writing crash, and each reopens what the other wrote.
+		zero := "0"
+		if round%4 >= 2 {
+			zero = "1"
+		}
+		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashZeroEnv+"="+zero)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

@@ -31,6 +31,14 @@ type Config struct {
 	Check events.AppendCheck
 	// Logger reports recovery on open (default slog.Default()).
 	Logger *slog.Logger
+	// ZeroFill keeps the space ahead of the writer zero-filled and synced
+	// (zero.go), so that a group's fdatasync has no metadata to commit.
+	// Off by default: on the 2-core machine of BENCHMARKS.md it halves
+	// the time of a group fdatasync but writes every byte twice, and the
+	// CPU costs more than the sync saves (1 KB appends, 256 writers:
+	// 372k-388k/s without, 233k-307k/s with; docs/benchmarks/store.md).
+	// A store written either way opens either way.
+	ZeroFill bool
 }
 
 // ErrLocked: another Store (in this or another process) has the directory
@@ -203,7 +211,7 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.durable.Store(s.next - 1)
-	s.zero = newZeroer(s.dir, s.cfg.SegmentSize, s.segs[len(s.segs)-1], s.zeroTo, s.log.Warn)
+	s.zero = newZeroer(s.dir, s.cfg.SegmentSize, s.segs[len(s.segs)-1], s.zeroTo, s.cfg.ZeroFill, s.log.Warn)
 	go s.writer()
 	return s, nil
 }

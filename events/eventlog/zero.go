@@ -28,9 +28,6 @@ import (
 // below the writer's claimed end; the writer waits only if its write
 // overlaps the chunk being zeroed at that moment.
 
-// zeroAhead switches the zeroer on; a variable for benchmarks and tests.
-var zeroAhead = true
-
 const (
 	// Prepared segments are named preallocPrefix + a counter + ".tmp".
 	preallocPrefix = "prealloc-"
@@ -65,10 +62,10 @@ type zeroer struct {
 	log            func(msg string, args ...any)
 }
 
-func newZeroer(dir string, size int64, seg *segment, to int64, logf func(string, ...any)) *zeroer {
+func newZeroer(dir string, size int64, seg *segment, to int64, on bool, logf func(string, ...any)) *zeroer {
 	z := &zeroer{dir: dir, size: size, seg: seg, wend: seg.size, to: max(to, seg.size), done: make(chan struct{}), log: logf}
 	z.cond.L = &z.mu
-	if zeroAhead {
+	if on {
 		go z.run()
 	} else {
 		close(z.done)
