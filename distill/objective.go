@@ -74,6 +74,16 @@ func (o Objective) klExempt(ex *Example) bool {
 	return o.KLCoef > 0 && !o.KLOnCorrected && correctedExample(ex)
 }
 
+// noReference is the reference of a sequence of n tokens that the KL term
+// leaves out: NaN at every position (model.Batch.RefLogprobs).
+func noReference(n int) []float32 {
+	r := make([]float32, n)
+	for i := range r {
+		r[i] = float32(math.NaN())
+	}
+	return r
+}
+
 // DefaultObjective is policy gradient + self-distillation (with the
 // correction fallback) + the KL term at 0.5. On the learning test's tiny
 // model, policy gradient alone lowered the hold-out log-likelihood of

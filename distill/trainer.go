@@ -143,13 +143,16 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 	}
 	var ref [][]float32
 	if o.KLCoef > 0 {
-		// The parent's logprobs, for the examples the KL term applies to
-		// (the exempt ones get the current policy's in each step).
+		// The parent's logprobs for the examples the KL term applies to;
+		// the exempt ones (Objective.klExempt) get NaN references, which
+		// the loss leaves out of the KL term.
 		ref = make([][]float32, len(exs))
 		var kl []*Example
 		var at []int
 		for i, ex := range exs {
-			if !o.klExempt(ex) {
+			if o.klExempt(ex) {
+				ref[i] = noReference(len(ex.Sequence()))
+			} else {
 				kl, at = append(kl, ex), append(at, i)
 			}
 		}
@@ -187,30 +190,24 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 				mref = append(mref, ref[i])
 			}
 		}
-		// The current policy's logprobs (a constant in the loss): for the
-		// importance ratios (policy examples with behaviour logprobs) and,
-		// as the reference of the examples the KL term leaves out
-		// (Objective.klExempt), so that their k3 term and its gradient
-		// are zero.
+		// The current policy's logprobs for the importance ratios (policy
+		// examples with behaviour logprobs only; a constant in the loss).
 		var cur [][]float32
 		var need []*Example
 		var at []int
 		for i, ex := range mb {
-			if (ex.Kind == KindPolicy && ex.BehaviourLogprobs != nil) || (mref != nil && o.klExempt(ex)) {
+			if ex.Kind == KindPolicy && ex.BehaviourLogprobs != nil {
 				need, at = append(need, ex), append(at, i)
 			}
 		}
 		if len(need) > 0 {
-			lp, full, err := completionLogprobs(job.Base, ad, need, len(need))
+			lp, _, err := completionLogprobs(job.Base, ad, need, len(need))
 			if err != nil {
 				return res, err
 			}
 			cur = make([][]float32, len(mb))
 			for k, i := range at {
 				cur[i] = lp[k]
-				if mref != nil && o.klExempt(mb[i]) {
-					mref[i] = full[k]
-				}
 			}
 		}
 		for _, ex := range mb {

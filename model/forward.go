@@ -22,7 +22,8 @@ var ErrBatch = errors.New("model: invalid batch")
 //
 // over positions with Targets[t] ≥ 0, where N is Norm, or the number of such positions when Norm
 // is 0. k3 is the non-negative, unbiased-in-expectation estimator of KL(p‖ref) from samples of p
-// (Schulman's "k3"); it is only added when KLCoef ≠ 0. Negative weights are allowed
+// (Schulman's "k3"); it is only added when KLCoef ≠ 0, and not at positions whose RefLogprobs
+// is NaN (no reference: a sequence the KL term leaves out). Negative weights are allowed
 // (advantage-weighted policy gradient).
 type Batch struct {
 	Tokens      []int     // input ids, len T
@@ -30,7 +31,7 @@ type Batch struct {
 	Targets     []int     // len T; the id to predict after position t, or −1 for no loss
 	Weights     []float32 // optional per-position weight, len T (nil: 1)
 	SeqWeights  []float32 // optional per-sequence weight, len(SeqLens) (nil: 1)
-	RefLogprobs []float32 // optional per-position reference logprob of Targets[t], len T
+	RefLogprobs []float32 // optional per-position reference logprob of Targets[t], len T (NaN: no KL term there)
 	KLCoef      float32   // weight of the k3 KL term (needs RefLogprobs)
 	Norm        float32   // loss normaliser; 0: the number of positions with a target
 }
@@ -315,7 +316,7 @@ func (m *Model) loss(a *acts, b *Batch) LossResult {
 		nll -= lp
 		loss -= w * lp / norm
 		g := -w / norm // ∂L/∂logp
-		if b.KLCoef != 0 {
+		if b.KLCoef != 0 && !math.IsNaN(float64(b.RefLogprobs[t])) {
 			d := float64(b.RefLogprobs[t]) - lp
 			k3 := math.Exp(d) - d - 1
 			kl += k3

@@ -278,3 +278,45 @@ func testAttentionGrad(t *testing.T, r *rand.Rand) {
 		attentionBackward(dx[:nq], dx[nq:nq+nkv], dx[nq+nkv:], dy, att, x[:nq], x[nq:nq+nkv], x[nq+nkv:], spans, T, H, KV, hd)
 	})
 }
+
+// A NaN reference logprob leaves its position out of the KL term: a batch
+// whose second sequence has NaN references has the loss and gradients of
+// the same batch with that sequence's KL term removed by hand (its
+// references set to the model's own logprobs, where k3 and its gradient
+// are zero).
+func TestKLSkipsNaNReferences(t *testing.T) {
+	c := tinyConfig()
+	m, err := NewRandom(c, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	nan := testBatch(c, r)
+	own := *nan
+	own.RefLogprobs = append([]float32(nil), nan.RefLogprobs...)
+	ev, err := m.Evaluate(nan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, end := nan.SeqLens[0], nan.SeqLens[0]+nan.SeqLens[1]
+	for t := start; t < end; t++ {
+		nan.RefLogprobs[t] = float32(math.NaN())
+		own.RefLogprobs[t] = ev.Logprobs[t]
+	}
+	rn, gn, _, err := m.gradients(nan, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, go_, _, err := m.gradients(&own, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.IsNaN(rn.Loss) || math.Abs(rn.Loss-ro.Loss) > 1e-6 {
+		t.Fatalf("loss with NaN references %v, with the model's own %v", rn.Loss, ro.Loss)
+	}
+	for i := range gn {
+		if d := math.Abs(float64(gn[i] - go_[i])); math.IsNaN(float64(gn[i])) || d > 1e-5 {
+			t.Fatalf("gradient %d: %v with NaN references, %v with the model's own", i, gn[i], go_[i])
+		}
+	}
+}
