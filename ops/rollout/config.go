@@ -216,9 +216,6 @@ func (c Config) Validate() error {
 	if c.MaxHold < c.MinPerArm {
 		errs = append(errs, fmt.Errorf("max_hold (%d) must be at least min_per_arm (%d)", c.MaxHold, c.MinPerArm))
 	}
-	if math.IsInf(c.HoldMargin, 0) || math.IsNaN(c.HoldMargin) {
-		errs = append(errs, fmt.Errorf("hold_margin must be finite (negative: off), got %v", c.HoldMargin))
-	}
 	if c.Order != "newest" && c.Order != "oldest" {
 		errs = append(errs, fmt.Errorf("order: %q is neither newest nor oldest", c.Order))
 	}
@@ -238,8 +235,13 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %v", name, v))
 		}
 	}
-	if math.IsInf(c.TypeTau, 0) || math.IsNaN(c.TypeTau) {
-		errs = append(errs, fmt.Errorf("type_tau must be finite (negative: off), got %v", c.TypeTau))
+	for _, v := range []struct {
+		name string
+		v    float64
+	}{{"type_tau", c.TypeTau}, {"hold_margin", c.HoldMargin}} {
+		if math.IsInf(v.v, 0) || math.IsNaN(v.v) {
+			errs = append(errs, fmt.Errorf("%s must be finite (negative: off), got %v", v.name, v.v))
+		}
 	}
 	if g.LengthDrop >= 1 {
 		errs = append(errs, errors.New("guardrails.length_drop must be below 1"))

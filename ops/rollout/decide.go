@@ -270,7 +270,7 @@ func (s *State) typeWins(ev evidence) bool {
 
 // harmDiff is the reward difference that holding looks at: the
 // stratified one when the per-type tests computed it, else the overall.
-func (s *State) harmDiff(ev evidence) (float64, string) {
+func (ev evidence) harmDiff() (float64, string) {
 	if ev.stratOK {
 		return ev.strat.Diff, "stratified"
 	}
@@ -283,7 +283,7 @@ func (s *State) harmSign(ev evidence) bool {
 	if s.cfg.HoldMargin < 0 || !ev.looked {
 		return false
 	}
-	d, _ := s.harmDiff(ev)
+	d, _ := ev.harmDiff()
 	return d < -s.cfg.HoldMargin
 }
 
@@ -393,7 +393,7 @@ func (s *State) decide() *decision {
 	}
 	last := a.step >= cfg.comparativeSteps()-1
 	if !last && s.harmSign(ev) {
-		d, what := s.harmDiff(ev)
+		d, what := ev.harmDiff()
 		switch {
 		case len(s.waiting) > 0:
 			// A newer candidate is a better bet than one that cannot
