@@ -99,30 +99,38 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	}
 	fs := flag.NewFlagSet("bench learn", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
+	// Flag defaults are LearnConfig's own (defaults), so the command and
+	// the tests' LearnConfig literals run the same bench.
 	var c LearnConfig
+	c.defaults()
 	fs.IntVar(&c.Interactions, "interactions", 3000, "workplace conversations to run")
-	fs.IntVar(&c.Concurrency, "concurrency", 8, "conversations in flight")
+	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "conversations in flight")
 	fs.Float64Var(&c.Rate, "rate", 15, "conversations started per second at most (0: as fast as --concurrency allows)")
 	fs.Int64Var(&c.Seed, "seed", 1, "workplace seed")
 	fs.StringVar(&c.Drift, "drift", "800:refund_days=60", "drift schedule (workplace syntax: AT:key=value;...)")
 	fs.Float64Var(&c.ToolFailRate, "tool-fail-rate", 0, "probability a tool call fails regardless of the model")
 	fs.Float64Var(&c.ToolTimeoutRate, "tool-timeout-rate", 0, "probability a tool call times out")
 	fs.Float64Var(&c.FeedbackRate, "feedback-rate", 0.5, "probability a user writes feedback")
-	fs.IntVar(&c.Window, "window", 200, "conversations per report window")
+	fs.IntVar(&c.Window, "window", c.Window, "conversations per report window")
 	fs.StringVar(&c.Out, "out", "bench-learn", "directory for report.json, report.txt, accuracy.png and the logs")
 	fs.StringVar(&c.DataDir, "data-dir", "", "citizen's data directory (default: OUT/data, emptied first)")
-	fs.StringVar(&c.Checkpoint, "checkpoint", "model/base", "the base checkpoint")
+	fs.StringVar(&c.Checkpoint, "checkpoint", c.Checkpoint, "the base checkpoint")
 	fs.BoolVar(&c.BadCandidate, "bad-candidate", false, "test hook: the first candidate is trained on inverted rewards and forced past the gate")
-	fs.IntVar(&c.MinNewGraded, "min-new-graded", 32, "graded interactions that start a training cycle")
-	fs.IntVar(&c.MaxSteps, "max-steps", 50, "optimizer steps per training cycle at most")
-	fs.IntVar(&c.MinPerArm, "min-per-arm", 30, "rollout: evaluations per arm that end a step")
+	fs.IntVar(&c.MinNewGraded, "min-new-graded", c.MinNewGraded, "graded interactions that start a training cycle")
+	fs.IntVar(&c.MaxSteps, "max-steps", c.MaxSteps, "optimizer steps per training cycle at most")
+	fs.IntVar(&c.MinPerArm, "min-per-arm", c.MinPerArm, "rollout: evaluations per arm that end a step")
 	fs.Float64Var(&c.Epochs, "epochs", 0, "passes over a training cycle's data, with --max-steps sizing its dataset (0: the distiller's default, 4)")
 	fs.StringVar(&c.Baseline, "baseline", "", "report.json of a run without faults, compared with in the behaviour checks")
-	steps := fs.String("steps", "0.04,0.5,1", "rollout: the candidate's traffic shares, comma-separated")
-	fs.IntVar(&c.MaxPerArm, "max-per-arm", 600, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
+	var shares []string
+	for _, w := range c.Steps {
+		shares = append(shares, strconv.FormatFloat(w, 'g', -1, 64))
+	}
+	steps := fs.String("steps", strings.Join(shares, ","), "rollout: the candidate's traffic shares, comma-separated")
+	fs.IntVar(&c.MaxPerArm, "max-per-arm", c.MaxPerArm, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	c.Steps = nil
 	for _, f := range strings.Split(*steps, ",") {
 		w, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil {
