@@ -720,8 +720,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			}
 		}
 	}
-	for _, i := range toRevise(ds.Train, limit, hints) {
-		ex := ds.Train[i]
+	for _, ex := range toRevise(ds.Train, limit, hints) {
 		var exs []Exemplar
 		if cfg.Exemplars != nil && ex.Correction == "" {
 			// Exemplars help a teacher that has only a hint; a correction
@@ -872,42 +871,30 @@ func editAnswer(answer, correction string) (string, bool) {
 	return answer[:m[0]] + repl + answer[m[1]:], true
 }
 
-// toRevise returns the indices in train of the recorded answers that drew
-// a correction (or, with hints, a hint), at most limit of them (limit <=
-// 0: all): the newest first (by the position of their
-// interaction.recorded), taken round-robin over task types, so that no
-// type's corrections crowd out another's and the newest (after a drift,
-// the ones about the world as it is) are revised first.
-func toRevise(train []Example, limit int, hints bool) []int {
-	var idx []int
-	for i := range train {
-		if train[i].Kind == KindPolicy && (train[i].Correction != "" || hints && train[i].Hint != "") {
-			idx = append(idx, i)
+// toRevise returns the recorded answers in train that drew a correction
+// (or, with hints, a hint), at most limit of them (limit <= 0: all): the
+// newest first (by the position of their interaction.recorded), taken
+// round-robin over task types (roundRobin), so that no type's corrections
+// crowd out another's and the newest (after a drift, the ones about the
+// world as it is) are revised first.
+func toRevise(train []Example, limit int, hints bool) []Example {
+	var out []Example
+	for _, ex := range train {
+		if ex.Kind == KindPolicy && (ex.Correction != "" || hints && ex.Hint != "") {
+			out = append(out, ex)
 		}
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return recordedAt(&train[idx[a]]) > recordedAt(&train[idx[b]]) })
-	if limit <= 0 || len(idx) <= limit {
-		return idx
+	newestFirst(out)
+	if limit <= 0 || len(out) <= limit {
+		return out
 	}
-	by := map[string][]int{}
-	var types []string
-	for _, i := range idx {
-		t := train[i].Type
-		if _, ok := by[t]; !ok {
-			types = append(types, t)
-		}
-		by[t] = append(by[t], i)
-	}
-	sort.Strings(types)
-	out := make([]int, 0, limit)
-	for k := 0; len(out) < limit; k++ {
-		for _, t := range types {
-			if k < len(by[t]) && len(out) < limit {
-				out = append(out, by[t][k])
-			}
-		}
-	}
-	return out
+	return roundRobin(out, limit)
+}
+
+// newestFirst sorts exs by recordedAt, newest first, keeping the order of
+// equal ones.
+func newestFirst(exs []Example) {
+	sort.SliceStable(exs, func(i, j int) bool { return recordedAt(&exs[i]) > recordedAt(&exs[j]) })
 }
 
 // recordedAt is the store position of ex's first source (its

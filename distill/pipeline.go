@@ -438,7 +438,7 @@ func (ds *Dataset) FitBudget(budget int) {
 	// Newest first within the feedback groups: after a drift the newest
 	// corrections are about the world as it is.
 	for _, g := range [][]Example{revised, corrected} {
-		sort.SliceStable(g, func(i, j int) bool { return recordedAt(&g[i]) > recordedAt(&g[j]) })
+		newestFirst(g)
 	}
 	out := roundRobin(revised, budget/2)
 	out = append(out, roundRobin(corrected, budget/4)...)
