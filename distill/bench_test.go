@@ -6,11 +6,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"citizen/events"
+	"citizen/internal/cputime"
 	"citizen/model"
 	"citizen/model/chat"
 	"citizen/model/tokenizer"
@@ -127,9 +127,9 @@ func BenchmarkCycle(b *testing.B) {
 				d.Apply(ev)
 			}
 		}
-		start, cpu0 := time.Now(), cpuTime()
+		start, cpu0 := time.Now(), cputime.Process()
 		wt, err := d.RunCycle(context.Background())
-		cpu += cpuTime() - cpu0
+		cpu += cputime.Process() - cpu0
 		if err != nil || wt.Artifact == nil {
 			b.Fatalf("cycle: %v %+v", err, wt)
 		}
@@ -152,13 +152,4 @@ func BenchmarkCycle(b *testing.B) {
 	b.ReportMetric(float64(seqTokens)/train.Seconds(), "seq-tokens/s")
 	b.ReportMetric(float64(steps)/float64(b.N), "steps/cycle")
 	b.ReportMetric(train.Seconds()/float64(b.N), "train-s/cycle")
-}
-
-// cpuTime is the process's user+system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

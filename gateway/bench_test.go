@@ -16,13 +16,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"citizen/events"
 	"citizen/events/eventlog"
 	"citizen/events/memstore"
+	"citizen/internal/cputime"
 )
 
 // timedEngine measures the wrapped engine's own time per call: the whole
@@ -48,15 +48,6 @@ func (t *timedEngine) Generate(ctx context.Context, req *GenerateRequest, emit f
 	res, err := t.Engine.Generate(ctx, req, wrapped)
 	t.total.Store(int64(time.Since(start)))
 	return res, err
-}
-
-// cpuTime is the process's user+system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
@@ -265,7 +256,7 @@ func BenchmarkThroughput(b *testing.B) {
 			var wg sync.WaitGroup
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			start := time.Now()
 			for g := 0; g < 64; g++ {
 				wg.Add(1)
@@ -300,7 +291,7 @@ func BenchmarkThroughput(b *testing.B) {
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 			// CPU per request (gateway, store and the load generator, all in
 			// this process): a load-independent view on a shared machine.
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/req")
+			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N), "cpu-us/req")
 		})
 	}
 }

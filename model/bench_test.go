@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"citizen/internal/cputime"
 	"citizen/model/kernels"
 )
 
@@ -47,16 +47,6 @@ func peakGFLOPS() float64 {
 		f.Close()
 	}
 	return float64(runtime.GOMAXPROCS(0)) * 64 * mhz / 1000
-}
-
-// cpuTime is the process's user+system CPU time. On a shared machine wall-clock rates depend on
-// what else runs; tokens per CPU-second do not (much), so benchmarks report both.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // peakRSSMiB reads VmHWM from /proc/self/status (0 when unavailable).
@@ -131,9 +121,9 @@ func BenchmarkDecode(b *testing.B) {
 				defer e.Close()
 				runRounds(b, e, batch, 8, 4, 1, false) // warm-up
 				b.ResetTimer()
-				start, cpu0 := time.Now(), cpuTime()
+				start, cpu0 := time.Now(), cputime.Process()
 				n := runRounds(b, e, batch, 8, 64, b.N, false)
-				el, cpu := time.Since(start), cpuTime()-cpu0
+				el, cpu := time.Since(start), cputime.Process()-cpu0
 				b.ReportMetric(float64(n)/el.Seconds(), "tokens/s")
 				b.ReportMetric(float64(n)/cpu.Seconds(), "tokens/cpu-s")
 				b.ReportMetric(0, "ns/op")
@@ -152,9 +142,9 @@ func BenchmarkPrefill(b *testing.B) {
 				e := NewEngine(benchModel(b, bc.cfg()), EngineConfig{MaxBatch: batch})
 				defer e.Close()
 				b.ResetTimer()
-				start, cpu0 := time.Now(), cpuTime()
+				start, cpu0 := time.Now(), cputime.Process()
 				n := runRounds(b, e, batch, 256, 1, b.N, true)
-				el, cpu := time.Since(start), cpuTime()-cpu0
+				el, cpu := time.Since(start), cputime.Process()-cpu0
 				b.ReportMetric(float64(n)/el.Seconds(), "tokens/s")
 				b.ReportMetric(float64(n)/cpu.Seconds(), "tokens/cpu-s")
 				b.ReportMetric(0, "ns/op")
@@ -196,13 +186,13 @@ func BenchmarkTrain(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ResetTimer()
-				start, cpu0 := time.Now(), cpuTime()
+				start, cpu0 := time.Now(), cputime.Process()
 				for i := 0; i < b.N; i++ {
 					if _, err := tr.Step(batch); err != nil {
 						b.Fatal(err)
 					}
 				}
-				el, cpu := time.Since(start), cpuTime()-cpu0
+				el, cpu := time.Since(start), cputime.Process()-cpu0
 				tps := float64(b.N*len(batch.Tokens)) / el.Seconds()
 				// full: 2 (forward) + 2 (input grads) + 2 (weight grads) FLOPs per parameter and
 				// token; LoRA skips the base weight gradients: 4 per base parameter, 6 per adapter one.

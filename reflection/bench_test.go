@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"syscall"
 	"testing"
 
 	"citizen/events"
+	"citizen/internal/cputime"
 )
 
 // benchRecorded builds realistic interaction.recorded events: an
@@ -45,20 +45,11 @@ func benchRecorded(b *testing.B, n int) []events.Event {
 	return out
 }
 
-// cpuSeconds is the CPU time (user+system) this process has used.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
-}
-
 // reportRates reports events per CPU-second ("events/s": the per-core
 // figure, robust to other processes sharing the machine) and per wall
 // second.
 func reportRates(b *testing.B, cpu0 float64) {
-	if cpu := cpuSeconds() - cpu0; cpu > 0 {
+	if cpu := cputime.Seconds() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(b.N)/cpu, "events/s")
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "wall-events/s")
@@ -80,7 +71,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	ctx := context.Background()
 	b.Run("handle", func(b *testing.B) {
 		b.ReportAllocs()
-		cpu0 := cpuSeconds()
+		cpu0 := cputime.Seconds()
 		for i := 0; b.Loop(); i++ {
 			out, err := e.Handle(ctx, evs[i%len(evs)])
 			if err != nil || len(out) != 1 {
@@ -100,7 +91,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	r, cfg := DefaultRubrics(), DefaultConfig()
 	b.Run("grade", func(b *testing.B) {
 		b.ReportAllocs()
-		cpu0 := cpuSeconds()
+		cpu0 := cputime.Seconds()
 		for i := 0; b.Loop(); i++ {
 			if out := Evaluate(r, cfg, recs[i%len(recs)], Feedback{}); out.RewardTerms == nil {
 				b.Fatal("no reward")

@@ -7,13 +7,13 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"citizen/events"
 	"citizen/events/bus"
 	"citizen/events/eventlog"
+	"citizen/internal/cputime"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 )
@@ -95,15 +95,6 @@ type parallelBus struct {
 
 func (p parallelBus) Subscriber(group string) message.Subscriber {
 	return p.InProcess.Subscriber(bus.SubscriberConfig{Group: group, Parallelism: p.par})
-}
-
-// cpuSeconds is the CPU time (user+system) this process has used.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
 
 // reflectionLag offers rate interactions per second with par messages in
@@ -188,7 +179,7 @@ func reflectionLag(b *testing.B, rate, par int) {
 		}
 		return eventlog.Stats{}
 	}
-	st0, cpu0 := stats(), cpuSeconds()
+	st0, cpu0 := stats(), cputime.Seconds()
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -230,7 +221,7 @@ func reflectionLag(b *testing.B, rate, par int) {
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	st1, cpu1 := stats(), cpuSeconds()
+	st1, cpu1 := stats(), cputime.Seconds()
 	scancel()
 	<-subDone
 

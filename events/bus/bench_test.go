@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"citizen/events"
 	"citizen/events/bus"
 	"citizen/events/memstore"
+	"citizen/internal/cputime"
 )
 
 // BenchmarkRelayBusHandler measures events/s from the store through the
@@ -80,7 +80,7 @@ func benchPipeline(b *testing.B, derive bool, par int) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -95,16 +95,7 @@ func benchPipeline(b *testing.B, derive bool, par int) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 	// CPU time per event is steadier than events/s on a shared machine
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/event")
+	b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N), "cpu-us/event")
 	cancel()
 	wg.Wait()
-}
-
-// cpuTime is the process's user+system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"citizen/internal/cputime"
 )
 
 // Shapes of the two model sizes (hidden 256/512, intermediate 688/1376,
@@ -50,11 +52,11 @@ func benchMM(b *testing.B, name string, kind int) {
 							// Small m is bound by reading B: report its bandwidth.
 							b.SetBytes(int64(k) * int64(n) * 4)
 						}
-						cpu0 := cpuSeconds()
+						cpu0 := cputime.Seconds()
 						for b.Loop() {
 							callMM(kind, c, a, bb, m, k, n, false)
 						}
-						reportFlops(b, 2*float64(m)*float64(k)*float64(n), cpuSeconds()-cpu0)
+						reportFlops(b, 2*float64(m)*float64(k)*float64(n), cputime.Seconds()-cpu0)
 					})
 				}
 			}
@@ -86,11 +88,11 @@ func BenchmarkDot(b *testing.B) {
 				restore, _ := setImpl(im)
 				defer restore()
 				var s float32
-				cpu0 := cpuSeconds()
+				cpu0 := cputime.Seconds()
 				for b.Loop() {
 					s += Dot(x, y)
 				}
-				reportFlops(b, 2*float64(n), cpuSeconds()-cpu0)
+				reportFlops(b, 2*float64(n), cputime.Seconds()-cpu0)
 			})
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+
+	"citizen/internal/cputime"
 )
 
 // BenchmarkTuneNTDot compares the packing-free inner-product path of
@@ -38,11 +40,11 @@ func BenchmarkTuneNTDot(b *testing.B) {
 						prevT := Threads()
 						SetThreads(1)
 						defer SetThreads(prevT)
-						cpu0 := cpuSeconds()
+						cpu0 := cputime.Seconds()
 						for b.Loop() {
 							MatMulNT(c, a, bb, m, k, n, false)
 						}
-						reportFlops(b, 2*float64(m)*float64(k)*float64(n), cpuSeconds()-cpu0)
+						reportFlops(b, 2*float64(m)*float64(k)*float64(n), cputime.Seconds()-cpu0)
 					})
 				}
 			}
@@ -58,9 +60,9 @@ func BenchmarkPeakFMA(b *testing.B) {
 		b.Skip("no AVX-512")
 	}
 	const iters = 1 << 16
-	cpu0 := cpuSeconds()
+	cpu0 := cputime.Seconds()
 	for b.Loop() {
 		fmaPeak(iters)
 	}
-	reportFlops(b, 24*16*2*float64(iters), cpuSeconds()-cpu0)
+	reportFlops(b, 24*16*2*float64(iters), cputime.Seconds()-cpu0)
 }

@@ -3,25 +3,17 @@ package feedback
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
 	"citizen/events"
+	"citizen/internal/cputime"
 )
-
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
-}
 
 // reportRates reports events per CPU-second ("events/s", per core) and per
 // wall second.
 func reportRates(b *testing.B, cpu0 float64) {
-	if cpu := cpuSeconds() - cpu0; cpu > 0 {
+	if cpu := cputime.Seconds() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(b.N)/cpu, "events/s")
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "wall-events/s")
@@ -39,7 +31,7 @@ func BenchmarkIngest(b *testing.B) {
 	ctx := context.Background()
 	b.Run("interpret", func(b *testing.B) {
 		b.ReportAllocs()
-		cpu0 := cpuSeconds()
+		cpu0 := cputime.Seconds()
 		for i := 0; b.Loop(); i++ {
 			e.Interpret(ctx, Input{Text: set[i%len(set)].Text})
 		}
@@ -57,7 +49,7 @@ func BenchmarkIngest(b *testing.B) {
 	in := NewIngester(IngesterConfig{}, nil)
 	b.Run("handle", func(b *testing.B) {
 		b.ReportAllocs()
-		cpu0 := cpuSeconds()
+		cpu0 := cputime.Seconds()
 		for i := 0; b.Loop(); i++ {
 			if out, err := in.Handle(ctx, evs[i%len(evs)]); err != nil || len(out) != 1 {
 				b.Fatal(out, err)
