@@ -79,6 +79,19 @@ type Config struct {
 	// MaxHold bounds the candidate evaluations of a held step (default
 	// 4 x MinPerArm).
 	MaxHold int `yaml:"max_hold"`
+	// FutileAfter: at the last comparative step, once the candidate has
+	// FutileAfter evaluations in the step (default 2 x MinPerArm) and a
+	// newer candidate is waiting, the candidate gives way (rolled back,
+	// reason futile) when none of the tests that could promote it (the
+	// overall reward, each type's, the stratified difference) would show
+	// a win by MaxPerArm evaluations per arm even if the candidate were
+	// one standard error better than measured (a futility rule on the
+	// current trend). A candidate that changed
+	// nothing would otherwise hold the only rollout slot at the last
+	// step until MaxPerArm while the newer one, trained on more recent
+	// evidence (a correction after a drift), waits. A negative value
+	// disables it.
+	FutileAfter int `yaml:"futile_after"`
 	// Order picks the waiting candidate that starts when no rollout runs:
 	// "newest" (default: the last trained, whose data is the most recent;
 	// the older waiting ones are marked superseded and never start) or
@@ -167,6 +180,7 @@ func (c Config) WithDefaults() Config {
 	setFloat(&c.TypeTau, d.TypeTau)
 	setFloat(&c.HoldMargin, d.HoldMargin)
 	setInt(&c.MaxHold, 4*c.MinPerArm)
+	setInt(&c.FutileAfter, 2*c.MinPerArm)
 	if c.Inconclusive == "" {
 		c.Inconclusive = d.Inconclusive
 	}

@@ -29,6 +29,7 @@ const (
 	ReasonAnomaly      = "anomaly"
 	ReasonInconclusive = "inconclusive"
 	ReasonNoAdvance    = "no_advance"
+	ReasonFutile       = "futile"
 )
 
 // decision is an event the controller wants to append.
@@ -57,6 +58,15 @@ type evidence struct {
 	// interval; stratOK when it was computed.
 	strat   interval
 	stratOK bool
+	// wins are the tests that can promote, for the futility look.
+	wins []winTest
+}
+
+// winTest is a test that can promote at one look: the difference d, the
+// variance v of its estimate, and the mixture's tau and alpha.
+type winTest struct {
+	name             string
+	d, v, tau, alpha float64
 }
 
 // evidence computes counts, means and intervals for the active rollout.
@@ -116,6 +126,7 @@ func (s *State) tests(c, st *arm) evidence {
 	ev.looked = true
 	ev.reward = mixtureCS(c.reward, st.reward, cfg.Tau, cfg.Alpha, false)
 	put("reward", c.reward, st.reward, ev.reward)
+	ev.wins = append(ev.wins, winTest{"reward", ev.reward.Diff, diffVar(c.reward, st.reward, false), cfg.Tau, cfg.Alpha})
 
 	if cfg.TypeTau > 0 {
 		s.typeTests(c, st, &ev, put)
@@ -208,11 +219,14 @@ func (s *State) typeTests(c, st *arm, ev *evidence, put func(string, moments, mo
 	}
 	ev.strat, ev.stratOK = csOf(d, v, cfg.Tau, cfg.Alpha), true
 	put("reward.stratified", moments{}, moments{}, ev.strat)
+	ev.wins = append(ev.wins, winTest{"reward.stratified", d, v, cfg.Tau, cfg.Alpha})
 	alpha := cfg.Alpha / float64(len(types))
 	for _, typ := range types {
 		cm, sm := *c.typeReward[typ], *st.typeReward[typ]
-		iv := typeCS(cm, sm, cfg.TypeTau, alpha)
+		tv := typeVar(cm, sm, cfg.TypeTau)
+		iv := csOf(cm.mean()-sm.mean(), tv, cfg.TypeTau, alpha)
 		put("reward."+typ, cm, sm, iv)
+		ev.wins = append(ev.wins, winTest{"reward." + typ, iv.Diff, tv, cfg.TypeTau, alpha})
 		switch {
 		case iv.Hi < 0 && ev.typeLoss == "":
 			ev.typeLoss = typ
@@ -228,16 +242,15 @@ func (s *State) typeTests(c, st *arm, ev *evidence, put func(string, moments, mo
 	}
 }
 
-// typeCS is mixtureCS for one type's rewards, with the two arms' pooled
-// variance (at least tau²/4) for both: a type's rewards on a few
-// candidate evaluations are often all equal (every answer right, or
+// typeVar is the variance of the difference of one type's mean rewards,
+// with the two arms' pooled variance (at least tau²/4) for both: a
+// type's rewards on a few candidate evaluations are often all equal (every answer right, or
 // every one wrong), and the candidate's own variance estimate, zero
 // then, would make any difference look certain. Under the null
 // hypothesis of no difference both arms have the same variance, which
 // the pooled estimate (mostly the stable arm's many evaluations) knows.
-func typeCS(cand, stab moments, tau, alpha float64) interval {
-	v := pooledVar(cand, stab, tau) * (1/float64(cand.n) + 1/float64(stab.n))
-	return csOf(cand.mean()-stab.mean(), v, tau, alpha)
+func typeVar(cand, stab moments, tau float64) float64 {
+	return pooledVar(cand, stab, tau) * (1/float64(cand.n) + 1/float64(stab.n))
 }
 
 // pooledVar is the two arms' pooled sample variance, at least tau²/4.
@@ -248,15 +261,6 @@ func pooledVar(cand, stab moments, tau float64) float64 {
 		pooled = max(pooled, ss/float64(df))
 	}
 	return pooled
-}
-
-// csOf is the normal-mixture confidence sequence around difference d
-// with variance v.
-func csOf(d, v, tau, alpha float64) interval {
-	v = max(v, 1e-12)
-	t2 := tau * tau
-	half := math.Sqrt(v * (v + t2) / t2 * (2*math.Log(1/alpha) + math.Log((v+t2)/v)))
-	return interval{Diff: d, Lo: d - half, Hi: d + half}
 }
 
 // typeWins reports a per-type win that may promote: a type won, none
@@ -285,6 +289,42 @@ func (s *State) harmSign(ev evidence) bool {
 	}
 	d, _ := ev.harmDiff()
 	return d < -s.cfg.HoldMargin
+}
+
+// futile reports whether the candidate, at the last comparative step
+// without a win, gives way to a newer waiting one (Config.FutileAfter):
+// it has FutileAfter evaluations in the step, and no test that could
+// promote it (ev.wins) would show a win by MaxPerArm evaluations per arm
+// even if its difference were one standard error larger than measured:
+// that optimistic difference lies within the half-width the test's
+// confidence sequence would have then (the variance scaled by the
+// candidate's evaluations now over then; the stable arm, larger, shrinks
+// less, so the projection errs towards not futile). closest names the
+// test nearest to a win. On the typed simulation (bench MaxPerArm 600,
+// a newer candidate waiting) this gives up an unchanged candidate after
+// a median 205 candidate evaluations of its last step instead of 600,
+// and promotes a fix of one type in six (+0.3 in its success rate) as
+// often as without it (39/40); judging on the measured difference alone
+// gave up a quarter of those fixes.
+func (s *State) futile(ev evidence) (futile bool, closest string) {
+	a, cfg := s.active, s.cfg
+	n := a.cur[armCandidate].reward.n
+	if cfg.FutileAfter < 0 || n < cfg.FutileAfter || len(s.waiting) == 0 || !ev.looked || len(ev.wins) == 0 {
+		return false, ""
+	}
+	now := float64(a.all[armCandidate].reward.n)
+	shrink := now / (now + float64(max(cfg.MaxPerArm-n, 0)))
+	best := math.Inf(-1)
+	for _, w := range ev.wins {
+		gap := w.d + math.Sqrt(w.v) - csHalf(w.v*shrink, w.tau, w.alpha)
+		if gap > 0 {
+			return false, ""
+		}
+		if gap > best {
+			best, closest = gap, fmt.Sprintf("%s, difference %.3f, %.3f short", w.name, w.d, -gap)
+		}
+	}
+	return true, closest
 }
 
 // stepReady reports whether the current step has its minimum evidence:
@@ -359,7 +399,9 @@ func (s *State) decide() *decision {
 			return nil
 		}
 		if last && quick.reward.Lo <= 0 && !s.typeWins(quick) && (a.cur[armCandidate].reward.n < cfg.MaxPerArm || a.cur[armStable].reward.n < cfg.MaxPerArm) {
-			return nil
+			if futile, _ := s.futile(quick); !futile {
+				return nil
+			}
 		}
 	}
 	ev := s.evidence(true)
@@ -431,6 +473,12 @@ func (s *State) decide() *decision {
 		ev.Detail = ev.typeWhy + fmt.Sprintf("; no type regressed; overall reward %.3f vs stable %.3f, interval [%.3f, %.3f]",
 			ev.Means["reward.candidate"], ev.Means["reward.stable"], ev.reward.Lo, ev.reward.Hi)
 		return promote(ReasonWin+": "+what, ev.RolloutEvidence)
+	}
+	if futile, closest := s.futile(ev); futile {
+		ev.Detail = fmt.Sprintf("%d candidate evaluations at the last step without a win, and a newer candidate (%s) is waiting: "+
+			"no reward test would show a win by %d evaluations per arm even if the candidate were one standard error better than measured (closest: %s)",
+			a.cur[armCandidate].reward.n, s.waiting[len(s.waiting)-1].version, cfg.MaxPerArm, closest)
+		return rollback(ReasonFutile, ev.RolloutEvidence)
 	}
 	if a.cur[armCandidate].reward.n < cfg.MaxPerArm || a.cur[armStable].reward.n < cfg.MaxPerArm {
 		return nil

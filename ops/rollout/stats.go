@@ -42,32 +42,46 @@ type interval struct {
 
 // mixtureCS returns the normal-mixture confidence sequence for the
 // difference of the means of cand and stab at level 1-alpha, with mixture
-// standard deviation tau (in the metric's units). With V the estimated
-// variance of the difference of the sample means, the set of differences
-// theta whose mixture likelihood ratio
-//
-//	sqrt(V/(V+tau²)) · exp(tau²(diff-theta)² / (2V(V+tau²)))
-//
-// stays below 1/alpha is diff ± sqrt(V(V+tau²)/tau² · (2 ln(1/alpha) +
-// ln((V+tau²)/V))). binary marks 0/1 metrics, whose variance is smoothed
-// ((k+½)/(n+1)) so that an arm with no events still has one.
+// standard deviation tau (in the metric's units): csOf with V the
+// estimated variance of the difference of the sample means (diffVar).
+// binary marks 0/1 metrics, whose difference lies in [-1, 1].
 func mixtureCS(cand, stab moments, tau, alpha float64, binary bool) interval {
-	vc, vs := cand.variance(), stab.variance()
-	if binary {
-		vc, vs = smoothedBernoulli(cand), smoothedBernoulli(stab)
-	}
-	v := vc/float64(cand.n) + vs/float64(stab.n)
-	if v < 1e-12 {
-		v = 1e-12
-	}
-	t2 := tau * tau
-	half := math.Sqrt(v * (v + t2) / t2 * (2*math.Log(1/alpha) + math.Log((v+t2)/v)))
-	d := cand.mean() - stab.mean()
-	iv := interval{Diff: d, Lo: d - half, Hi: d + half}
+	iv := csOf(cand.mean()-stab.mean(), diffVar(cand, stab, binary), tau, alpha)
 	if binary { // a difference of rates lies in [-1, 1]
 		iv.Lo, iv.Hi = max(iv.Lo, -1), min(iv.Hi, 1)
 	}
 	return iv
+}
+
+// diffVar is the estimated variance of the difference of the sample
+// means of cand and stab. binary marks 0/1 metrics, whose variance is
+// smoothed ((k+½)/(n+1)) so that an arm with no events still has one.
+func diffVar(cand, stab moments, binary bool) float64 {
+	vc, vs := cand.variance(), stab.variance()
+	if binary {
+		vc, vs = smoothedBernoulli(cand), smoothedBernoulli(stab)
+	}
+	return vc/float64(cand.n) + vs/float64(stab.n)
+}
+
+// csOf is the normal-mixture confidence sequence around the difference d
+// whose estimate has variance v: the set of differences theta whose
+// mixture likelihood ratio
+//
+//	sqrt(v/(v+tau²)) · exp(tau²(d-theta)² / (2v(v+tau²)))
+//
+// stays below 1/alpha, d ± csHalf(v, tau, alpha).
+func csOf(d, v, tau, alpha float64) interval {
+	half := csHalf(v, tau, alpha)
+	return interval{Diff: d, Lo: d - half, Hi: d + half}
+}
+
+// csHalf is the half-width of csOf: sqrt(v(v+tau²)/tau² · (2 ln(1/alpha)
+// + ln((v+tau²)/v))).
+func csHalf(v, tau, alpha float64) float64 {
+	v = max(v, 1e-12)
+	t2 := tau * tau
+	return math.Sqrt(v * (v + t2) / t2 * (2*math.Log(1/alpha) + math.Log((v+t2)/v)))
 }
 
 func smoothedBernoulli(m moments) float64 {

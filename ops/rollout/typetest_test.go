@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,6 +21,13 @@ var typeMix = map[string]float64{"a": -0.9, "b": 0.9, "c": -0.6, "d": -0.9, "e":
 // took.
 func simulateTypes(t testing.TB, cfg Config, seed uint64, shift map[string]float64) (*decision, int) {
 	t.Helper()
+	return simulateTypesNewer(t, cfg, seed, shift, -1)
+}
+
+// simulateTypesNewer is simulateTypes with a newer candidate (C) trained
+// when the rollout reaches step newerAt (-1: never).
+func simulateTypesNewer(t testing.TB, cfg Config, seed uint64, shift map[string]float64, newerAt int) (*decision, int) {
+	t.Helper()
 	sim := newSimState(t, cfg)
 	rng := rand.New(rand.NewPCG(seed, 91))
 	types := []string{"a", "b", "c", "d", "e", "f"}
@@ -30,6 +38,10 @@ func simulateTypes(t testing.TB, cfg Config, seed uint64, shift map[string]float
 				return d, n
 			}
 			continue
+		}
+		if newerAt >= 0 && sim.st.active.step == newerAt && len(sim.st.waiting) == 0 {
+			sim.train("C", "A")
+			newerAt = -1
 		}
 		typ := types[rng.IntN(len(types))]
 		v, mean := "A", typeMix[typ]
@@ -227,5 +239,52 @@ func TestHeldCandidateGivesWayToNewer(t *testing.T) {
 	}
 	if d := decideApply(); d == nil || d.payload.EventType() != events.TypeRolloutStarted || d.change.Candidate != "C" {
 		t.Fatalf("C did not start: %+v", d)
+	}
+}
+
+// Futility (Config.FutileAfter) at the last comparative step, with a
+// newer candidate waiting: a candidate that changed nothing gives way
+// long before MaxPerArm (it would hold half the traffic until then), a
+// one-type fix is still promoted, and with nothing waiting the same
+// unchanged candidate is never given up as futile.
+func TestFutileCandidateGivesWayToNewer(t *testing.T) {
+	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 30, MinPerType: 2, MaxPerArm: 600}.WithDefaults()
+	const runs = 20
+	var futile []int // candidate evaluations at the last step when it gave way
+	for i := range runs {
+		d, _ := simulateTypesNewer(t, cfg, uint64(5000+i), nil, 1)
+		switch d.change.Reason {
+		case ReasonFutile:
+			futile = append(futile, d.change.Evidence.Counts["candidate.step"])
+			if len(futile) == 1 {
+				t.Logf("%s at step %d: %s", d.change.Reason, d.change.Step, d.change.Evidence.Detail)
+			}
+		case ReasonInconclusive:
+			t.Errorf("run %d: an unchanged candidate held the last step until MaxPerArm with a newer one waiting", i)
+		}
+	}
+	slices.Sort(futile)
+	// The other runs end in the first step (held there, or a chance
+	// regression) or with a chance win.
+	t.Logf("unchanged candidate, newer waiting: %d/%d futile, candidate evaluations at the last step %v", len(futile), runs, futile)
+	if len(futile) < runs/2 || futile[len(futile)/2] > cfg.MaxPerArm/2 {
+		t.Fatalf("unchanged candidate, newer waiting: %d/%d futile, at %v candidate evaluations of the last step; want most, the median within %d",
+			len(futile), runs, futile, cfg.MaxPerArm/2)
+	}
+	wins := 0
+	for i := range runs {
+		// +0.6: the type's success rate up by 0.3 (from 0.4 to 0.7)
+		if d, _ := simulateTypesNewer(t, cfg, uint64(6000+i), map[string]float64{"f": 0.6}, 1); strings.HasPrefix(d.change.Reason, ReasonWin) {
+			wins++
+		}
+	}
+	t.Logf("one-type fix, newer waiting: %d/%d promoted", wins, runs)
+	if wins < runs-2 {
+		t.Fatalf("one-type fix with a newer candidate waiting: %d/%d promoted", wins, runs)
+	}
+	for i := range 3 {
+		if d, _ := simulateTypes(t, cfg, uint64(7000+i), nil); d.change.Reason == ReasonFutile {
+			t.Fatalf("futile with nothing waiting: %s", d.change.Evidence.Detail)
+		}
 	}
 }
