@@ -223,6 +223,14 @@ func TestBenchReplayCycle(t *testing.T) {
 			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 2 })
 		case "sd_weight_4":
 			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 4 })
+		case "sd_weight_12":
+			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 12 })
+		case "sd_weight_20":
+			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 20 })
+		case "no_anchors":
+			cfg.Pipeline.AnchorsPerType = -1
+		case "steps100":
+			cfg.Hyper.MaxSteps = 100
 		case "sd_weight_6":
 			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 6 })
 		default:

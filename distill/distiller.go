@@ -410,6 +410,7 @@ func (d *Distiller) hyper() map[string]float64 {
 		"lora_rank": float64(c.LoRA.Rank), "lora_alpha": c.LoRA.Alpha, "lr": c.Hyper.LR, "batch_seqs": float64(c.Hyper.BatchSeqs),
 		"max_steps": float64(c.Hyper.MaxSteps), "min_steps": float64(c.Hyper.MinSteps), "epochs": c.Hyper.Epochs, "importance_cap": c.Objective.ImportanceCap,
 		"kl_coef": c.Objective.KLCoef, "self_distill_weight": c.Objective.SelfDistillWeight, "fallback_weight": c.Objective.FallbackWeight,
+		"edit_weight":      c.Objective.EditWeight,
 		"anchor_weight":    c.Pipeline.AnchorWeight,
 		"anchors_per_type": float64(c.Pipeline.AnchorsPerType), "holdout_fraction": c.Pipeline.HoldOutFraction,
 		"max_regression": c.Gate.MaxRegression, "kl_budget": c.Gate.KLBudget, "seed": float64(c.Hyper.Seed),
@@ -710,7 +711,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		defer cfg.Chat.Engine.RemoveAdapter(adapter)
 	}
 	var revised []Example
-	kept, fallback, dropped := 0, 0, 0
+	kept, fallback, dropped, edits := 0, 0, 0, 0
 	hints := cfg.Revise != nil || cfg.UncheckedHints
 	unchecked := 0
 	if !hints {
@@ -721,6 +722,17 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		}
 	}
 	for _, ex := range toRevise(ds.Train, limit, hints) {
+		if edited, ok := d.editedAnswer(&ex); ok {
+			r := ex
+			// The objective weighs it EditWeight, not SelfDistillWeight.
+			r.Kind, r.Advantage, r.BehaviourLogprobs = KindRevised, 0, nil
+			r.Weight = cfg.Objective.EditWeight / cfg.Objective.SelfDistillWeight
+			r.Answer = events.ChatMessage{Role: "assistant", Content: edited}
+			r.CompletionTokens = ex.TargetTokens
+			revised = append(revised, r)
+			edits++
+			continue
+		}
 		var exs []Exemplar
 		if cfg.Exemplars != nil && ex.Correction == "" {
 			// Exemplars help a teacher that has only a hint; a correction
@@ -785,9 +797,24 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		revised = append(revised, r)
 	}
 	ds.Train = append(ds.Train, revised...)
-	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "correction_fallback": fallback, "dropped": dropped, "hints_unchecked": unchecked}
-	log.Info("self-distillation", "revised", kept, "correction_fallback", fallback, "dropped", dropped, "hints_unchecked", unchecked)
+	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "edited": edits, "correction_fallback": fallback, "dropped": dropped, "hints_unchecked": unchecked}
+	log.Info("self-distillation", "revised", kept, "edited", edits, "correction_fallback", fallback, "dropped", dropped, "hints_unchecked", unchecked)
 	return nil
+}
+
+// editedAnswer is ex's recorded answer with its correction in place of
+// the span it corrects (editAnswer), when the correction has that shape
+// and its tokens fit (ex.TargetTokens, set by corrections). The minimal
+// edit keeps everything the user did not object to, which the teacher's
+// free revision does not: asked to revise "No, the refund window is 30
+// days." for an item bought 80 days ago with the correction "60 days",
+// the base checkpoint's teacher answered "Yes, the refund window is 60
+// days.", which contains the correction and is wrong.
+func (d *Distiller) editedAnswer(ex *Example) (string, bool) {
+	if ex.Correction == "" || len(ex.TargetTokens) == 0 || d.cfg.CorrectionTemplate != "{correction}" || len(ex.Answer.ToolCalls) > 0 {
+		return "", false
+	}
+	return editAnswer(ex.Answer.Content, ex.Correction)
 }
 
 // correctedAnswer renders ex's correction as an answer: with the default

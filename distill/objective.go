@@ -18,7 +18,9 @@ import (
 //     ratio is 1.
 //   - SelfDistill: revised answers (the teacher saw the correction or
 //     hint; the student does not) are learnt with weight SelfDistillWeight
-//     (FallbackWeight for a correction rendered as the answer).
+//     (EditWeight for the recorded answer with the correction put in
+//     place of the span it corrects, FallbackWeight for a correction
+//     rendered as the answer).
 //   - Anchors (from the pipeline) are learnt with their weight.
 //   - KLCoef > 0 adds the k3 KL term to the parent (the stable version) on
 //     the completion tokens of the examples that keep what the parent
@@ -50,7 +52,18 @@ type Objective struct {
 	// 6 as well, the tiny model's cycle test lost 0.06 nats/token on
 	// another type and an inverted-reward candidate passed the gate.
 	FallbackWeight float64
-	KLCoef         float64
+	// EditWeight weighs an edited answer (default 12): the recorded
+	// answer with a correction that states numbers put in place of the
+	// span it corrects ("60 days" into "No, the refund window is 30
+	// days."), learnt instead of asking the teacher. It is the user's
+	// correction applied and nothing else, so it is trusted more than a
+	// revision. Replaying bench learn's first post-drift cycle that had
+	// refund corrections (4 of them; base checkpoint, 30 fresh refund
+	// questions, docs/benchmarks/learn.md): teacher revisions at 6,
+	// 8/30 state the new 60 days; edits at 6, 10/30; edits at 12,
+	// 22-23/30 (two seeds); at 20, 25/30; other types unchanged.
+	EditWeight float64
+	KLCoef     float64
 	// KLOnCorrected applies the KL term to corrected examples too (see
 	// correctedExample). Off by default: with it, the k3 term (coefficient
 	// 0.5) works against exactly the tokens the revisions teach; replaying
@@ -104,6 +117,9 @@ func (o *Objective) defaults() {
 	}
 	if o.FallbackWeight <= 0 {
 		o.FallbackWeight = 2
+	}
+	if o.EditWeight <= 0 {
+		o.EditWeight = 12
 	}
 }
 

@@ -123,3 +123,54 @@ func TestEditAnswerPutsTheCorrectionInPlace(t *testing.T) {
 		}
 	}
 }
+
+// A correction that states a number in place of one span of the answer
+// is learnt as the answer so edited (weight EditWeight), without asking
+// the teacher: "60 days" against "No, the refund window is 30 days."
+// gives "No, the refund window is 60 days.", never the teacher's "Yes,
+// ..." (which would contain the correction and be wrong). A correction
+// that is a whole other answer still goes to the teacher.
+func TestSpanCorrectionIsLearntAsTheEditedAnswer(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	edited := w.recordQA(tok, base, "policy", "I bought a lamp 80 days ago. Can I still return it?", "No, the refund window is 30 days.")
+	w.evaluate(edited, "policy", 1, -1, true)
+	w.feedback(edited, "60 days", "")
+	whole := w.recordQA(tok, base, "policy", "I bought a lamp 52 days ago. Can I still return it?", "No, the refund window is 30 days.")
+	w.evaluate(whole, "policy", 1, -1, true)
+	w.feedback(whole, "Yes, the refund window is 60 days.", "")
+	d := newDistiller(t, w, func(c *Config) {
+		c.Objective = DefaultObjective()
+		c.CorrectionTemplate = "{correction}"
+	})
+	catchUp(t, d, w.store)
+	ds, err := BuildDataset(context.Background(), d.proj.Snapshot(), 0, d.proj.Position(), PipelineConfig{HoldOutFraction: -1, MinHoldOutPerType: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(ds.Train)
+	if err := d.corrections(context.Background(), d.log, ds, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	sd := ds.Manifest.SelfDistill
+	if sd["edited"] != 1 || sd["revised"]+sd["correction_fallback"]+sd["dropped"] != 1 {
+		t.Fatalf("self-distillation %v: want one edit and one answer from the teacher (revised, fallback or dropped)", sd)
+	}
+	var got *Example
+	for i := range ds.Train[before:] {
+		if r := &ds.Train[before+i]; r.Interaction == edited {
+			got = r
+		}
+	}
+	if got == nil || got.Kind != KindRevised || got.Answer.Content != "No, the refund window is 60 days." {
+		t.Fatalf("edited revision %+v", got)
+	}
+	want, _ := answerTokens(tok, got.Messages, "No, the refund window is 60 days.")
+	if !slices.Equal(got.CompletionTokens, want) {
+		t.Fatal("the edited revision's tokens are not the edited answer's")
+	}
+	o := d.cfg.Objective
+	if w := got.Weight * o.SelfDistillWeight; w != o.EditWeight || o.EditWeight != 12 {
+		t.Fatalf("edited revision weighs %v (objective %+v); want EditWeight 12", w, o)
+	}
+}
