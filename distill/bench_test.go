@@ -153,3 +153,77 @@ func BenchmarkCycle(b *testing.B) {
 	b.ReportMetric(float64(steps)/float64(b.N), "steps/cycle")
 	b.ReportMetric(train.Seconds()/float64(b.N), "train-s/cycle")
 }
+
+// BenchmarkGate measures the offline gate's evidence (the candidate's and
+// the parent's scores on the hold-out and a regression suite, and the KL
+// between them) of one cycle on the ~3.7M preset: path=evaluators runs
+// the Evaluator LogLikelihood for each adapter and then MeanKL (four
+// forward passes over the sequences; the path of a configured
+// Evaluator), path=onepass the default's single pass over both models
+// (gateLogLikelihood). tokens/s counts the scored sequences' tokens.
+func BenchmarkGate(b *testing.B) {
+	tok, base, what := benchBase(b)
+	w := benchWorld(b, tok, 256)
+	d, err := New(Config{DataDir: b.TempDir(), Base: base}, w.store, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs, err := w.store.ReadAll(context.Background(), 0, d.Projection().Filter(), 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, ev := range evs {
+		d.Apply(ev)
+	}
+	good := d.cfg.Pipeline.GoodReward
+	ds, err := BuildDataset(context.Background(), d.proj.Snapshot(), 0, d.proj.Position(), d.cfg.Pipeline)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hold := ds.HoldOut
+	for i := range hold { // corrections as the cycle renders them (d.corrections)
+		if hold[i].Correction != "" {
+			if ids, err := answerTokens(tok, hold[i].Messages, hold[i].Correction); err == nil {
+				hold[i].TargetTokens = ids
+			}
+		}
+	}
+	regression := ds.Train[:min(16, len(ds.Train))]
+	var tokens int
+	for _, list := range [][]Example{hold, regression} {
+		for i := range list {
+			if tgt := evalTarget(&list[i], good); tgt != nil {
+				tokens += len(list[i].PromptTokens) + len(tgt)
+			}
+		}
+	}
+	var ads [2]*model.Adapter
+	for i := range ads {
+		if ads[i], err = model.NewAdapter(fmt.Sprint("a", i), base.Config, DefaultLoRA(), uint64(i+1)); err != nil {
+			b.Fatal(err)
+		}
+		for j := range ads[i].Params { // fresh adapters are zero in B
+			ads[i].Params[j] += 0.01 * float32((j*7+i*3)%11-5)
+		}
+	}
+	b.Logf("base: %s; hold-out %d, regression %d, %d scored tokens", what, len(hold), len(regression), tokens)
+	for _, path := range []struct {
+		name string
+		eval EvalFunc
+	}{{"evaluators", LogLikelihood(good)}, {"onepass", nil}} {
+		b.Run("path="+path.name, func(b *testing.B) {
+			gd, err := New(Config{DataDir: b.TempDir(), Base: base, Evaluator: path.eval, Regression: regression}, w.store, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, _, _, err := gd.gateEvidence(context.Background(), ads[0], ads[1], hold); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}

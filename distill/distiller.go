@@ -44,8 +44,9 @@ type Config struct {
 	Hyper     Hyper
 	Gate      GateConfig
 
-	// Evaluator scores hold-out and regression examples (default
-	// LogLikelihood(Pipeline.GoodReward)).
+	// Evaluator scores hold-out and regression examples (nil: the scores
+	// of LogLikelihood(Pipeline.GoodReward), computed in one pass with the
+	// gate's KL to the parent).
 	Evaluator EvalFunc
 	// Regression is a fixed suite evaluated every cycle; its keys are
 	// prefixed "regression/".
@@ -123,9 +124,6 @@ func (c *Config) defaults() error {
 	}
 	c.Pipeline.defaults()
 	c.Gate.defaults()
-	if c.Evaluator == nil {
-		c.Evaluator = LogLikelihood(c.Pipeline.GoodReward)
-	}
 	if c.CorrectionTemplate == "" {
 		c.CorrectionTemplate = "{correction}"
 	}
@@ -570,24 +568,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	// Offline gate.
 	d.setState(func(s *Status) { s.State = "evaluating" })
 	evalSet := ds.HoldOut
-	candEval, err := d.evaluate(ctx, cand, evalSet)
-	if err != nil {
-		return &cycleFailure{"evaluation", err}
-	}
-	parentEval, err := d.evaluate(ctx, pad, evalSet)
-	if err != nil {
-		return &cycleFailure{"evaluation", err}
-	}
-	// KL is measured where nothing was meant to change: the good answers
-	// (not the corrected ones) and the regression suite.
-	var klSet []Example
-	for _, ex := range evalSet {
-		if len(ex.TargetTokens) == 0 {
-			klSet = append(klSet, ex)
-		}
-	}
-	klSet = append(klSet, cfg.Regression...)
-	kl, err := MeanKL(ctx, cfg.Base, cand, pad, klSet, cfg.Pipeline.GoodReward)
+	candEval, parentEval, kl, err := d.gateEvidence(ctx, cand, pad, evalSet)
 	if err != nil {
 		return &cycleFailure{"evaluation", err}
 	}
@@ -661,7 +642,38 @@ func evalCounts(hold, regression []Example, good float64) map[string]int {
 	return out
 }
 
-// evaluate scores an adapter on the hold-out and the regression suite.
+// gateEvidence is what the offline gate compares: cand's and parent's
+// scores on the hold-out and the regression suite (evaluate) and the mean
+// KL(cand ‖ parent) where nothing was meant to change (measuresKL). With
+// the default evaluator (Config.Evaluator nil) it is one pass over both
+// models (gateLogLikelihood); with another, the Evaluator for each and
+// MeanKL.
+func (d *Distiller) gateEvidence(ctx context.Context, cand, parent *model.Adapter, hold []Example) (candEval, parentEval map[string]float64, kl float64, err error) {
+	cfg := d.cfg
+	if cfg.Evaluator == nil {
+		return gateLogLikelihood(ctx, cfg.Base, cand, parent, hold, cfg.Regression, cfg.Pipeline.GoodReward)
+	}
+	if candEval, err = d.evaluate(ctx, cand, hold); err != nil {
+		return nil, nil, 0, err
+	}
+	if parentEval, err = d.evaluate(ctx, parent, hold); err != nil {
+		return nil, nil, 0, err
+	}
+	var klSet []Example
+	for i := range hold {
+		if measuresKL(&hold[i], false) {
+			klSet = append(klSet, hold[i])
+		}
+	}
+	klSet = append(klSet, cfg.Regression...)
+	if kl, err = MeanKL(ctx, cfg.Base, cand, parent, klSet, cfg.Pipeline.GoodReward); err != nil {
+		return nil, nil, 0, err
+	}
+	return candEval, parentEval, kl, nil
+}
+
+// evaluate scores an adapter with cfg.Evaluator (non-nil) on the hold-out
+// and the regression suite.
 func (d *Distiller) evaluate(ctx context.Context, a *model.Adapter, hold []Example) (map[string]float64, error) {
 	out, err := d.cfg.Evaluator(ctx, d.cfg.Base, a, hold)
 	if err != nil {

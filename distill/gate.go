@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"citizen/model"
 )
@@ -28,56 +29,111 @@ func evalTarget(ex *Example, good float64) []int {
 	return nil
 }
 
+// evalChunk is how many sequences the offline evaluators run packed in
+// one forward pass.
+const evalChunk = 16
+
+// evalChunks calls fn with the examples of exs that are scored: those with
+// an evaluation target (evalTarget) and a prompt that fit m's context
+// together. Each is a copy with CompletionTokens set to its target; they
+// come in order, at most evalChunk at a time, with their indices in exs.
+// It stops at ctx's cancellation or fn's first error and returns it.
+func evalChunks(ctx context.Context, m *model.Model, exs []Example, good float64, fn func(chunk []*Example, idx []int) error) error {
+	var chunk []*Example
+	var idx []int
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		err := fn(chunk, idx)
+		chunk, idx = nil, nil
+		return err
+	}
+	for i := range exs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tgt := evalTarget(&exs[i], good)
+		if tgt == nil || len(exs[i].PromptTokens) == 0 || len(exs[i].PromptTokens)+len(tgt) > m.Config.MaxPositionEmbeddings {
+			continue
+		}
+		ex := exs[i]
+		ex.CompletionTokens = tgt
+		chunk, idx = append(chunk, &ex), append(idx, i)
+		if len(chunk) == evalChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// packChunk is chunk's sequences (prompt and completion) as one packed
+// batch, and per sequence the batch positions whose logits (the rows of
+// m.Logits(b, ...)) predict its completion tokens: rows[k] = [lo, hi),
+// row t predicting b.Tokens[t+1].
+func packChunk(chunk []*Example) (b *model.Batch, rows [][2]int) {
+	b = &model.Batch{}
+	rows = make([][2]int, len(chunk))
+	for k, ex := range chunk {
+		off := len(b.Tokens)
+		b.AddSequence(ex.Sequence(), nil, nil, nil, 1)
+		rows[k] = [2]int{off + len(ex.PromptTokens) - 1, len(b.Tokens) - 1}
+	}
+	return b, rows
+}
+
+// keyMeans accumulates a mean per key.
+type keyMeans struct {
+	sum map[string]float64
+	n   map[string]int
+}
+
+func (a *keyMeans) add(k string, v float64) { a.addN(k, v, 1) }
+
+// addN adds n values that sum to sum.
+func (a *keyMeans) addN(k string, sum float64, n int) {
+	if a.sum == nil {
+		a.sum, a.n = map[string]float64{}, map[string]int{}
+	}
+	a.sum[k] += sum
+	a.n[k] += n
+}
+
+// means is the mean of every key that has a value.
+func (a *keyMeans) means() map[string]float64 {
+	out := map[string]float64{}
+	for k, s := range a.sum {
+		out[k] = s / float64(a.n[k])
+	}
+	return out
+}
+
 // LogLikelihood is the default evaluator: per type, the mean per-token
 // log-likelihood of the good answers and the corrected answers (reward of
 // at least good, or a correction's target). Types with no such answer get
-// no key.
+// no key. (The Distiller computes the same scores and the KL of its gate
+// in one pass, gateLogLikelihood, when no other evaluator is configured.)
 func LogLikelihood(good float64) EvalFunc {
 	return func(ctx context.Context, m *model.Model, a *model.Adapter, exs []Example) (map[string]float64, error) {
-		sum, n := map[string]float64{}, map[string]int{}
-		var batch []*Example
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			comp, _, err := completionLogprobs(m, a, batch, len(batch))
+		var ll keyMeans
+		err := evalChunks(ctx, m, exs, good, func(chunk []*Example, _ []int) error {
+			comp, _, err := completionLogprobs(m, a, chunk, len(chunk))
 			if err != nil {
 				return err
 			}
-			for i, ex := range batch {
+			for i, ex := range chunk {
 				for _, lp := range comp[i] {
-					sum[ex.Type] += float64(lp)
-					n[ex.Type]++
+					ll.add(ex.Type, float64(lp))
 				}
 			}
-			batch = batch[:0]
 			return nil
-		}
-		for i := range exs {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			tgt := evalTarget(&exs[i], good)
-			if tgt == nil || len(exs[i].PromptTokens) == 0 || len(exs[i].PromptTokens)+len(tgt) > m.Config.MaxPositionEmbeddings {
-				continue
-			}
-			ex := exs[i]
-			ex.CompletionTokens = tgt
-			batch = append(batch, &ex)
-			if len(batch) == 16 {
-				if err := flush(); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if err := flush(); err != nil {
+		})
+		if err != nil {
 			return nil, err
 		}
-		out := map[string]float64{}
-		for t, s := range sum {
-			out[t] = s / float64(n[t])
-		}
-		return out, nil
+		return ll.means(), nil
 	}
 }
 
@@ -99,6 +155,15 @@ func Combine(evals map[string]EvalFunc) EvalFunc {
 	}
 }
 
+// measuresKL reports whether the gate measures the KL to the parent on a
+// hold-out example (regression false) or a regression-suite example:
+// where nothing was meant to change, the regression suite and the
+// hold-out's good answers, not its corrected answers (a correction's
+// target), which are.
+func measuresKL(ex *Example, regression bool) bool {
+	return regression || len(ex.TargetTokens) == 0
+}
+
 // MeanKL is the exact mean per-token KL(candidate ‖ parent) over the
 // evaluation targets' completion positions of exs (the full next-token
 // distributions, not a sample estimate). Sequences run packed, 16 at a
@@ -107,13 +172,8 @@ func MeanKL(ctx context.Context, m *model.Model, cand, parent *model.Adapter, ex
 	V := m.Config.VocabSize
 	var total float64
 	var n int
-	b := &model.Batch{}
-	var starts []int // per packed sequence: the first completion position's predictor
-	var lens []int
-	flush := func() error {
-		if len(starts) == 0 {
-			return nil
-		}
+	err := evalChunks(ctx, m, exs, good, func(chunk []*Example, _ []int) error {
+		b, rows := packChunk(chunk)
 		lc, err := m.Logits(b, cand)
 		if err != nil {
 			return err
@@ -122,35 +182,15 @@ func MeanKL(ctx context.Context, m *model.Model, cand, parent *model.Adapter, ex
 		if err != nil {
 			return err
 		}
-		off := 0
-		for k, P := range starts {
-			for t := off + P - 1; t < off+lens[k]-1; t++ {
+		for _, r := range rows {
+			for t := r[0]; t < r[1]; t++ {
 				total += klRow(lc[t*V:(t+1)*V], lp[t*V:(t+1)*V])
 				n++
 			}
-			off += lens[k]
 		}
-		b, starts, lens = &model.Batch{}, starts[:0], lens[:0]
 		return nil
-	}
-	for i := range exs {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		tgt := evalTarget(&exs[i], good)
-		if tgt == nil || len(exs[i].PromptTokens) == 0 || len(exs[i].PromptTokens)+len(tgt) > m.Config.MaxPositionEmbeddings {
-			continue
-		}
-		seq := append(append([]int(nil), exs[i].PromptTokens...), tgt...)
-		b.AddSequence(seq, nil, nil, nil, 1)
-		starts, lens = append(starts, len(exs[i].PromptTokens)), append(lens, len(seq))
-		if len(starts) == 16 {
-			if err := flush(); err != nil {
-				return 0, err
-			}
-		}
-	}
-	if err := flush(); err != nil {
+	})
+	if err != nil {
 		return 0, err
 	}
 	if n == 0 {
@@ -159,20 +199,116 @@ func MeanKL(ctx context.Context, m *model.Model, cand, parent *model.Adapter, ex
 	return total / float64(n), nil
 }
 
+// gateLogLikelihood is the offline gate's evidence under the default
+// evaluator in one pass: for each packed chunk of the scored examples of
+// hold and then regression, the candidate's and the parent's logits once,
+// and from them
+//
+//   - candEval and parentEval: what LogLikelihood(good) returns for cand
+//     and for parent on hold, with the keys of its scores on regression
+//     added prefixed "regression/" (as Distiller.evaluate returns them);
+//   - kl: MeanKL(cand ‖ parent) over the examples that measuresKL (hold's
+//     without a correction target, and regression).
+//
+// The results are LogLikelihood's and MeanKL's up to float rounding: the
+// KL's terms are MeanKL's (klRow's), summed per sequence first; a
+// log-probability here is the target's logit minus the row's log-sum-exp
+// in float64 (math.Exp) where the model's uses its float32 exponential,
+// which moves a score by a few parts in 1e9
+// (TestGateOnePassMatchesEvaluators).
+func gateLogLikelihood(ctx context.Context, m *model.Model, cand, parent *model.Adapter, hold, regression []Example, good float64) (candEval, parentEval map[string]float64, kl float64, err error) {
+	V := m.Config.VocabSize
+	exs := append(append(make([]Example, 0, len(hold)+len(regression)), hold...), regression...)
+	var llc, llp keyMeans
+	var total float64
+	var n int
+	err = evalChunks(ctx, m, exs, good, func(chunk []*Example, idx []int) error {
+		b, rows := packChunk(chunk)
+		lc, err := m.Logits(b, cand)
+		if err != nil {
+			return err
+		}
+		lp, err := m.Logits(b, parent)
+		if err != nil {
+			return err
+		}
+		// Per sequence, in parallel: the sums of the candidate's and the
+		// parent's log-probabilities of its target and of the KL, added up
+		// in order after, so the result does not depend on the schedule.
+		type sums struct {
+			key     string
+			kl      bool
+			c, p, d float64
+			n       int
+		}
+		seqs := make([]sums, len(chunk))
+		var wg sync.WaitGroup
+		for k, ex := range chunk {
+			reg := idx[k] >= len(hold)
+			seqs[k] = sums{key: ex.Type, kl: measuresKL(ex, reg), n: rows[k][1] - rows[k][0]}
+			if reg {
+				seqs[k].key = "regression/" + ex.Type
+			}
+			wg.Add(1)
+			go func(s *sums, lo, hi int) {
+				defer wg.Done()
+				var c, p, d float64
+				for t := lo; t < hi; t++ {
+					rc, rp, y := lc[t*V:(t+1)*V], lp[t*V:(t+1)*V], b.Tokens[t+1]
+					zc, zp := logSumExp(rc), logSumExp(rp)
+					// Rounded to float32 as the model's log-probabilities
+					// are, which LogLikelihood averages.
+					c += float64(float32(float64(rc[y]) - zc))
+					p += float64(float32(float64(rp[y]) - zp))
+					if s.kl {
+						d += klRowLSE(rc, rp, zc, zp)
+					}
+				}
+				s.c, s.p, s.d = c, p, d
+			}(&seqs[k], rows[k][0], rows[k][1])
+		}
+		wg.Wait()
+		for _, s := range seqs {
+			llc.addN(s.key, s.c, s.n)
+			llp.addN(s.key, s.p, s.n)
+			if s.kl {
+				total += s.d
+				n += s.n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if n > 0 {
+		kl = total / float64(n)
+	}
+	return llc.means(), llp.means(), kl, nil
+}
+
+// logSumExp is log Σ exp(x[i]), in float64.
+func logSumExp(x []float32) float64 {
+	mx := math.Inf(-1)
+	for _, v := range x {
+		if f := float64(v); f > mx { // a NaN makes the sum NaN below
+			mx = f
+		}
+	}
+	s := 0.0
+	for _, v := range x {
+		s += math.Exp(float64(v) - mx)
+	}
+	return mx + math.Log(s)
+}
+
 // klRow is KL(softmax(p) ‖ softmax(q)) of two logit rows.
 func klRow(p, q []float32) float64 {
-	lse := func(x []float32) float64 {
-		mx := math.Inf(-1)
-		for _, v := range x {
-			mx = math.Max(mx, float64(v))
-		}
-		s := 0.0
-		for _, v := range x {
-			s += math.Exp(float64(v) - mx)
-		}
-		return mx + math.Log(s)
-	}
-	zp, zq := lse(p), lse(q)
+	return klRowLSE(p, q, logSumExp(p), logSumExp(q))
+}
+
+// klRowLSE is klRow given zp = logSumExp(p) and zq = logSumExp(q).
+func klRowLSE(p, q []float32, zp, zq float64) float64 {
 	kl := 0.0
 	for i := range p {
 		lpi := float64(p[i]) - zp
