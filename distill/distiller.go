@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -843,73 +842,6 @@ func (d *Distiller) correctedAnswer(ex *Example) string {
 	return strings.ReplaceAll(d.cfg.CorrectionTemplate, "{correction}", ex.Correction)
 }
 
-// numberRe matches a number as answers write them ("30", "4.99", "$4.99",
-// "1,200", "-3").
-var numberRe = regexp.MustCompile(`[-+]?\$?\d+(?:[.,]\d+)*`)
-
-// editAnswer puts a correction that states numbers into the answer in
-// place of the span it corrects: the one span of answer that reads like
-// the correction with other numbers (the same words, case and spacing
-// aside; numbers not cut out of longer ones). It reports false when the
-// correction states no number, when no span or more than one matches (a
-// bare "8" against "3 + 4 = 7" says not which number it corrects), or
-// when the answer already says it.
-func editAnswer(answer, correction string) (string, bool) {
-	c := strings.TrimRight(strings.TrimSpace(correction), ".!;")
-	locs := numberRe.FindAllStringIndex(c, -1)
-	if len(locs) == 0 || answer == "" {
-		return "", false
-	}
-	// Literal text between numbers: its words in order, any spacing.
-	lit := func(x string) string {
-		words := strings.Fields(x)
-		for i := range words {
-			words[i] = regexp.QuoteMeta(words[i])
-		}
-		out := strings.Join(words, `\s+`)
-		if len(words) > 0 && strings.TrimLeft(x, " \t") != x {
-			out = `\s*` + out
-		}
-		if strings.TrimRight(x, " \t") != x {
-			out += `\s*`
-		}
-		return out
-	}
-	var pat strings.Builder
-	pat.WriteString(`(?i)`)
-	last := 0
-	for _, l := range locs {
-		pat.WriteString(lit(c[last:l[0]]))
-		pat.WriteString(numberRe.String())
-		last = l[1]
-	}
-	pat.WriteString(lit(c[last:]))
-	re, err := regexp.Compile(pat.String())
-	if err != nil {
-		return "", false
-	}
-	digit := func(b byte) bool { return b >= '0' && b <= '9' }
-	var spans [][]int
-	for _, m := range re.FindAllStringIndex(answer, -1) {
-		if (m[0] > 0 && (digit(answer[m[0]-1]) || answer[m[0]-1] == '.' || answer[m[0]-1] == ',')) || (m[1] < len(answer) && digit(answer[m[1]])) {
-			continue
-		}
-		spans = append(spans, m)
-	}
-	if len(spans) != 1 {
-		return "", false
-	}
-	m := spans[0]
-	if sameText(answer[m[0]:m[1]], c) {
-		return "", false
-	}
-	repl := c
-	if m[0] == 0 && answer[0] >= 'A' && answer[0] <= 'Z' && repl[0] >= 'a' && repl[0] <= 'z' {
-		repl = strings.ToUpper(repl[:1]) + repl[1:]
-	}
-	return answer[:m[0]] + repl + answer[m[1]:], true
-}
-
 // toRevise returns the recorded answers in train that drew a correction
 // (or, with hints, a hint), at most limit of them (limit <= 0: all): the
 // newest first (by the position of their interaction.recorded), taken
@@ -1001,15 +933,9 @@ func fromTok(m tokenizer.Message) events.ChatMessage {
 	return out
 }
 
-func sameText(a, b string) bool {
-	norm := func(x string) string { return strings.Join(strings.Fields(strings.ToLower(x)), " ") }
-	return norm(a) == norm(b)
-}
+func sameText(a, b string) bool { return normText(a) == normText(b) }
 
-func containsFold(s, sub string) bool {
-	norm := func(x string) string { return strings.Join(strings.Fields(strings.ToLower(x)), " ") }
-	return strings.Contains(norm(s), norm(sub))
-}
+func containsFold(s, sub string) bool { return strings.Contains(normText(s), normText(sub)) }
 
 func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)

@@ -158,8 +158,14 @@ type PipelineStats struct {
 	Duplicates  int `json:"duplicates"`  // dropped as (near-)duplicates
 	Balanced    int `json:"balanced"`    // dropped by the per-type caps
 	HeldOut     int `json:"held_out"`    // window interactions kept for the gate
-	OverBudget  int `json:"over_budget"` // dropped to fit the cycle's step budget (FitBudget)
-	Carried     int `json:"carried"`     // corrected examples carried over from earlier windows (Distiller)
+	// Contradicted: window answers left out because they state what a
+	// customer's correction of another answer of their type said is
+	// wrong (contradicted) and their advantage is not below 0 (at 0 the
+	// KL term would still hold them where the parent was). Such answers
+	// are not anchors or the gate's good answers either.
+	Contradicted int `json:"contradicted"`
+	OverBudget   int `json:"over_budget"` // dropped to fit the cycle's step budget (FitBudget)
+	Carried      int `json:"carried"`     // corrected examples carried over from earlier windows (Distiller)
 }
 
 // Dataset is one cycle's data.
@@ -208,7 +214,9 @@ func hashUnit(id string) float64 {
 
 // BuildDataset selects, dedupes, balances and splits the buffer's
 // interactions. The window is the interactions whose evaluation in use is
-// at a position in (from, to]; anchors come from before it. It fails only
+// at a position in (from, to]; anchors come from before it. Answers that
+// a correction contradicts (contradicted) are neither positive examples,
+// anchors nor hold-out answers. It fails only
 // when the embedder fails.
 func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg PipelineConfig) (*Dataset, error) {
 	cfg.defaults()
@@ -271,6 +279,8 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		typeBaseline[t] = mean(h[max(0, len(h)-cfg.BaselineWindow):])
 	}
 
+	contra := contradicted(graded)
+
 	ds := &Dataset{Manifest: Manifest{WindowFrom: from, WindowTo: to, ExamplesPerType: map[string]int{},
 		KindCounts: map[string]int{}, HoldOutPerType: map[string]int{}, Baselines: typeBaseline}}
 	st := &ds.Manifest.Stats
@@ -320,6 +330,8 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			st.Filtered++
 		case hold[it.ID]:
 			st.HeldOut++
+		case contra[it.ID] && reward(it) >= baseline[it.ID]:
+			st.Contradicted++
 		default:
 			cands = append(cands, it)
 		}
@@ -366,7 +378,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			l := byTypeAll[t]
 			for i := len(l) - 1; i >= 0 && n < cfg.AnchorsPerType; i-- {
 				it := l[i]
-				if it.EvalPosition() > from || hold[it.ID] || reward(it) < cfg.GoodReward {
+				if it.EvalPosition() > from || hold[it.ID] || contra[it.ID] || reward(it) < cfg.GoodReward {
 					continue
 				}
 				ex := exampleOf(it, KindAnchor, reward(it))
@@ -379,7 +391,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 
 	for _, t := range sortedKeys(byTypeAll) {
 		for _, it := range byTypeAll[t] {
-			if hold[it.ID] {
+			if hold[it.ID] && !contra[it.ID] {
 				// The gate judges by the true rewards, whatever the
 				// training signal (InvertRewards).
 				ex := exampleOf(it, KindHoldOut, it.Eval.Reward)

@@ -196,3 +196,67 @@ func TestHoldOutFractionIsUniform(t *testing.T) {
 		}
 	}
 }
+
+// A correction ("60 days" for "The refund window is 30 days.") marks the
+// other answers of its type that state the corrected span: they are not
+// positive examples, anchors or hold-out answers (the self-evaluation,
+// which cannot know the policy changed, graded them good). Answers of
+// other types, and "130 days", are not marked. A later correction that
+// states the span as right again (a change back) clears it.
+func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
+	w := newWorld(t)
+	n := 0
+	rec := func(typ, answer string, reward float64) string {
+		n++
+		id := w.record(chatRec{typ: typ, user: fmt.Sprint("question ", n), answer: answer, prompt: []int{1, n + 10}, completion: []int{3, n + 10}})
+		w.evaluate(id, typ, 1, reward, true)
+		return id
+	}
+	var old []string
+	for range 4 { // before the window: anchor material
+		old = append(old, rec("policy", "The refund window is 30 days.", 1))
+	}
+	other := rec("order_status", "It arrives within 30 days.", 1)
+	longer := rec("policy", "Returns of furniture take 130 days.", 1)
+	from, _ := w.store.LastPosition(context.Background())
+	var inWindow []string
+	for range 4 {
+		inWindow = append(inWindow, rec("policy", "No, the refund window is 30 days.", 1))
+	}
+	corrected := rec("policy", "The refund window is 30 days.", 1)
+	w.feedback(corrected, "60 days", "")
+	w.evaluate(corrected, "policy", 2, -1, true)
+	to, _ := w.store.LastPosition(context.Background())
+	cfg := PipelineConfig{HoldOutFraction: 0.3, MinHoldOutPerType: 1, AnchorsPerType: 8}
+	ds, err := BuildDataset(context.Background(), replay(t, w.store, Retention{}).Snapshot(), from, to, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]string{}
+	for _, ex := range append(append([]Example(nil), ds.Train...), ds.HoldOut...) {
+		used[ex.Interaction] = ex.Kind
+	}
+	for _, id := range append(append([]string(nil), old...), inWindow...) {
+		if k, ok := used[id]; ok {
+			t.Errorf("%s (states the corrected 30 days, graded good) is used as %s", id, k)
+		}
+	}
+	if used[corrected] == "" || used[other] == "" || used[longer] == "" {
+		t.Errorf("corrected %q, other type %q, 130 days %q: want all used", used[corrected], used[other], used[longer])
+	}
+	if ds.Manifest.Stats.Contradicted == 0 {
+		t.Errorf("stats %+v: no contradicted answer counted", ds.Manifest.Stats)
+	}
+	// The policy changes back: a correction states 30 days as right.
+	back := rec("policy", "The refund window is 60 days.", 1)
+	w.feedback(back, "30 days", "")
+	again := rec("policy", "The refund window is 60 days.", 1)
+	var graded []*Interaction
+	for _, it := range replay(t, w.store, Retention{}).Snapshot() {
+		graded = append(graded, &it)
+	}
+	c := contradicted(graded)
+	if c[old[0]] || c[inWindow[0]] || !c[again] {
+		t.Fatalf("after the change back: 30 days marked %v/%v, 60 days marked %v; want false, false, true", c[old[0]], c[inWindow[0]], c[again])
+	}
+}

@@ -1,0 +1,189 @@
+package distill
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	"citizen/events"
+)
+
+// numberRe matches a number as answers write them ("30", "4.99", "$4.99",
+// "1,200", "-3").
+var numberRe = regexp.MustCompile(`[-+]?\$?\d+(?:[.,]\d+)*`)
+
+// editAnswer puts a correction that states numbers into the answer in
+// place of the span it corrects (correctionSpan).
+func editAnswer(answer, correction string) (string, bool) {
+	lo, hi, repl, ok := correctionSpan(answer, correction)
+	if !ok {
+		return "", false
+	}
+	return answer[:lo] + repl + answer[hi:], true
+}
+
+// correctionSpan finds the span of answer that a correction stating
+// numbers corrects: the one span that reads like the correction with
+// other numbers (the same words, case and spacing aside; numbers not cut
+// out of longer ones). repl is the correction as it replaces the span
+// (capitalised at the start of the answer). It reports false when the
+// correction states no number, when no span or more than one matches (a
+// bare "8" against "3 + 4 = 7" says not which number it corrects), or
+// when the answer already says it.
+func correctionSpan(answer, correction string) (lo, hi int, repl string, ok bool) {
+	c := strings.TrimRight(strings.TrimSpace(correction), ".!;")
+	locs := numberRe.FindAllStringIndex(c, -1)
+	if len(locs) == 0 || answer == "" {
+		return 0, 0, "", false
+	}
+	// Literal text between numbers: its words in order, any spacing.
+	lit := func(x string) string {
+		words := strings.Fields(x)
+		for i := range words {
+			words[i] = regexp.QuoteMeta(words[i])
+		}
+		out := strings.Join(words, `\s+`)
+		if len(words) > 0 && strings.TrimLeft(x, " \t") != x {
+			out = `\s*` + out
+		}
+		if strings.TrimRight(x, " \t") != x {
+			out += `\s*`
+		}
+		return out
+	}
+	var pat strings.Builder
+	pat.WriteString(`(?i)`)
+	last := 0
+	for _, l := range locs {
+		pat.WriteString(lit(c[last:l[0]]))
+		pat.WriteString(numberRe.String())
+		last = l[1]
+	}
+	pat.WriteString(lit(c[last:]))
+	re, err := regexp.Compile(pat.String())
+	if err != nil {
+		return 0, 0, "", false
+	}
+	var spans [][]int
+	for _, m := range re.FindAllStringIndex(answer, -1) {
+		if numberBounded(answer, m[0], m[1]) {
+			spans = append(spans, m)
+		}
+	}
+	if len(spans) != 1 {
+		return 0, 0, "", false
+	}
+	m := spans[0]
+	if sameText(answer[m[0]:m[1]], c) {
+		return 0, 0, "", false
+	}
+	repl = c
+	if m[0] == 0 && answer[0] >= 'A' && answer[0] <= 'Z' && repl[0] >= 'a' && repl[0] <= 'z' {
+		repl = strings.ToUpper(repl[:1]) + repl[1:]
+	}
+	return m[0], m[1], repl, true
+}
+
+// numberBounded reports whether s[lo:hi] cuts no number out of a longer
+// one: no digit (or decimal point or separator) right before it, no digit
+// right after.
+func numberBounded(s string, lo, hi int) bool {
+	digit := func(b byte) bool { return b >= '0' && b <= '9' }
+	if lo > 0 && (digit(s[lo-1]) || s[lo-1] == '.' || s[lo-1] == ',') {
+		return false
+	}
+	return hi >= len(s) || !digit(s[hi])
+}
+
+// contradicted returns the interactions whose answers state what a
+// customer's correction of another answer of the same task type said is
+// wrong: the span a correction replaced ("30 days", corrected to "60
+// days"; "3 + 4 = 7", corrected to "3 + 4 = 8") marks every other answer
+// of the type that states it, number-bounded, case and spacing aside.
+// Corrections apply in the order they were interpreted, and one that
+// states a marked span as right ("30 days" again, after a change back)
+// clears it. Interactions with a correction or hint of their own are not
+// marked (their feedback says what to learn).
+//
+// The self-evaluation cannot know that the world changed: after a
+// policy drift, the answers no customer corrected keep their good
+// grades while stating the old fact. As anchors, positive examples and
+// the gate's "good answers" they teach the old fact and score a
+// candidate that learnt the new one as a regression (bench learn: the
+// gate rejected three candidates that answered 28-29 of 30 refund
+// questions with the new value, for "policy regressed"; every
+// candidate that had learnt it showed a lower policy score than its
+// parent).
+func contradicted(graded []*Interaction) map[string]bool {
+	type corr struct {
+		pos           uint64
+		typ, old, new string
+	}
+	var cs []corr
+	for _, it := range graded {
+		if it.Correction == "" || len(it.Answer.ToolCalls) > 0 {
+			continue
+		}
+		lo, hi, repl, ok := correctionSpan(it.Answer.Content, it.Correction)
+		if !ok {
+			continue
+		}
+		cs = append(cs, corr{feedbackPosition(it), it.Type(), normText(it.Answer.Content[lo:hi]), normText(repl)})
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].pos < cs[j].pos })
+	wrong := map[string]map[string]bool{}
+	for _, c := range cs {
+		if wrong[c.typ] == nil {
+			wrong[c.typ] = map[string]bool{}
+		}
+		delete(wrong[c.typ], c.new)
+		wrong[c.typ][c.old] = true
+	}
+	out := map[string]bool{}
+	for _, it := range graded {
+		if it.Correction != "" || it.Hint != "" || len(wrong[it.Type()]) == 0 {
+			continue
+		}
+		a := normText(it.Answer.Content)
+		for s := range wrong[it.Type()] {
+			if statesSpan(a, s) {
+				out[it.ID] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// statesSpan reports whether text contains span, number-bounded.
+func statesSpan(text, span string) bool {
+	for off := 0; off < len(text); {
+		i := strings.Index(text[off:], span)
+		if i < 0 {
+			return false
+		}
+		if numberBounded(text, off+i, off+i+len(span)) {
+			return true
+		}
+		off += i + 1
+	}
+	return false
+}
+
+// feedbackPosition is the store position of the last feedback event an
+// interaction was built from (0 without one).
+func feedbackPosition(it *Interaction) uint64 {
+	var pos uint64
+	for _, s := range it.Sources {
+		if s.Type == events.TypeFeedbackInterpreted {
+			pos = max(pos, s.Position)
+		}
+	}
+	return pos
+}
+
+// normText is text lower-cased with runs of spaces as one.
+func normText(x string) string { return strings.Join(strings.Fields(strings.ToLower(x)), " ") }
