@@ -572,7 +572,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		return &cycleFailure{"evaluation", err}
 	}
 	wt.OfflineEval, wt.ParentEval, wt.KLToParent = candEval, parentEval, kl
-	wt.Accepted, wt.Reason = cfg.Gate.DecideCounts(candEval, parentEval, evalCounts(evalSet, cfg.Regression, cfg.Pipeline.GoodReward), kl)
+	wt.Accepted, wt.Reason = cfg.Gate.DecideCounts(candEval, parentEval, evalCounts(evalSet, cfg.Regression, cfg.Pipeline.GoodReward, cfg.Base.Config.MaxPositionEmbeddings), kl)
 	return nil
 }
 
@@ -623,15 +623,15 @@ func (d *Distiller) carryCorrections(ctx context.Context, log *slog.Logger, ds *
 	ds.Manifest.Stats.Carried = len(carried)
 }
 
-// evalCounts is the number of scored examples (those with a good or
-// corrected answer) per task type in the hold-out and, prefixed
-// "regression/", in the regression suite: the sizes the gate scales its
-// tolerance by.
-func evalCounts(hold, regression []Example, good float64) map[string]int {
+// evalCounts is the number of scored examples (scoredTarget: a good or
+// corrected answer that fits the context of maxPos positions) per task
+// type in the hold-out and, prefixed "regression/", in the regression
+// suite: the sizes the gate scales its tolerance by.
+func evalCounts(hold, regression []Example, good float64, maxPos int) map[string]int {
 	out := map[string]int{}
 	count := func(exs []Example, prefix string) {
 		for i := range exs {
-			if evalTarget(&exs[i], good) != nil {
+			if scoredTarget(&exs[i], good, maxPos) != nil {
 				out[prefix+exs[i].Type]++
 			}
 		}

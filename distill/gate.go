@@ -29,6 +29,17 @@ func evalTarget(ex *Example, good float64) []int {
 	return nil
 }
 
+// scoredTarget is ex's evaluation target (evalTarget) when the offline
+// evaluators score it: it has a prompt, and prompt and target fit the
+// model's context (maxPos positions); nil otherwise.
+func scoredTarget(ex *Example, good float64, maxPos int) []int {
+	tgt := evalTarget(ex, good)
+	if tgt == nil || len(ex.PromptTokens) == 0 || len(ex.PromptTokens)+len(tgt) > maxPos {
+		return nil
+	}
+	return tgt
+}
+
 // evalChunk is how many sequences the offline evaluators run packed in
 // one forward pass.
 const evalChunk = 16
@@ -53,8 +64,8 @@ func evalChunks(ctx context.Context, m *model.Model, exs []Example, good float64
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		tgt := evalTarget(&exs[i], good)
-		if tgt == nil || len(exs[i].PromptTokens) == 0 || len(exs[i].PromptTokens)+len(tgt) > m.Config.MaxPositionEmbeddings {
+		tgt := scoredTarget(&exs[i], good, m.Config.MaxPositionEmbeddings)
+		if tgt == nil {
 			continue
 		}
 		ex := exs[i]
@@ -399,8 +410,13 @@ func (g GateConfig) DecideCounts(cand, parent map[string]float64, counts map[str
 	keys := sortedKeys(parent)
 	for _, k := range keys {
 		c, ok := cand[k]
-		if !ok {
+		switch {
+		case !ok:
 			reasons = append(reasons, fmt.Sprintf("%s: no candidate score", k))
+			continue
+		case !finite(c) || !finite(parent[k]):
+			// A NaN compares false with every tolerance: it would pass.
+			reasons = append(reasons, fmt.Sprintf("%s: score not a finite number (parent %v, candidate %v)", k, parent[k], c))
 			continue
 		}
 		cnt := countOf(counts, k)
@@ -412,7 +428,9 @@ func (g GateConfig) DecideCounts(cand, parent map[string]float64, counts map[str
 			reasons = append(reasons, fmt.Sprintf("%s regressed %.4f -> %.4f%s (max %.4f)", k, parent[k], c, n, tol))
 		}
 	}
-	if kl > g.KLBudget {
+	if !finite(kl) {
+		reasons = append(reasons, fmt.Sprintf("KL to parent %v is not a finite number", kl))
+	} else if kl > g.KLBudget {
 		reasons = append(reasons, fmt.Sprintf("KL to parent %.4f over budget %.4f", kl, g.KLBudget))
 	}
 	if len(parent) == 0 {
@@ -427,3 +445,5 @@ func (g GateConfig) DecideCounts(cand, parent map[string]float64, counts map[str
 	}
 	return false, "gate: " + strings.Join(reasons, "; ")
 }
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

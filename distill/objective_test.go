@@ -3,6 +3,7 @@ package distill
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -62,6 +63,22 @@ func TestGateDecide(t *testing.T) {
 	}
 	if ok, _ := g.Decide(map[string]float64{}, map[string]float64{}, 0); ok {
 		t.Fatal("accepted without any offline evidence")
+	}
+	// Not-a-number scores or KL compare false with every tolerance; they
+	// must reject, not pass.
+	nan := math.NaN()
+	for _, c := range []struct {
+		cand, parent map[string]float64
+		kl           float64
+	}{
+		{map[string]float64{"a": nan, "b": -2}, parent, 0.1},
+		{map[string]float64{"a": -1, "b": -2}, map[string]float64{"a": nan, "b": -2}, 0.1},
+		{map[string]float64{"a": math.Inf(-1), "b": -2}, parent, 0.1},
+		{map[string]float64{"a": -1, "b": -2}, parent, nan},
+	} {
+		if ok, why := g.Decide(c.cand, c.parent, c.kl); ok || !strings.Contains(why, "not a finite number") {
+			t.Fatalf("cand %v parent %v kl %v: accepted=%v %q", c.cand, c.parent, c.kl, ok, why)
+		}
 	}
 	g.ForceAccept = true
 	if ok, why := g.Decide(map[string]float64{"a": -0.5, "b": -2.2}, parent, 0.1); !ok || !strings.Contains(why, "forced; gate: b regressed") {
@@ -188,5 +205,22 @@ func TestKLLeavesCorrectedExamplesOut(t *testing.T) {
 	t.Logf("anchors: target logprob without KL %.4f, with %.4f", aNoKL, aKL)
 	if aKL > aNoKL-0.01 {
 		t.Fatalf("the KL term did not act on anchors: %.4f vs %.4f without it", aKL, aNoKL)
+	}
+}
+
+// The gate scales a key's tolerance by the examples scored for it: an
+// example the evaluators skip (too long for the context, no good or
+// corrected answer) does not count.
+func TestEvalCountsOnlyScoredExamples(t *testing.T) {
+	hold := []Example{
+		{Type: "t", PromptTokens: []int{1, 2}, CompletionTokens: []int{3}, Reward: 1},
+		{Type: "t", PromptTokens: make([]int, 8), CompletionTokens: []int{3}, Reward: 1}, // 9 positions > 8
+		{Type: "t", PromptTokens: []int{1, 2}, CompletionTokens: []int{3}, Reward: -1},   // not a good answer
+		{Type: "u", PromptTokens: []int{1}, TargetTokens: []int{4, 5}, Reward: -1},       // corrected
+	}
+	reg := []Example{{Type: "t", PromptTokens: []int{1}, CompletionTokens: []int{2}, Reward: 1}}
+	got := evalCounts(hold, reg, 0.5, 8)
+	if want := map[string]int{"t": 1, "u": 1, "regression/t": 1}; !maps.Equal(got, want) {
+		t.Fatalf("evalCounts = %v, want %v", got, want)
 	}
 }
