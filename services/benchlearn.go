@@ -150,21 +150,22 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 
 // LearnReport is what `citizen bench learn` measures.
 type LearnReport struct {
-	Config          LearnConfig                 `json:"config"`
-	Windows         []LearnWindow               `json:"windows"`
-	Versions        []VersionEvent              `json:"versions"`
-	Trained         int                         `json:"versions_trained"`
-	Rejected        int                         `json:"versions_rejected"`
-	Promoted        int                         `json:"versions_promoted"`
-	RolledBack      int                         `json:"versions_rolled_back"`
-	DriftAt         []int                       `json:"drift_at"`
-	FeedbackToFixS  *float64                    `json:"feedback_to_canary_fix_s,omitempty"`
-	FixDetail       string                      `json:"fix_detail,omitempty"`
-	FinalAccuracy   map[string]float64          `json:"final_window_accuracy"`
-	ByVersion       map[string]map[string]Ratio `json:"accuracy_by_version_and_type"`
-	LengthByVersion map[string]float64          `json:"mean_answer_chars_by_version"`
-	ToolsByVersion  map[string]float64          `json:"tool_calls_per_conversation_by_version"`
-	Summary         workplace.Summary           `json:"workplace_summary"`
+	Config          LearnConfig                   `json:"config"`
+	Windows         []LearnWindow                 `json:"windows"`
+	Versions        []VersionEvent                `json:"versions"`
+	Trained         int                           `json:"versions_trained"`
+	Rejected        int                           `json:"versions_rejected"`
+	Promoted        int                           `json:"versions_promoted"`
+	RolledBack      int                           `json:"versions_rolled_back"`
+	DriftAt         []int                         `json:"drift_at"`
+	FeedbackToFixS  *float64                      `json:"feedback_to_canary_fix_s,omitempty"`
+	FixDetail       string                        `json:"fix_detail,omitempty"`
+	FinalAccuracy   map[string]float64            `json:"final_window_accuracy"`
+	ByVersion       map[string]map[string]Ratio   `json:"accuracy_by_version_and_type"`
+	RewardByVersion map[string]map[string]float64 `json:"mean_reward_by_version_and_type"`
+	LengthByVersion map[string]float64            `json:"mean_answer_chars_by_version"`
+	ToolsByVersion  map[string]float64            `json:"tool_calls_per_conversation_by_version"`
+	Summary         workplace.Summary             `json:"workplace_summary"`
 	// Issue 8's checks, computed from the run.
 	Drifts          []DriftCheck                 `json:"drift_checks"`
 	MedianFixS      *float64                     `json:"median_feedback_to_fix_s,omitempty"`
@@ -267,8 +268,10 @@ type Ratio struct {
 // LearnWindow is one window of conversations.
 type LearnWindow struct {
 	Start, End int
-	// Accuracy per type of the served mix (-1: no conversation of the type).
+	// Accuracy and mean reward (the workplace's turn scores) per type of
+	// the served mix; N conversations per type.
 	Accuracy map[string]float64
+	Reward   map[string]float64
 	N        map[string]int
 	Versions map[string]int
 }
@@ -465,8 +468,8 @@ func servedBy(r workplace.Record) string {
 }
 
 func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, recs []workplace.Record, st events.Store) (*LearnReport, error) {
-	rep := &LearnReport{Config: c, ByVersion: map[string]map[string]Ratio{}, LengthByVersion: map[string]float64{},
-		ToolsByVersion: map[string]float64{}, FinalAccuracy: map[string]float64{}}
+	rep := &LearnReport{Config: c, ByVersion: map[string]map[string]Ratio{}, RewardByVersion: map[string]map[string]float64{},
+		LengthByVersion: map[string]float64{}, ToolsByVersion: map[string]float64{}, FinalAccuracy: map[string]float64{}}
 	for _, d := range drift {
 		rep.DriftAt = append(rep.DriftAt, d.At)
 	}
@@ -573,51 +576,7 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 			}
 		}
 	}
-	// Windows, per version accuracy, behaviour per version.
-	win := max(c.Window, 1)
-	lengthSum, lengthN, toolSum := map[string]float64{}, map[string]int{}, map[string]float64{}
-	for _, r := range recs {
-		w := r.Index / win
-		for len(rep.Windows) <= w {
-			s := len(rep.Windows) * win
-			rep.Windows = append(rep.Windows, LearnWindow{Start: s, End: s + win, Accuracy: map[string]float64{}, N: map[string]int{}, Versions: map[string]int{}})
-		}
-		lw := &rep.Windows[w]
-		v := servedBy(r)
-		lw.Versions[v]++
-		if r.Dropped || r.Error != "" {
-			continue
-		}
-		lw.N[r.Type]++
-		if r.Correct {
-			lw.Accuracy[r.Type]++
-		}
-		if rep.ByVersion[v] == nil {
-			rep.ByVersion[v] = map[string]Ratio{}
-		}
-		ra := rep.ByVersion[v][r.Type]
-		ra.Total++
-		if r.Correct {
-			ra.Correct++
-		}
-		ra.Rate = float64(ra.Correct) / float64(ra.Total)
-		rep.ByVersion[v][r.Type] = ra
-		lengthSum[v] += float64(len(r.Answer))
-		lengthN[v]++
-		toolSum[v] += float64(r.ToolCalls)
-	}
-	for i := range rep.Windows {
-		for t, n := range rep.Windows[i].N {
-			rep.Windows[i].Accuracy[t] /= float64(n)
-		}
-	}
-	for v, n := range lengthN {
-		rep.LengthByVersion[v] = lengthSum[v] / float64(n)
-		rep.ToolsByVersion[v] = toolSum[v] / float64(n)
-	}
-	if len(rep.Windows) > 0 {
-		rep.FinalAccuracy = rep.Windows[len(rep.Windows)-1].Accuracy
-	}
+	rep.tally(recs, c.Window)
 	// Feedback to a canary that serves the fix: the first correct policy
 	// answer after the drift served by a trained version, timed from the
 	// first corrective feedback after the drift.
@@ -639,6 +598,69 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 	}
 	rep.checks(c, drift, recs, recTime, feedbacks, convOf, recorded)
 	return rep, nil
+}
+
+// tally fills the per-window accuracy and mean reward of the served mix
+// per type, the per-version accuracy and mean reward per type, and the
+// per-version answer length and tool calls, from the workplace's records
+// (win conversations per window; rewards are the workplace's turn
+// scores, the environment's own grading, not citizen's evaluations).
+func (rep *LearnReport) tally(recs []workplace.Record, win int) {
+	win = max(win, 1)
+	lengthSum, lengthN, toolSum := map[string]float64{}, map[string]int{}, map[string]float64{}
+	rewardSum := map[string]map[string]float64{}
+	for _, r := range recs {
+		w := r.Index / win
+		for len(rep.Windows) <= w {
+			s := len(rep.Windows) * win
+			rep.Windows = append(rep.Windows, LearnWindow{Start: s, End: s + win, Accuracy: map[string]float64{}, Reward: map[string]float64{},
+				N: map[string]int{}, Versions: map[string]int{}})
+		}
+		lw := &rep.Windows[w]
+		v := servedBy(r)
+		lw.Versions[v]++
+		if r.Dropped || r.Error != "" {
+			continue
+		}
+		lw.N[r.Type]++
+		lw.Reward[r.Type] += r.Reward
+		if r.Correct {
+			lw.Accuracy[r.Type]++
+		}
+		if rep.ByVersion[v] == nil {
+			rep.ByVersion[v], rewardSum[v] = map[string]Ratio{}, map[string]float64{}
+		}
+		ra := rep.ByVersion[v][r.Type]
+		ra.Total++
+		if r.Correct {
+			ra.Correct++
+		}
+		ra.Rate = float64(ra.Correct) / float64(ra.Total)
+		rep.ByVersion[v][r.Type] = ra
+		rewardSum[v][r.Type] += r.Reward
+		lengthSum[v] += float64(len(r.Answer))
+		lengthN[v]++
+		toolSum[v] += float64(r.ToolCalls)
+	}
+	for i := range rep.Windows {
+		for t, n := range rep.Windows[i].N {
+			rep.Windows[i].Accuracy[t] /= float64(n)
+			rep.Windows[i].Reward[t] /= float64(n)
+		}
+	}
+	for v, byType := range rewardSum {
+		rep.RewardByVersion[v] = map[string]float64{}
+		for t, sum := range byType {
+			rep.RewardByVersion[v][t] = sum / float64(rep.ByVersion[v][t].Total)
+		}
+	}
+	for v, n := range lengthN {
+		rep.LengthByVersion[v] = lengthSum[v] / float64(n)
+		rep.ToolsByVersion[v] = toolSum[v] / float64(n)
+	}
+	if len(rep.Windows) > 0 {
+		rep.FinalAccuracy = rep.Windows[len(rep.Windows)-1].Accuracy
+	}
 }
 
 // learnFeedback is a feedback.received placed on the conversation axis.
@@ -1032,11 +1054,30 @@ func (rep *LearnReport) render() string {
 		fmt.Fprintf(tw, "%s\t\n", fmtCounts(w.Versions))
 	}
 	tw.Flush()
+	fmt.Fprintf(&b, "\nmean reward of the served mix per window and type (the workplace's turn scores, 0-1):\n")
+	tw = tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "window\t")
+	for _, t := range types {
+		fmt.Fprintf(tw, "%s\t", t)
+	}
+	fmt.Fprintln(tw)
+	for _, w := range rep.Windows {
+		fmt.Fprintf(tw, "[%d,%d)\t", w.Start, w.End)
+		for _, t := range types {
+			if w.N[t] == 0 {
+				fmt.Fprint(tw, "-\t")
+			} else {
+				fmt.Fprintf(tw, "%.2f\t", w.Reward[t])
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
 	fmt.Fprintf(&b, "\nversions: %d trained and accepted, %d rejected by the offline gate, %d promoted, %d rolled back\n", rep.Trained, rep.Rejected, rep.Promoted, rep.RolledBack)
 	for _, v := range rep.Versions {
 		fmt.Fprintf(&b, "  conv %5d  %-11s %-8s %s\n", v.At, v.Kind, v.Version, truncate(v.Reason, 110))
 	}
-	fmt.Fprintf(&b, "\naccuracy by version and type (served answers):\n")
+	fmt.Fprintf(&b, "\naccuracy/answers and mean reward by version and type (served answers):\n")
 	vs := make([]string, 0, len(rep.ByVersion))
 	for v := range rep.ByVersion {
 		vs = append(vs, v)
@@ -1046,7 +1087,7 @@ func (rep *LearnReport) render() string {
 		fmt.Fprintf(&b, "  %-8s", v)
 		for _, t := range types {
 			if r, ok := rep.ByVersion[v][t]; ok {
-				fmt.Fprintf(&b, "  %s %.2f/%d", t, r.Rate, r.Total)
+				fmt.Fprintf(&b, "  %s %.2f/%d r%.2f", t, r.Rate, r.Total, rep.RewardByVersion[v][t])
 			}
 		}
 		fmt.Fprintf(&b, "  | answer chars %.1f, tool calls/conv %.2f\n", rep.LengthByVersion[v], rep.ToolsByVersion[v])

@@ -3,9 +3,12 @@ package services
 import (
 	"context"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"citizen/workplace"
 )
 
 // benchCheckpoint is the shipped base checkpoint (the tests run in
@@ -98,5 +101,40 @@ func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	}
 	if rep.Lost != 0 {
 		t.Fatalf("%d of %d acknowledged interactions are not in the store", rep.Lost, rep.Acknowledged)
+	}
+}
+
+// tally: per window and type, accuracy and mean reward of the served mix;
+// per version and type, accuracy and mean reward; dropped conversations
+// and errors count for the versions served but not for accuracy or reward.
+func TestLearnReportTally(t *testing.T) {
+	recs := []workplace.Record{
+		{Index: 0, Type: "policy", Correct: true, Reward: 1, Versions: []string{"base"}},
+		{Index: 1, Type: "policy", Correct: false, Reward: 0.2, Versions: []string{"base"}},
+		{Index: 2, Type: "arithmetic", Correct: true, Reward: 0.8, Versions: []string{"d0001"}},
+		{Index: 3, Type: "policy", Dropped: true, Versions: []string{"d0001"}},
+		{Index: 4, Type: "policy", Correct: true, Reward: 0.9, Versions: []string{"d0001"}},
+	}
+	rep := &LearnReport{ByVersion: map[string]map[string]Ratio{}, RewardByVersion: map[string]map[string]float64{},
+		LengthByVersion: map[string]float64{}, ToolsByVersion: map[string]float64{}}
+	rep.tally(recs, 3)
+	if len(rep.Windows) != 2 {
+		t.Fatalf("%d windows, want 2", len(rep.Windows))
+	}
+	w0, w1 := rep.Windows[0], rep.Windows[1]
+	if w0.Accuracy["policy"] != 0.5 || math.Abs(w0.Reward["policy"]-0.6) > 1e-12 || w0.N["policy"] != 2 || w0.Reward["arithmetic"] != 0.8 {
+		t.Errorf("window 0: %+v", w0)
+	}
+	if w1.N["policy"] != 1 || w1.Reward["policy"] != 0.9 || w1.Versions["d0001"] != 2 {
+		t.Errorf("window 1 (a dropped conversation counts as served only): %+v", w1)
+	}
+	if r := rep.ByVersion["base"]["policy"]; r.Total != 2 || r.Correct != 1 || math.Abs(rep.RewardByVersion["base"]["policy"]-0.6) > 1e-12 {
+		t.Errorf("base policy: %+v reward %v", r, rep.RewardByVersion["base"]["policy"])
+	}
+	if rep.RewardByVersion["d0001"]["policy"] != 0.9 || rep.RewardByVersion["d0001"]["arithmetic"] != 0.8 {
+		t.Errorf("d0001 rewards %v", rep.RewardByVersion["d0001"])
+	}
+	if rep.FinalAccuracy["policy"] != 1 {
+		t.Errorf("final accuracy %v", rep.FinalAccuracy)
 	}
 }
