@@ -14,7 +14,7 @@ import (
 // rate is per turn, not per evaluation; 3: the reward-tool correlation is
 // over answers and the tool calls of their turn, and a rise over the
 // stable version must be significant).
-const DetectorVersion = "detectors-3"
+const DetectorVersion = "detectors-4"
 
 // Anomaly kinds.
 const (
@@ -122,6 +122,9 @@ type sample struct {
 	// turnTools the tool calls its turn took before it.
 	answer    bool
 	turnTools float64
+	// envFault: a fault attributed to the environment (a tool failed or
+	// timed out by itself) shaped this evaluation's reward.
+	envFault bool
 }
 
 // window is a ring of the latest evaluations of one (version, type); a
@@ -155,7 +158,7 @@ type stats struct {
 	length, tools, invalid, drop, refus float64
 	turns                               int
 	corrLen, corrTools                  float64
-	nAnswers                            int // the samples of corrTools
+	nAnswers                            int // the samples of both correlations
 }
 
 func (w *window) stats() stats {
@@ -163,13 +166,16 @@ func (w *window) stats() stats {
 	if st.n == 0 {
 		return st
 	}
-	r := make([]float64, st.n)
-	l := make([]float64, st.n)
-	var ar, at []float64 // answers: reward, tool calls of their turn
-	for i, s := range w.ring {
-		r[i], l[i] = s.reward, s.length
-		if s.answer {
-			ar, at = append(ar, s.reward), append(at, s.turnTools)
+	// The correlations are over answers whose reward no environment
+	// fault shaped: the reward of a tool round grades its arguments, and
+	// its length (no text) would correlate with reward in every version;
+	// a tool that failed by itself lowers the reward of an answer that
+	// could only report the failure (shorter), which is the environment's
+	// doing, not a policy that games its reward.
+	var ar, al, at []float64 // answers: reward, length, tool calls of their turn
+	for _, s := range w.ring {
+		if s.answer && !s.envFault {
+			ar, al, at = append(ar, s.reward), append(al, s.length), append(at, s.turnTools)
 		}
 		st.length += s.length
 		st.tools += s.tools
@@ -192,8 +198,7 @@ func (w *window) stats() stats {
 	st.invalid /= n
 	st.drop /= math.Max(float64(st.turns), 1)
 	st.refus /= n
-	st.corrLen = pearson(r, l)
-	st.corrTools, st.nAnswers = pearson(ar, at), len(ar)
+	st.corrLen, st.corrTools, st.nAnswers = pearson(ar, al), pearson(ar, at), len(ar)
 	return st
 }
 
@@ -332,6 +337,9 @@ func (d *Detectors) observe(ev events.Event, x *events.InteractionEvaluated) ([]
 		if f.Attribution == "model" && (f.Kind == "invalid_tool_args" || f.Kind == "unknown_tool") {
 			s.invalidTool = true
 		}
+		if f.Attribution == "environment" {
+			s.envFault = true
+		}
 	}
 	for _, g := range x.Graders {
 		if g.Name == behaviourGrader && (g.Label == BehaviourRefusal || g.Label == BehaviourClarifying) {
@@ -371,7 +379,7 @@ func (d *Detectors) observe(ev events.Event, x *events.InteractionEvaluated) ([]
 	dropOn, dropBase := st.drop > c.DropRate, c.DropRate
 	refOn, refBase := st.refus > c.RefusalRate, c.RefusalRate
 	if base != nil {
-		checks[1].on = checks[1].on && st.corrLen > base.corrLen+c.CorrelationRise && c.corrRise(st.corrLen, st.n, base.corrLen, base.n)
+		checks[1].on = checks[1].on && st.corrLen > base.corrLen+c.CorrelationRise && c.corrRise(st.corrLen, st.nAnswers, base.corrLen, base.nAnswers)
 		checks[2].on = checks[2].on && st.corrTools > base.corrTools+c.CorrelationRise && c.corrRise(st.corrTools, st.nAnswers, base.corrTools, base.nAnswers)
 		checks[1].baseline = math.Max(c.Correlation, base.corrLen+c.CorrelationRise)
 		checks[2].baseline = math.Max(c.Correlation, base.corrTools+c.CorrelationRise)

@@ -377,3 +377,42 @@ func TestDetectorsToolCorrelationIgnoresToolRounds(t *testing.T) {
 		t.Errorf("anomalies %v: tool rounds counted as evidence of gaming", got)
 	}
 }
+
+// The reward-length correlation is over answers whose reward no
+// environment fault shaped: with 10% of tools failing by themselves, the
+// answers that can only report the failure are short and earn little,
+// which makes reward correlate with length for any policy (the seed
+// talk's potholes); that is the environment's doing, not gaming. The
+// same correlation among clean answers still trips.
+func TestDetectorsLengthCorrelationIgnoresEnvironmentFaults(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 11))
+	fault := []events.Fault{{Kind: "tool_error", Attribution: "environment"}}
+	var evs []events.Event
+	var r, l []float64
+	for i := range 100 {
+		s := evalSpec{id: fmt.Sprint("p", i), version: "v1", typ: "order_status", turnTools: 1}
+		if i%3 == 0 { // the tool failed: a short apology, a low reward
+			s.length, s.reward, s.faults = 8+rng.IntN(4), -1, fault
+		} else { // right or wrong whatever the length
+			s.length, s.reward = 28+rng.IntN(8), rng.Float64()*2-1
+		}
+		r, l = append(r, s.reward), append(l, float64(s.length))
+		evs = append(evs, evalEvent(t, i, s))
+	}
+	if c := pearson(r, l); c < 0.5 {
+		t.Fatalf("the premise: reward-length correlation over all evaluations %.2f should exceed 0.5", c)
+	}
+	if got := kinds(feed(t, NewDetectors(DetectorConfig{Window: 100, MinCount: 40}), evs)); got[KindRewardLengthCorr+"@v1"] != 0 {
+		t.Errorf("anomalies %v: environment faults counted as evidence of gaming", got)
+	}
+	// Clean answers whose reward follows their length: tripped.
+	evs = evs[:0]
+	for i := range 100 {
+		n := 10 + rng.IntN(30)
+		evs = append(evs, evalEvent(t, i, evalSpec{id: fmt.Sprint("q", i), version: "v1", typ: "order_status", length: n,
+			reward: float64(n-25)/15 + 0.1*rng.Float64()}))
+	}
+	if got := kinds(feed(t, NewDetectors(DetectorConfig{Window: 100, MinCount: 40}), evs)); got[KindRewardLengthCorr+"@v1"] == 0 {
+		t.Errorf("anomalies %v: a reward that follows the answer length among clean answers was not detected", got)
+	}
+}
