@@ -184,12 +184,7 @@ func MeanKL(ctx context.Context, m *model.Model, cand, parent *model.Adapter, ex
 	var total float64
 	var n int
 	err := evalChunks(ctx, m, exs, good, func(chunk []*Example, _ []int) error {
-		b, rows := packChunk(chunk)
-		lc, err := m.Logits(b, cand)
-		if err != nil {
-			return err
-		}
-		lp, err := m.Logits(b, parent)
+		_, rows, lc, lp, err := chunkLogits(m, chunk, cand, parent)
 		if err != nil {
 			return err
 		}
@@ -208,6 +203,19 @@ func MeanKL(ctx context.Context, m *model.Model, cand, parent *model.Adapter, ex
 		return 0, nil
 	}
 	return total / float64(n), nil
+}
+
+// chunkLogits packs chunk (packChunk) and returns the batch, its
+// completion rows and the logits of cand (lc) and of parent (lp) over it.
+func chunkLogits(m *model.Model, chunk []*Example, cand, parent *model.Adapter) (b *model.Batch, rows [][2]int, lc, lp []float32, err error) {
+	b, rows = packChunk(chunk)
+	if lc, err = m.Logits(b, cand); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if lp, err = m.Logits(b, parent); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return b, rows, lc, lp, nil
 }
 
 // gateLogLikelihood is the offline gate's evidence under the default
@@ -234,12 +242,7 @@ func gateLogLikelihood(ctx context.Context, m *model.Model, cand, parent *model.
 	var total float64
 	var n int
 	err = evalChunks(ctx, m, exs, good, func(chunk []*Example, idx []int) error {
-		b, rows := packChunk(chunk)
-		lc, err := m.Logits(b, cand)
-		if err != nil {
-			return err
-		}
-		lp, err := m.Logits(b, parent)
+		b, rows, lc, lp, err := chunkLogits(m, chunk, cand, parent)
 		if err != nil {
 			return err
 		}

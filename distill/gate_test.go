@@ -10,34 +10,10 @@ import (
 )
 
 // TestMeanKLPackedMatchesPerSequence: MeanKL packs sequences 16 at a time;
-// the mean is the one over each sequence's completion positions run alone.
+// the mean is the one over each scored sequence's completion positions
+// run alone.
 func TestMeanKLPackedMatchesPerSequence(t *testing.T) {
-	tok, base := tinyBase(t)
-	parent, err := model.NewAdapter("p", base.Config, DefaultLoRA(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cand, err := model.NewAdapter("c", base.Config, DefaultLoRA(), 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Fresh adapters are zero in B: perturb every parameter of both.
-	for i, a := range []*model.Adapter{parent, cand} {
-		for j := range a.Params {
-			a.Params[j] += 0.02 * float32((j*7+i*3)%11-5)
-		}
-	}
-	var exs []Example
-	for i := 0; i < 37; i++ {
-		q := oldWorld(i)
-		msgs := []events.ChatMessage{{Role: "user", Content: q.user}}
-		prompt, _, _ := tok.RenderChat(toTok(msgs), true)
-		comp, err := answerTokens(tok, msgs, q.answer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exs = append(exs, Example{Type: q.typ, PromptTokens: prompt, CompletionTokens: comp, Reward: 1})
-	}
+	base, cand, parent, exs, _ := gateFixture(t)
 	got, err := MeanKL(context.Background(), base, cand, parent, exs, 0.5)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +22,11 @@ func TestMeanKLPackedMatchesPerSequence(t *testing.T) {
 	var sum float64
 	n := 0
 	for _, ex := range exs {
+		tgt := scoredTarget(&ex, 0.5, base.Config.MaxPositionEmbeddings)
+		if tgt == nil {
+			continue
+		}
+		ex.CompletionTokens = tgt
 		b := &model.Batch{Tokens: ex.Sequence()}
 		lc, _ := base.Logits(b, cand)
 		lp, _ := base.Logits(b, parent)

@@ -600,6 +600,36 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 	return rep, nil
 }
 
+// windowTable writes one row per window with cell(w, type) per type ("-"
+// for a type without conversations in it), and the versions served when
+// versions is set.
+func windowTable(b *strings.Builder, windows []LearnWindow, types []string, versions bool, cell func(LearnWindow, string) string) {
+	tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "window\t")
+	for _, t := range types {
+		fmt.Fprintf(tw, "%s\t", t)
+	}
+	if versions {
+		fmt.Fprint(tw, "versions served\t")
+	}
+	fmt.Fprintln(tw)
+	for _, w := range windows {
+		fmt.Fprintf(tw, "[%d,%d)\t", w.Start, w.End)
+		for _, t := range types {
+			if w.N[t] == 0 {
+				fmt.Fprint(tw, "-\t")
+			} else {
+				fmt.Fprintf(tw, "%s\t", cell(w, t))
+			}
+		}
+		if versions {
+			fmt.Fprintf(tw, "%s\t", fmtCounts(w.Versions))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
 // tally fills the per-window accuracy and mean reward of the served mix
 // per type, the per-version accuracy and mean reward per type, and the
 // per-version answer length and tool calls, from the workplace's records
@@ -1036,43 +1066,9 @@ func (rep *LearnReport) render() string {
 	}
 	fmt.Fprintf(&b, "citizen bench learn: %d conversations (%s), drift %q, tool failures %.0f%%, timeouts %.0f%%, seed %d (%.0f s)\n\n",
 		rep.Config.Interactions, rate, rep.Config.Drift, 100*rep.Config.ToolFailRate, 100*rep.Config.ToolTimeoutRate, rep.Config.Seed, rep.ElapsedS)
-	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "window\t")
-	for _, t := range types {
-		fmt.Fprintf(tw, "%s\t", t)
-	}
-	fmt.Fprintln(tw, "versions served\t")
-	for _, w := range rep.Windows {
-		fmt.Fprintf(tw, "[%d,%d)\t", w.Start, w.End)
-		for _, t := range types {
-			if w.N[t] == 0 {
-				fmt.Fprint(tw, "-\t")
-			} else {
-				fmt.Fprintf(tw, "%.2f (%d)\t", w.Accuracy[t], w.N[t])
-			}
-		}
-		fmt.Fprintf(tw, "%s\t\n", fmtCounts(w.Versions))
-	}
-	tw.Flush()
+	windowTable(&b, rep.Windows, types, true, func(w LearnWindow, t string) string { return fmt.Sprintf("%.2f (%d)", w.Accuracy[t], w.N[t]) })
 	fmt.Fprintf(&b, "\nmean reward of the served mix per window and type (the workplace's turn scores, 0-1):\n")
-	tw = tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "window\t")
-	for _, t := range types {
-		fmt.Fprintf(tw, "%s\t", t)
-	}
-	fmt.Fprintln(tw)
-	for _, w := range rep.Windows {
-		fmt.Fprintf(tw, "[%d,%d)\t", w.Start, w.End)
-		for _, t := range types {
-			if w.N[t] == 0 {
-				fmt.Fprint(tw, "-\t")
-			} else {
-				fmt.Fprintf(tw, "%.2f\t", w.Reward[t])
-			}
-		}
-		fmt.Fprintln(tw)
-	}
-	tw.Flush()
+	windowTable(&b, rep.Windows, types, false, func(w LearnWindow, t string) string { return fmt.Sprintf("%.2f", w.Reward[t]) })
 	fmt.Fprintf(&b, "\nversions: %d trained and accepted, %d rejected by the offline gate, %d promoted, %d rolled back\n", rep.Trained, rep.Rejected, rep.Promoted, rep.RolledBack)
 	for _, v := range rep.Versions {
 		fmt.Fprintf(&b, "  conv %5d  %-11s %-8s %s\n", v.At, v.Kind, v.Version, truncate(v.Reason, 110))

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"citizen/workplace"
@@ -136,5 +137,10 @@ func TestLearnReportTally(t *testing.T) {
 	}
 	if rep.FinalAccuracy["policy"] != 1 {
 		t.Errorf("final accuracy %v", rep.FinalAccuracy)
+	}
+	text := rep.render()
+	_, rewards, ok := strings.Cut(text, "mean reward of the served mix")
+	if !ok || !strings.Contains(rewards, "0.60") || !strings.Contains(text, "policy 0.50/2 r0.60") {
+		t.Errorf("the report does not show the mean rewards:\n%s", text)
 	}
 }
