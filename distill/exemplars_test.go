@@ -91,7 +91,6 @@ func TestMemoryExemplarsFeedTheTeacher(t *testing.T) {
 // a hint's revision is made only when something checks it (Revise) or
 // UncheckedHints is set.
 func TestExemplarsOnlyForHints(t *testing.T) {
-	ctx := context.Background()
 	tok, base := tinyBase(t)
 	w := newWorld(t)
 	hinted := w.recordQA(tok, base, "policy", "what is the refund window for order 7?", "The refund window is 30 days.")
@@ -109,13 +108,7 @@ func TestExemplarsOnlyForHints(t *testing.T) {
 	})
 	catchUp(t, d, w.store)
 	build := func() *Dataset {
-		ds, err := BuildDataset(ctx, d.proj.Snapshot(), 0, d.proj.Position(), PipelineConfig{HoldOutFraction: -1, MinHoldOutPerType: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.corrections(ctx, d.log, ds, nil, 0); err != nil {
-			t.Fatal(err)
-		}
+		ds, _ := revisedDataset(t, d)
 		return ds
 	}
 	// Without a grader (Revise) a hint's revision is not made at all.

@@ -32,14 +32,7 @@ func TestSelfDistillationTeacherSeesNoteStudentDoesNot(t *testing.T) {
 		}
 	})
 	catchUp(t, d, w.store)
-	ds, err := BuildDataset(context.Background(), d.proj.Snapshot(), 0, d.proj.Position(), PipelineConfig{HoldOutFraction: -1, MinHoldOutPerType: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := len(ds.Train)
-	if err := d.corrections(context.Background(), d.log, ds, nil, 0); err != nil {
-		t.Fatal(err)
-	}
+	ds, before := revisedDataset(t, d)
 	var revised []Example
 	for _, ex := range ds.Train[before:] {
 		revised = append(revised, ex)
@@ -76,11 +69,7 @@ func TestSelfDistillationTeacherSeesNoteStudentDoesNot(t *testing.T) {
 	// With the fallback on, the correction itself is learnt instead.
 	d.cfg.Objective.CorrectionFallback = true
 	d.cfg.Revise = nil
-	ds2, _ := BuildDataset(context.Background(), d.proj.Snapshot(), 0, d.proj.Position(), PipelineConfig{HoldOutFraction: -1, MinHoldOutPerType: -1})
-	before = len(ds2.Train)
-	if err := d.corrections(context.Background(), d.log, ds2, nil, 0); err != nil {
-		t.Fatal(err)
-	}
+	ds2, before := revisedDataset(t, d)
 	fallback := 0
 	for _, ex := range ds2.Train[before:] {
 		if ex.Correction != "" {
@@ -144,14 +133,7 @@ func TestSpanCorrectionIsLearntAsTheEditedAnswer(t *testing.T) {
 		c.CorrectionTemplate = "{correction}"
 	})
 	catchUp(t, d, w.store)
-	ds, err := BuildDataset(context.Background(), d.proj.Snapshot(), 0, d.proj.Position(), PipelineConfig{HoldOutFraction: -1, MinHoldOutPerType: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := len(ds.Train)
-	if err := d.corrections(context.Background(), d.log, ds, nil, 0); err != nil {
-		t.Fatal(err)
-	}
+	ds, before := revisedDataset(t, d)
 	sd := ds.Manifest.SelfDistill
 	if sd["edited"] != 1 || sd["revised"]+sd["correction_fallback"]+sd["dropped"] != 1 {
 		t.Fatalf("self-distillation %v: want one edit and one answer from the teacher (revised, fallback or dropped)", sd)
@@ -173,4 +155,20 @@ func TestSpanCorrectionIsLearntAsTheEditedAnswer(t *testing.T) {
 	if w := got.Weight * o.SelfDistillWeight; w != o.EditWeight || o.EditWeight != 12 {
 		t.Fatalf("edited revision weighs %v (objective %+v); want EditWeight 12", w, o)
 	}
+}
+
+// revisedDataset builds the dataset of everything d's projection holds
+// (no hold-out) and runs the self-distillation step on it: the dataset,
+// and where the revised examples start in its training set.
+func revisedDataset(t *testing.T, d *Distiller) (*Dataset, int) {
+	t.Helper()
+	ds, err := BuildDataset(context.Background(), d.proj.Snapshot(), 0, d.proj.Position(), PipelineConfig{HoldOutFraction: -1, MinHoldOutPerType: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(ds.Train)
+	if err := d.corrections(context.Background(), d.log, ds, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	return ds, before
 }
