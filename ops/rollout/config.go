@@ -69,8 +69,9 @@ type Config struct {
 	// tests, the overall one) is at least -HoldMargin as a point estimate
 	// (default 0.02). Otherwise the step goes on collecting evidence, at
 	// the same traffic share, until the tests decide or the step holds
-	// MaxHold candidate evaluations, or a newer candidate is waiting;
-	// then the candidate is rolled back (reason no_advance): one that
+	// MaxHold candidate evaluations, or a newer candidate is waiting and
+	// the step has GiveWayAfter evaluations; then the candidate is rolled
+	// back (reason no_advance): one that
 	// cannot show it does no harm gets no more users, and gives way to a
 	// newer one. This keeps a bad candidate in its first, smallest step
 	// until the sequential test has enough evidence against it. A
@@ -79,19 +80,21 @@ type Config struct {
 	// MaxHold bounds the candidate evaluations of a held step (default
 	// 4 x MinPerArm).
 	MaxHold int `yaml:"max_hold"`
-	// FutileAfter: at the last comparative step, once the candidate has
-	// FutileAfter evaluations in the step (default 2 x MinPerArm) and a
-	// newer candidate is waiting, the candidate gives way (rolled back,
-	// reason futile) when none of the tests that could promote it (the
-	// overall reward, each type's, the stratified difference) would show
-	// a win by MaxPerArm evaluations per arm even if the candidate were
-	// one standard error better than measured (a futility rule on the
-	// current trend). A candidate that changed
-	// nothing would otherwise hold the only rollout slot at the last
-	// step until MaxPerArm while the newer one, trained on more recent
-	// evidence (a correction after a drift), waits. A negative value
-	// disables it.
-	FutileAfter int `yaml:"futile_after"`
+	// GiveWayAfter is the evidence a candidate gets in its current step
+	// before it gives way to a newer waiting candidate (rolled back)
+	// (default 2 x MinPerArm; negative: never): when held in an early
+	// step (HoldMargin), reason no_advance; at the last comparative
+	// step, when none of the tests that could promote it (the overall
+	// reward, each type's, the stratified difference) would show a win
+	// by MaxPerArm evaluations per arm even if the candidate were one
+	// standard error better than measured, reason futile (a futility
+	// rule on the current trend). Without it a candidate that changed
+	// nothing held half the traffic until MaxPerArm while the one trained
+	// on the corrections after a drift waited; giving way at once, a
+	// fix held by chance at the end of its first step (its stratified
+	// difference at 30 evaluations has a standard error near 0.1) lost
+	// its slot to the next candidate whenever cycles were frequent.
+	GiveWayAfter int `yaml:"give_way_after"`
 	// Order picks the waiting candidate that starts when no rollout runs:
 	// "newest" (default: the last trained, whose data is the most recent;
 	// the older waiting ones are marked superseded and never start) or
@@ -180,7 +183,7 @@ func (c Config) WithDefaults() Config {
 	setFloat(&c.TypeTau, d.TypeTau)
 	setFloat(&c.HoldMargin, d.HoldMargin)
 	setInt(&c.MaxHold, 4*c.MinPerArm)
-	setInt(&c.FutileAfter, 2*c.MinPerArm)
+	setInt(&c.GiveWayAfter, 2*c.MinPerArm)
 	if c.Inconclusive == "" {
 		c.Inconclusive = d.Inconclusive
 	}

@@ -291,9 +291,16 @@ func (s *State) harmSign(ev evidence) bool {
 	return d < -s.cfg.HoldMargin
 }
 
+// givesWay reports whether the active candidate would give way to a newer
+// one (Config.GiveWayAfter): one is waiting, and the current step has
+// GiveWayAfter candidate evaluations.
+func (s *State) givesWay() bool {
+	return s.cfg.GiveWayAfter >= 0 && len(s.waiting) > 0 && s.active.cur[armCandidate].reward.n >= s.cfg.GiveWayAfter
+}
+
 // futile reports whether the candidate, at the last comparative step
-// without a win, gives way to a newer waiting one (Config.FutileAfter):
-// it has FutileAfter evaluations in the step, and no test that could
+// without a win, gives way to a newer waiting one (Config.GiveWayAfter):
+// givesWay, and no test that could
 // promote it (ev.wins) would show a win by MaxPerArm evaluations per arm
 // even if its difference were one standard error larger than measured:
 // that optimistic difference lies within the half-width the test's
@@ -309,7 +316,7 @@ func (s *State) harmSign(ev evidence) bool {
 func (s *State) futile(ev evidence) (futile bool, closest string) {
 	a, cfg := s.active, s.cfg
 	n := a.cur[armCandidate].reward.n
-	if cfg.FutileAfter < 0 || n < cfg.FutileAfter || len(s.waiting) == 0 || !ev.looked || len(ev.wins) == 0 {
+	if !s.givesWay() || !ev.looked || len(ev.wins) == 0 {
 		return false, ""
 	}
 	now := float64(a.all[armCandidate].reward.n)
@@ -395,7 +402,7 @@ func (s *State) decide() *decision {
 			return nil
 		}
 		last := a.step >= cfg.comparativeSteps()-1
-		if !last && s.harmSign(quick) && a.cur[armCandidate].reward.n < cfg.MaxHold && len(s.waiting) == 0 {
+		if !last && s.harmSign(quick) && a.cur[armCandidate].reward.n < cfg.MaxHold && !s.givesWay() {
 			return nil
 		}
 		if last && quick.reward.Lo <= 0 && !s.typeWins(quick) && (a.cur[armCandidate].reward.n < cfg.MaxPerArm || a.cur[armStable].reward.n < cfg.MaxPerArm) {
@@ -437,9 +444,10 @@ func (s *State) decide() *decision {
 	if !last && s.harmSign(ev) {
 		d, what := ev.harmDiff()
 		switch {
-		case len(s.waiting) > 0:
+		case s.givesWay():
 			// A newer candidate is a better bet than one that cannot
-			// show it does no harm; it takes the slot.
+			// show it does no harm after GiveWayAfter evaluations; it
+			// takes the slot.
 			ev.Detail = fmt.Sprintf("step %d has its evidence (%d candidate evaluations) but the %s reward difference %.3f is below -%g, and a newer candidate (%s) is waiting",
 				a.step, a.cur[armCandidate].reward.n, what, d, cfg.HoldMargin, s.waiting[len(s.waiting)-1].version)
 		case a.cur[armCandidate].reward.n < cfg.MaxHold:

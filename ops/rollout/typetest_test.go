@@ -204,8 +204,9 @@ func TestHoldKeepsWorseCandidateInFirstStep(t *testing.T) {
 }
 
 // A candidate held in its first step (a sign of harm, no verdict yet)
-// stays held while nothing else waits, and gives way as soon as a newer
-// candidate is waiting: rolled back (no_advance), and the newer one starts.
+// stays held while nothing else waits, and gives way to a newer
+// candidate once its step has GiveWayAfter (2 x MinPerArm) evaluations:
+// rolled back (no_advance), and the newer one starts.
 func TestHeldCandidateGivesWayToNewer(t *testing.T) {
 	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, MinLook: 20, MinPerType: 2}.WithDefaults()
 	sim := newSimState(t, cfg)
@@ -214,24 +215,31 @@ func TestHeldCandidateGivesWayToNewer(t *testing.T) {
 	if d := decideApply(); d == nil || d.payload.EventType() != events.TypeRolloutStarted {
 		t.Fatalf("no start: %v", d)
 	}
-	// 30 evaluations per arm: stable's mean reward 0, the candidate's
-	// -0.1, both with variance 1 (far from a verdict on 30).
-	for i := range 30 {
-		for _, v := range []string{"A", "B"} {
-			r := 1.0
-			if i%2 == 1 {
-				r = -1
+	// Evaluations per arm: stable's mean reward 0, the candidate's -0.1,
+	// both with variance 1 (far from a verdict on 40).
+	feed := func(from, to int) {
+		for i := from; i < to; i++ {
+			for _, v := range []string{"A", "B"} {
+				r := 1.0
+				if i%2 == 1 {
+					r = -1
+				}
+				if v == "B" {
+					r -= 0.1
+				}
+				sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
 			}
-			if v == "B" {
-				r -= 0.1
-			}
-			sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
 		}
 	}
+	feed(0, 30)
 	if d := decideApply(); d != nil {
 		t.Fatalf("held candidate with nothing waiting: %s %s", d.payload.EventType(), d.change.Reason)
 	}
 	sim.train("C", "A")
+	if d := decideApply(); d != nil {
+		t.Fatalf("held candidate with 30 < GiveWayAfter (%d) evaluations gave way: %s %s", cfg.GiveWayAfter, d.payload.EventType(), d.change.Reason)
+	}
+	feed(30, 40)
 	d := decideApply()
 	if d == nil || d.payload.EventType() != events.TypeRolloutRolledBack || d.change.Reason != ReasonNoAdvance || d.change.Step != 0 ||
 		!strings.Contains(d.change.Evidence.Detail, "newer candidate (C)") {
@@ -242,7 +250,7 @@ func TestHeldCandidateGivesWayToNewer(t *testing.T) {
 	}
 }
 
-// Futility (Config.FutileAfter) at the last comparative step, with a
+// Futility (Config.GiveWayAfter) at the last comparative step, with a
 // newer candidate waiting: a candidate that changed nothing gives way
 // long before MaxPerArm (it would hold half the traffic until then), a
 // one-type fix is still promoted, and with nothing waiting the same
