@@ -158,8 +158,6 @@ type LearnReport struct {
 	Promoted        int                           `json:"versions_promoted"`
 	RolledBack      int                           `json:"versions_rolled_back"`
 	DriftAt         []int                         `json:"drift_at"`
-	FeedbackToFixS  *float64                      `json:"feedback_to_canary_fix_s,omitempty"`
-	FixDetail       string                        `json:"fix_detail,omitempty"`
 	FinalAccuracy   map[string]float64            `json:"final_window_accuracy"`
 	ByVersion       map[string]map[string]Ratio   `json:"accuracy_by_version_and_type"`
 	RewardByVersion map[string]map[string]float64 `json:"mean_reward_by_version_and_type"`
@@ -528,12 +526,6 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 		}
 		return best
 	}
-	var firstCorrection time.Time
-	var firstCorrectionConv int
-	driftStart := -1
-	if len(rep.DriftAt) > 0 {
-		driftStart = rep.DriftAt[0]
-	}
 	for _, ev := range all {
 		p, err := events.Decode(&ev)
 		if err != nil {
@@ -565,37 +557,9 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 			if idx, ok := convOf[x.InteractionID]; ok {
 				feedbacks = append(feedbacks, learnFeedback{t: ev.Time, conv: idx, correction: x.Correction, text: x.Text})
 			}
-			idx, ok := convOf[x.InteractionID]
-			if !ok || driftStart < 0 || idx < driftStart || !firstCorrection.IsZero() {
-				continue
-			}
-			if x.Correction != "" || strings.Contains(strings.ToLower(x.Text), "days") {
-				if r := recs[min(idx, len(recs)-1)]; r.Index == idx && r.Type == "policy" && !r.Correct {
-					firstCorrection, firstCorrectionConv = ev.Time, idx
-				}
-			}
 		}
 	}
 	rep.tally(recs, c.Window)
-	// Feedback to a canary that serves the fix: the first correct policy
-	// answer after the drift served by a trained version, timed from the
-	// first corrective feedback after the drift.
-	if !firstCorrection.IsZero() {
-		for _, r := range recs {
-			if r.Index <= firstCorrectionConv || r.Type != "policy" || !r.Correct || servedBy(r) == "base" || r.PolicyVersion == 0 {
-				continue
-			}
-			if t, ok := recTime[r.Index]; ok && t.After(firstCorrection) {
-				d := t.Sub(firstCorrection).Seconds()
-				rep.FeedbackToFixS = &d
-				rep.FixDetail = fmt.Sprintf("first corrective feedback on conversation %d; conversation %d answered correctly by %s %.1f s later", firstCorrectionConv, r.Index, servedBy(r), d)
-				break
-			}
-		}
-		if rep.FeedbackToFixS == nil {
-			rep.FixDetail = fmt.Sprintf("first corrective feedback on conversation %d; no canary served a correct drifted answer afterwards", firstCorrectionConv)
-		}
-	}
 	rep.checks(c, drift, recs, recTime, feedbacks, convOf, recorded)
 	return rep, nil
 }
@@ -1088,9 +1052,6 @@ func (rep *LearnReport) render() string {
 		}
 		fmt.Fprintf(&b, "  | answer chars %.1f, tool calls/conv %.2f\n", rep.LengthByVersion[v], rep.ToolsByVersion[v])
 	}
-	if rep.FixDetail != "" {
-		fmt.Fprintf(&b, "\nfeedback to canary fix (first correct policy answer by a trained version): %s\n", rep.FixDetail)
-	}
 	for _, d := range rep.Drifts {
 		fmt.Fprintf(&b, "\ndrift at %d (%s, new value %q): before %.2f/%d, first window after %.2f/%d", d.At, d.Type, d.Value, d.Before.Rate, d.Before.Total, d.PostDrift.Rate, d.PostDrift.Total)
 		if d.RecoveredAt >= 0 {
@@ -1099,6 +1060,10 @@ func (rep *LearnReport) render() string {
 			fmt.Fprint(&b, ", not recovered")
 		}
 		fmt.Fprintln(&b)
+		if d.FixS != nil {
+			fmt.Fprintf(&b, "  first corrective feedback on conversation %d; first answer stating %q by a version trained after the drift (%s) on conversation %d, %.1f s later\n",
+				d.FeedbackConv, d.Value, d.FixVersion, d.FixConv, *d.FixS)
+		}
 		for _, t := range sortedKeys(d.Others) {
 			ch := d.Others[t]
 			fmt.Fprintf(&b, "  %-16s %.2f/%d -> %.2f/%d  %+.1f points (SE %.1f)\n", t, ch.Before.Rate, ch.Before.Total, ch.After.Rate, ch.After.Total, ch.Points, ch.SE)
