@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +30,8 @@ import (
 //     <dir>/data/distill/weights (and the base) answers fresh workplace
 //     questions of the drifted world (refund window 60 days) greedily,
 //     graded by the workplace's checkers, per type; refund questions
-//     separately ("policy/refund"), with the share that states 60.
+//     separately ("policy/refund"), with the share that states 60
+//     (CITIZEN_BENCH_VERSIONS, comma-separated, picks some).
 //   - TestBenchReplayCycle: replays the run's store up to position
 //     CITIZEN_BENCH_TO into a fresh Distiller configured as bench learn
 //     configures it (memory exemplars with CITIZEN_BENCH_EXEMPLARS=1) and
@@ -151,7 +153,11 @@ func TestBenchVersionsAccuracy(t *testing.T) {
 	t.Logf("base: %s", evalDrifted(ctx, t, cm, "", n, 7))
 	vs, _ := filepath.Glob(filepath.Join(dir, "data", "distill", "weights", "*"))
 	sort.Strings(vs)
+	only := os.Getenv("CITIZEN_BENCH_VERSIONS") // comma-separated; empty: all
 	for _, vdir := range vs {
+		if only != "" && !slices.Contains(strings.Split(only, ","), filepath.Base(vdir)) {
+			continue
+		}
 		a, err := model.LoadPEFT(vdir, base.Config)
 		if err != nil {
 			t.Logf("%s: %v", filepath.Base(vdir), err)
