@@ -3,9 +3,6 @@ package distill
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
-	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,72 +62,52 @@ func (a driftedAccuracy) String() string {
 	return b.String()
 }
 
-// evalDrifted asks n questions per type (order_status, which needs its
-// tool, is left out; json_extract without the engine's JSON mask) in the
-// world after the drift, greedily, with adapter (registered on cm's
-// engine; "" the base).
+// evalDrifted asks n questions per type (workplace.Quiz: order_status,
+// which needs its tool, is left out; json_extract without the engine's
+// JSON mask) in the world after the drift, greedily, with adapter
+// (registered on cm's engine; "" the base); refund questions are their
+// own key ("policy/refund", the other policy ones "policy/other").
 func evalDrifted(ctx context.Context, t *testing.T, cm *chat.Model, adapter string, n int, seed uint64) driftedAccuracy {
 	t.Helper()
 	w := workplace.InitialWorld()
 	w.Policy.RefundDays = 60
 	w.Policy.Version++
-	acc := driftedAccuracy{correct: map[string]int{}, asked: map[string]int{}}
-	for _, name := range w.Families {
-		if name == "order_status" {
-			continue
+	split := func(tn workplace.Turn) string {
+		if strings.Contains(tn.Answer, "refund window") {
+			return "policy/refund"
 		}
-		fam := workplace.FamilyByName(name)
-		h := fnv.New64a()
-		io.WriteString(h, name)
-		r := rand.New(rand.NewPCG(seed, h.Sum64()))
-		keys := []string{name}
-		if name == "policy" {
-			keys = []string{"policy/refund", "policy/other"}
-		}
-		done := func() bool {
-			for _, k := range keys {
-				if acc.asked[k] < n {
-					return false
-				}
-			}
-			return true
-		}
-		for tries := 0; !done() && tries < 20*n; tries++ {
-			task := fam.Generate(r, w)
-			if len(task.Tools) > 0 || len(task.Turns) == 0 {
-				continue
-			}
-			turn := task.Turns[0]
-			key := name
-			if name == "policy" {
-				key = "policy/other"
-				if strings.Contains(turn.Answer, "refund window") {
-					key = "policy/refund"
-				}
-			}
-			if acc.asked[key] >= n {
-				continue
-			}
+		return "policy/other"
+	}
+	qs, err := workplace.Quiz(ctx, w, workplace.QuizConfig{N: n, Seed: seed,
+		Split: map[string]func(workplace.Turn) string{"policy": split},
+		Keys:  map[string][]string{"policy": {"policy/refund", "policy/other"}}},
+		func(ctx context.Context, system, user string) (string, error) {
 			var msgs []tokenizer.Message
-			if task.System != "" {
-				msgs = append(msgs, tokenizer.Message{Role: "system", Content: task.System})
+			if system != "" {
+				msgs = append(msgs, tokenizer.Message{Role: "system", Content: system})
 			}
-			msgs = append(msgs, tokenizer.Message{Role: "user", Content: turn.User})
+			msgs = append(msgs, tokenizer.Message{Role: "user", Content: user})
 			c, err := cm.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: 64, Adapter: adapter})
 			if err != nil {
-				t.Fatal(err)
+				return "", err
 			}
-			acc.asked[key]++
-			if turn.Check(c.Message.Content).Correct {
-				acc.correct[key]++
+			return c.Message.Content, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := driftedAccuracy{correct: map[string]int{}, asked: map[string]int{}}
+	for _, q := range qs {
+		acc.asked[q.Key]++
+		if q.Correct {
+			acc.correct[q.Key]++
+		}
+		if q.Key == "policy/refund" {
+			if strings.Contains(q.Answer, "60") {
+				acc.said60++
 			}
-			if key == "policy/refund" {
-				if strings.Contains(c.Message.Content, "60") {
-					acc.said60++
-				}
-				if len(acc.samples) < 4 {
-					acc.samples = append(acc.samples, fmt.Sprintf("%q -> %q", turn.User, c.Message.Content))
-				}
+			if len(acc.samples) < 4 {
+				acc.samples = append(acc.samples, fmt.Sprintf("%q -> %q", q.User, q.Answer))
 			}
 		}
 	}
