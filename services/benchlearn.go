@@ -60,6 +60,10 @@ type LearnConfig struct {
 	// Epochs are the passes over a cycle's data (with MaxSteps they size
 	// its dataset; 0: the distiller's default).
 	Epochs float64
+	// Quiz is the number of fresh questions per type on which the last
+	// promoted version and the base are compared at the end (default
+	// 200; negative: none).
+	Quiz int
 	// Baseline is the report.json of a run without faults, for the
 	// behaviour checks of a run with --tool-fail-rate or
 	// --tool-timeout-rate.
@@ -91,6 +95,9 @@ func (c *LearnConfig) defaults() {
 	if c.Checkpoint == "" {
 		c.Checkpoint = "model/base"
 	}
+	if c.Quiz == 0 {
+		c.Quiz = 200
+	}
 }
 
 func cmdBench(ctx context.Context, args []string, env Env) error {
@@ -121,6 +128,7 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	fs.IntVar(&c.MinPerArm, "min-per-arm", c.MinPerArm, "rollout: evaluations per arm that end a step")
 	fs.Float64Var(&c.Epochs, "epochs", 0, "passes over a training cycle's data, with --max-steps sizing its dataset (0: the distiller's default, 4)")
 	fs.StringVar(&c.Baseline, "baseline", "", "report.json of a run without faults, compared with in the behaviour checks")
+	fs.IntVar(&c.Quiz, "quiz", c.Quiz, "fresh questions per type on which the last promoted version and the base are compared at the end (negative: none)")
 	var shares []string
 	for _, w := range c.Steps {
 		shares = append(shares, strconv.FormatFloat(w, 'g', -1, 64))
@@ -150,7 +158,12 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 
 // LearnReport is what `citizen bench learn` measures.
 type LearnReport struct {
-	Config          LearnConfig                   `json:"config"`
+	Config LearnConfig `json:"config"`
+	// Quiz compares the last promoted version with the base on the same
+	// fresh questions (nil when nothing was promoted or --quiz 0).
+	Quiz *QuizCheck `json:"quiz,omitempty"`
+	// artifacts are the trained versions' adapter directories.
+	artifacts       map[string]string
 	Windows         []LearnWindow                 `json:"windows"`
 	Versions        []VersionEvent                `json:"versions"`
 	Trained         int                           `json:"versions_trained"`
@@ -383,6 +396,9 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	if err != nil {
 		return nil, err
 	}
+	if rep.Quiz, err = quizPromoted(ctx, c, drift, rep, progress); err != nil {
+		return nil, fmt.Errorf("bench learn: quiz: %w", err)
+	}
 	rep.Summary = sum
 	if app.Distiller != nil && app.Rollout != nil {
 		live := map[string]LiveSummary{
@@ -466,7 +482,7 @@ func servedBy(r workplace.Record) string {
 }
 
 func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, recs []workplace.Record, st events.Store) (*LearnReport, error) {
-	rep := &LearnReport{Config: c, ByVersion: map[string]map[string]Ratio{}, RewardByVersion: map[string]map[string]float64{},
+	rep := &LearnReport{Config: c, artifacts: map[string]string{}, ByVersion: map[string]map[string]Ratio{}, RewardByVersion: map[string]map[string]float64{},
 		LengthByVersion: map[string]float64{}, ToolsByVersion: map[string]float64{}, FinalAccuracy: map[string]float64{}}
 	for _, d := range drift {
 		rep.DriftAt = append(rep.DriftAt, d.At)
@@ -536,6 +552,9 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 		}
 		switch x := p.(type) {
 		case *events.WeightsTrained:
+			if x.Artifact != nil {
+				rep.artifacts[x.Version] = x.Artifact.Path
+			}
 			if x.Accepted {
 				rep.Trained++
 				add("trained", x.Version, x.Reason, 0)
@@ -911,7 +930,26 @@ func (rep *LearnReport) mustShow() {
 				}
 			}
 			rec := d.RecoveredAt >= 0 && d.RecoveryConvs <= 2000
+			// Other types: the promoted version against the base on the
+			// same fresh questions when the quiz ran (the served
+			// comparison's before-window holds a few dozen answers per
+			// type: its standard error is 4-5 points), else served.
 			others := worst >= -2
+			quizText := ""
+			if q := rep.Quiz; q != nil {
+				qWorst, qT := 0.0, ""
+				for t, x := range q.Types {
+					if t != d.Type && x.Points < qWorst {
+						qWorst, qT = x.Points, t
+					}
+				}
+				others = qWorst >= -2
+				quizText = fmt.Sprintf("other types, %s vs base on the same %d fresh questions each: no loss", q.Version, q.Questions)
+				if qT != "" {
+					quizText = fmt.Sprintf("other types, %s vs base on the same %d fresh questions each: largest loss %s %+.1f points (paired SE %.1f)",
+						q.Version, q.Questions, qT, qWorst, q.Types[qT].SE)
+				}
+			}
 			ok = ok && rec && others
 			if d.RecoveredAt >= 0 {
 				parts = append(parts, fmt.Sprintf("drift at %d: %s %.2f before, %.2f after (first window), >= 0.90 in the window ending at %d (%d conversations after the drift), %.2f from there on",
@@ -919,11 +957,15 @@ func (rep *LearnReport) mustShow() {
 			} else {
 				parts = append(parts, fmt.Sprintf("drift at %d: %s %.2f before, %.2f after (first window), never >= 0.90 in a %d-conversation window", d.At, d.Type, d.Before.Rate, d.PostDrift.Rate, c.Window))
 			}
+			if quizText != "" {
+				parts = append(parts, quizText)
+			}
+			served := "served before the drift vs after the recovery point: "
 			if worstT != "" {
 				ch := d.Others[worstT]
-				parts = append(parts, fmt.Sprintf("largest loss of another type: %s %+.1f points (%.2f -> %.2f, SE %.1f)", worstT, ch.Points, ch.Before.Rate, ch.After.Rate, ch.SE))
+				parts = append(parts, fmt.Sprintf("%slargest loss of another type %s %+.1f points (%.2f -> %.2f, SE %.1f)", served, worstT, ch.Points, ch.Before.Rate, ch.After.Rate, ch.SE))
 			} else {
-				parts = append(parts, "no other type lost accuracy")
+				parts = append(parts, served+"no other type lost accuracy")
 			}
 		}
 		add("drift recovery", verdict(ok), "%s", strings.Join(parts, "; "))
@@ -1068,6 +1110,9 @@ func (rep *LearnReport) render() string {
 			ch := d.Others[t]
 			fmt.Fprintf(&b, "  %-16s %.2f/%d -> %.2f/%d  %+.1f points (SE %.1f)\n", t, ch.Before.Rate, ch.Before.Total, ch.After.Rate, ch.After.Total, ch.Points, ch.SE)
 		}
+	}
+	if rep.Quiz != nil {
+		rep.Quiz.render(&b)
 	}
 	fmt.Fprintf(&b, "\nacknowledged interactions: %d, missing from the store: %d\n", rep.Acknowledged, rep.Lost)
 	fmt.Fprintf(&b, "\nMust-show (issue 8):\n")

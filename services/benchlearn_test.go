@@ -2,6 +2,7 @@ package services
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -142,5 +143,34 @@ func TestLearnReportTally(t *testing.T) {
 	_, rewards, ok := strings.Cut(text, "mean reward of the served mix")
 	if !ok || !strings.Contains(rewards, "0.60") || !strings.Contains(text, "policy 0.50/2 r0.60") {
 		t.Errorf("the report does not show the mean rewards:\n%s", text)
+	}
+}
+
+// pairQuiz: per family both accuracies and the paired difference with
+// its standard error; the questions must be the same.
+func TestPairQuiz(t *testing.T) {
+	q := func(fam string, ok ...bool) []workplace.Question {
+		var out []workplace.Question
+		for i, c := range ok {
+			out = append(out, workplace.Question{Family: fam, User: fmt.Sprint(fam, i), Correct: c})
+		}
+		return out
+	}
+	base := append(q("arithmetic", true, true, false, false), q("policy", false, false)...)
+	promoted := append(q("arithmetic", true, false, false, true), q("policy", true, true)...)
+	got, err := pairQuiz("d0001", 4, base, promoted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, p := got.Types["arithmetic"], got.Types["policy"]
+	if a.Base.Rate != 0.5 || a.Version.Rate != 0.5 || a.Points != 0 || math.Abs(a.SE-100*math.Sqrt(2.0/3/4)) > 1e-9 {
+		t.Errorf("arithmetic %+v", a)
+	}
+	if p.Points != 100 || p.SE != 0 || p.Version.Correct != 2 {
+		t.Errorf("policy %+v", p)
+	}
+	promoted[0].User = "another question"
+	if _, err := pairQuiz("d0001", 4, base, promoted); err == nil {
+		t.Error("different questions compared")
 	}
 }

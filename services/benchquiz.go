@@ -1,0 +1,153 @@
+package services
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"citizen/model"
+	"citizen/model/chat"
+	"citizen/model/tokenizer"
+	"citizen/workplace"
+)
+
+// QuizCheck compares the last promoted version with the base checkpoint
+// on the same fresh questions of the run's final world (workplace.Quiz,
+// greedy): the change a promotion made to each type's accuracy, measured
+// question by question. Served accuracy before and after a recovery
+// compares different questions, a few dozen per type before a drift;
+// here every question is answered by both.
+type QuizCheck struct {
+	Version   string              `json:"version"`
+	Questions int                 `json:"questions_per_type"`
+	Types     map[string]QuizType `json:"types"`
+}
+
+// QuizType is one type's result: both accuracies, and the difference in
+// points (version minus base) with its paired standard error.
+type QuizType struct {
+	Base    Ratio   `json:"base"`
+	Version Ratio   `json:"version"`
+	Points  float64 `json:"points"`
+	SE      float64 `json:"se"`
+}
+
+// quizPromoted quizzes the base and the last promoted version of the run
+// (nil when none was promoted or c.Quiz < 0).
+func quizPromoted(ctx context.Context, c LearnConfig, drift workplace.Drift, rep *LearnReport, progress io.Writer) (*QuizCheck, error) {
+	version := ""
+	for _, v := range rep.Versions {
+		if v.Kind == "promoted" {
+			version = v.Version
+		}
+	}
+	if c.Quiz < 0 || version == "" {
+		return nil, nil
+	}
+	dir := rep.artifacts[version]
+	if dir == "" {
+		return nil, fmt.Errorf("promoted version %s has no artifact", version)
+	}
+	cm, err := chat.Open(c.Checkpoint, model.EngineConfig{})
+	if err != nil {
+		return nil, err
+	}
+	defer cm.Close()
+	a, err := model.LoadPEFT(dir, cm.Engine.Model().Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := cm.Engine.RegisterAdapter(version, a); err != nil {
+		return nil, err
+	}
+	w := drift.WorldAt(workplace.InitialWorld(), c.Interactions)
+	quiz := func(adapter string) ([]workplace.Question, error) {
+		return workplace.Quiz(ctx, w, workplace.QuizConfig{N: c.Quiz, Seed: uint64(c.Seed)}, func(ctx context.Context, system, user string) (string, error) {
+			var msgs []tokenizer.Message
+			if system != "" {
+				msgs = append(msgs, tokenizer.Message{Role: "system", Content: system})
+			}
+			msgs = append(msgs, tokenizer.Message{Role: "user", Content: user})
+			out, err := cm.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: 64, Adapter: adapter})
+			if err != nil {
+				return "", err
+			}
+			return out.Message.Content, nil
+		})
+	}
+	fmt.Fprintf(progress, "bench learn: quizzing the base and %s on %d fresh questions per type\n", version, c.Quiz)
+	base, err := quiz("")
+	if err != nil {
+		return nil, err
+	}
+	promoted, err := quiz(version)
+	if err != nil {
+		return nil, err
+	}
+	return pairQuiz(version, c.Quiz, base, promoted)
+}
+
+// pairQuiz compares two quizzes of the same questions per family.
+func pairQuiz(version string, n int, base, other []workplace.Question) (*QuizCheck, error) {
+	if len(base) != len(other) {
+		return nil, fmt.Errorf("%d questions for the base, %d for %s", len(base), len(other), version)
+	}
+	q := &QuizCheck{Version: version, Questions: n, Types: map[string]QuizType{}}
+	diffs := map[string][]float64{}
+	for i := range base {
+		b, o := base[i], other[i]
+		if b.User != o.User || b.Family != o.Family {
+			return nil, fmt.Errorf("question %d differs: %q vs %q", i, b.User, o.User)
+		}
+		t := q.Types[b.Family]
+		t.Base.Total++
+		t.Version.Total++
+		d := 0.0
+		if b.Correct {
+			t.Base.Correct++
+			d--
+		}
+		if o.Correct {
+			t.Version.Correct++
+			d++
+		}
+		q.Types[b.Family] = t
+		diffs[b.Family] = append(diffs[b.Family], d)
+	}
+	for fam, t := range q.Types {
+		t.Base.Rate = float64(t.Base.Correct) / float64(t.Base.Total)
+		t.Version.Rate = float64(t.Version.Correct) / float64(t.Version.Total)
+		ds := diffs[fam]
+		mean, ss := 0.0, 0.0
+		for _, d := range ds {
+			mean += d
+		}
+		mean /= float64(len(ds))
+		for _, d := range ds {
+			ss += (d - mean) * (d - mean)
+		}
+		t.Points = 100 * mean
+		if len(ds) > 1 {
+			t.SE = 100 * math.Sqrt(ss/float64(len(ds)-1)/float64(len(ds)))
+		}
+		q.Types[fam] = t
+	}
+	return q, nil
+}
+
+// render writes the quiz as report lines.
+func (q *QuizCheck) render(b *strings.Builder) {
+	fmt.Fprintf(b, "\nquiz: base vs %s on the same %d fresh questions per type of the final world (greedy):\n", q.Version, q.Questions)
+	types := make([]string, 0, len(q.Types))
+	for t := range q.Types {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		x := q.Types[t]
+		fmt.Fprintf(b, "  %-16s %.2f -> %.2f  %+.1f points (paired SE %.1f)\n", t, x.Base.Rate, x.Version.Rate, x.Points, x.SE)
+	}
+}
