@@ -210,6 +210,24 @@ func TestBenchReplayCycle(t *testing.T) {
 			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 12 })
 		case "sd_weight_20":
 			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 20 })
+		case "no_pg":
+			setObjective(&cfg, func(o *Objective) { o.PolicyGradient = false })
+		case "kl_2":
+			setObjective(&cfg, func(o *Objective) { o.KLCoef = 2 })
+		case "no_sd":
+			setObjective(&cfg, func(o *Objective) { o.SelfDistill = false })
+		case "policy_only":
+			cfg.Pipeline.Types = []string{"policy"}
+		case "anchors_32_w1":
+			cfg.Pipeline.AnchorsPerType, cfg.Pipeline.AnchorWeight = 32, 1
+		case "lr_half":
+			cfg.Hyper.LR = 5e-4
+		case "lora_mlp":
+			cfg.LoRA = model.LoRAConfig{Rank: 8, Alpha: 16, TargetModules: []string{"gate_proj", "up_proj", "down_proj"}}
+		case "lora_attn":
+			cfg.LoRA = model.LoRAConfig{Rank: 8, Alpha: 16, TargetModules: []string{"q_proj", "v_proj", "o_proj"}}
+		case "lora_r2":
+			cfg.LoRA = model.LoRAConfig{Rank: 2, Alpha: 4, TargetModules: DefaultLoRA().TargetModules}
 		case "no_anchors":
 			cfg.Pipeline.AnchorsPerType = -1
 		case "steps100":
@@ -275,7 +293,11 @@ func TestBenchReplayCycle(t *testing.T) {
 	}
 	t.Logf("manifest: kinds %v stats %+v self-distill %v", ds.Manifest.KindCounts, ds.Manifest.Stats, ds.Manifest.SelfDistill)
 	for _, ex := range ds.Train {
-		if ex.Type == "policy" && (ex.Kind == KindRevised || ex.Correction != "" || ex.Hint != "") {
+		show := os.Getenv("CITIZEN_BENCH_SHOW_TYPE") // the type whose corrections are listed (default policy)
+		if show == "" {
+			show = "policy"
+		}
+		if ex.Type == show && (ex.Kind == KindRevised || ex.Correction != "" || ex.Hint != "") {
 			t.Logf("    %-7s w=%.2f adv=%+.2f %q -> %q (correction %q)", ex.Kind, ex.Weight, ex.Advantage, lastUser(ex.Messages), ex.Answer.Content, ex.Correction)
 		}
 	}

@@ -98,8 +98,10 @@ func numberBounded(s string, lo, hi int) bool {
 // contradicted returns the interactions whose answers state what a
 // customer's correction of another answer of the same task type said is
 // wrong: the span a correction replaced ("30 days", corrected to "60
-// days"; "3 + 4 = 7", corrected to "3 + 4 = 8") marks every other answer
-// of the type that states it, number-bounded, case and spacing aside.
+// days") marks every other answer of the type that states it,
+// number-bounded, case and spacing aside, when it is a recurring
+// statement of the type (at least contradictionShare of its answers
+// state it: a fact, not an answer that is right for other questions).
 // Corrections apply in the order they were interpreted, and one that
 // states a marked span as right ("30 days" again, after a change back)
 // clears it. Interactions with a correction or hint of their own are not
@@ -142,21 +144,50 @@ func contradicted(graded []*Interaction) map[string]bool {
 		delete(wrong[c.typ], c.new)
 		wrong[c.typ][c.old] = true
 	}
-	out := map[string]bool{}
+	// Only a recurring statement (stated in at least contradictionShare
+	// of its type's answers) is a fact that others contradict: "30 days"
+	// in half the policy answers, not "The answer is 72" or "50" in an
+	// arithmetic answer, which is right for other questions.
+	states := map[string]map[string][]string{} // type -> span -> interactions stating it
+	total := map[string]int{}
 	for _, it := range graded {
-		if it.Correction != "" || it.Hint != "" || len(wrong[it.Type()]) == 0 {
+		total[it.Type()]++
+		if len(wrong[it.Type()]) == 0 {
 			continue
 		}
 		a := normText(it.Answer.Content)
 		for s := range wrong[it.Type()] {
 			if statesSpan(a, s) {
-				out[it.ID] = true
-				break
+				if states[it.Type()] == nil {
+					states[it.Type()] = map[string][]string{}
+				}
+				states[it.Type()][s] = append(states[it.Type()][s], it.ID)
+			}
+		}
+	}
+	byID := map[string]*Interaction{}
+	for _, it := range graded {
+		byID[it.ID] = it
+	}
+	out := map[string]bool{}
+	for typ, spans := range states {
+		for _, ids := range spans {
+			if float64(len(ids)) < contradictionShare*float64(total[typ]) {
+				continue
+			}
+			for _, id := range ids {
+				if it := byID[id]; it.Correction == "" && it.Hint == "" {
+					out[id] = true
+				}
 			}
 		}
 	}
 	return out
 }
+
+// contradictionShare is the share of a type's answers that must state a
+// corrected span for it to mark the others (contradicted).
+const contradictionShare = 0.1
 
 // statesSpan reports whether text contains span, number-bounded.
 func statesSpan(text, span string) bool {

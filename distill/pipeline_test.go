@@ -247,6 +247,21 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	if ds.Manifest.Stats.Contradicted == 0 {
 		t.Errorf("stats %+v: no contradicted answer counted", ds.Manifest.Stats)
 	}
+	// A corrected span that few answers of its type state is no fact:
+	// "50" is right for other arithmetic questions.
+	for i := range 24 {
+		rec("arithmetic", fmt.Sprintf("The answer is %d.", 100+i), 1)
+	}
+	fifty := rec("arithmetic", "The answer is 50.", 1)
+	wrongFifty := rec("arithmetic", "The answer is 50.", 1)
+	w.feedback(wrongFifty, "35", "")
+	var all []*Interaction
+	for _, it := range replay(t, w.store, Retention{}).Snapshot() {
+		all = append(all, &it)
+	}
+	if c := contradicted(all); c[fifty] || !c[old[0]] {
+		t.Fatalf("an arithmetic answer stating 50 (2 of 26) marked %v; a policy answer stating 30 days marked %v", c[fifty], c[old[0]])
+	}
 	// The policy changes back: a correction states 30 days as right.
 	back := rec("policy", "The refund window is 60 days.", 1)
 	w.feedback(back, "30 days", "")
