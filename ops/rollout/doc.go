@@ -7,7 +7,8 @@
 // # Lifecycle of a rollout
 //
 // An accepted weights.trained (Accepted=true) makes its version a waiting
-// candidate. When no rollout runs, the oldest waiting candidate starts:
+// candidate. When no rollout runs, the newest waiting candidate starts
+// (Config.Order):
 // rollout.started with Candidate, Stable (the current stable version:
 // the last promoted one, else Config.Stable, else the candidate's parent),
 // Step 0 and Weight Config.Steps[0]. The stream is rollout-<ID>, with ID
@@ -25,6 +26,14 @@
 // step without a win it applies Config.Inconclusive: "rollback" (default:
 // stable keeps serving, reason inconclusive) or "promote" if the candidate
 // is non-inferior within NonInferiority.
+//
+// A step before the last comparative one ends only when the candidate
+// shows no sign of harm (Config.HoldMargin); otherwise it is held at its
+// share. A candidate gives way to a newer waiting one (rolled back) once
+// its step has Config.GiveWayAfter evaluations and it is held (reason
+// no_advance) or, at the last comparative step, no reward test would show
+// a win by MaxPerArm even one standard error better than measured
+// (reason futile).
 //
 // At any time (also during a pause) the candidate is rolled back at once
 // (rollout.rolled_back: stable serves everything again) when
