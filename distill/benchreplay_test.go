@@ -282,8 +282,8 @@ func TestBenchReplayCycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("cycle %s window (%d, %d]: accepted=%v reason=%q examples=%v kl=%.4f steps=%v",
-		wt.Version, wt.WindowFrom, wt.WindowTo, wt.Accepted, wt.Reason, wt.ExamplesPerType, wt.KLToParent, wt.Hyper["steps"])
+	t.Logf("cycle %s window (%d, %d]: accepted=%v reason=%q examples=%v kl=%.4f steps=%v corrections=%+v",
+		wt.Version, wt.WindowFrom, wt.WindowTo, wt.Accepted, wt.Reason, wt.ExamplesPerType, wt.KLToParent, wt.Hyper["steps"], wt.Corrections)
 	for _, k := range sortedKeys(wt.OfflineEval) {
 		t.Logf("    gate %-22s parent %.4f cand %.4f", k, wt.ParentEval[k], wt.OfflineEval[k])
 	}

@@ -571,6 +571,9 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		return &cycleFailure{"evaluation", err}
 	}
 	wt.OfflineEval, wt.ParentEval, wt.KLToParent = candEval, parentEval, kl
+	if wt.Corrections, err = d.correctionCheck(ctx, wt.Version, cand, pad, evalSet); err != nil {
+		return &cycleFailure{"evaluation", err}
+	}
 	wt.Accepted, wt.Reason = cfg.Gate.DecideCounts(candEval, parentEval, evalCounts(evalSet, cfg.Regression, cfg.Pipeline.GoodReward, cfg.Base.Config.MaxPositionEmbeddings), kl)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"citizen/events"
+	"citizen/model"
 )
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -106,6 +107,14 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 			t.Fatalf("type %s regressed: %.3f -> %.3f", typ, p, wt.OfflineEval[typ])
 		}
 	}
+	// The correction check asked the hold-out's corrected questions (the
+	// base never says 60 days; the tiny candidate's greedy answers do not
+	// yet either: TestCorrectionCheckCounts checks the counting).
+	c := wt.Corrections
+	if c == nil || c.N == 0 || c.Parent != 0 || stored(t, w.store, wt.Version).Corrections == nil {
+		t.Fatalf("correction check %+v (stored with the version)", c)
+	}
+	t.Logf("correction check: %d of %d (parent %d)", c.Candidate, c.N, c.Parent)
 	ds, err := ReadDataset(filepath.Join(d.cfg.DataDir, "datasets", wt.Version))
 	if err != nil {
 		t.Fatal(err)
@@ -385,5 +394,38 @@ func TestRunStopsWhenShutdownCutsACycle(t *testing.T) {
 	}
 	if started != 1 {
 		t.Fatalf("training started %d times after shutdown", started)
+	}
+}
+
+// The correction check counts a corrected question as right when the
+// greedy answer states the corrected answer: here the correction is what
+// the model says anyway for one question and something it never says for
+// the other, and the candidate is a zero adapter (the base's answers).
+func TestCorrectionCheckCounts(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	d := newDistiller(t, w, func(c *Config) { c.CorrectionTemplate = "{correction}" })
+	msgs := []events.ChatMessage{{Role: "user", Content: oldWorld(2).user}}
+	c, err := d.cfg.Chat.Complete(context.Background(), chatRequest(msgs, 24))
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := c.Message.Content
+	target, _ := answerTokens(tok, msgs, said)
+	hold := []Example{
+		{Type: "policy", Messages: msgs, Correction: said, TargetTokens: target},
+		{Type: "policy", Messages: msgs, Correction: "zebra quartz", TargetTokens: target},
+		{Type: "policy", Messages: msgs}, // no correction: not asked
+	}
+	zero, err := model.NewAdapter("zero", base.Config, DefaultLoRA(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.correctionCheck(context.Background(), "v", zero, nil, hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || *got != (events.CorrectionCheck{N: 2, Candidate: 1, Parent: 1}) {
+		t.Fatalf("correction check %+v for the answer %q; want 2 asked, 1 right each", got, said)
 	}
 }

@@ -231,12 +231,24 @@ type WeightsTrained struct {
 	OfflineEval     map[string]float64 `json:"offline_eval,omitempty"`
 	ParentEval      map[string]float64 `json:"parent_eval,omitempty"`
 	KLToParent      float64            `json:"kl_to_parent"`
-	Accepted        bool               `json:"accepted"`
-	Reason          string             `json:"reason,omitempty"`
-	Artifact        *Artifact          `json:"artifact,omitempty"`
+	// Corrections is the offline check on the hold-out's corrected
+	// examples: how many the candidate and the parent answer right.
+	Corrections *CorrectionCheck `json:"corrections,omitempty"`
+	Accepted    bool             `json:"accepted"`
+	Reason      string           `json:"reason,omitempty"`
+	Artifact    *Artifact        `json:"artifact,omitempty"`
 }
 
 func (WeightsTrained) EventType() string { return TypeWeightsTrained }
+
+// CorrectionCheck counts the hold-out examples with a customer's
+// correction (N) whose greedy answer states it, for the candidate and for
+// its parent.
+type CorrectionCheck struct {
+	N         int `json:"n"`
+	Candidate int `json:"candidate"`
+	Parent    int `json:"parent"`
+}
 
 // RolloutEvidence is the evidence behind a rollout decision.
 type RolloutEvidence struct {

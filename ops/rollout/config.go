@@ -99,11 +99,16 @@ type Config struct {
 	// its slot to the next candidate whenever cycles were frequent.
 	GiveWayAfter int `yaml:"give_way_after"`
 	// Order picks the waiting candidate that starts when no rollout runs:
-	// "newest" (default: the last trained, whose data is the most recent;
-	// the older waiting ones are marked superseded and never start) or
-	// "oldest" (every candidate in training order). After a drift the
-	// candidates trained before it have nothing to offer, and serving them
-	// one by one delays the one that learnt the change.
+	// "best" (default: the one that answers the most of its hold-out's
+	// corrected questions as corrected, weights.trained's correction
+	// check, counted as right/(n+1); the newest among equals), "newest"
+	// (the last trained, whose data is the most recent) or "oldest"
+	// (every candidate in training order). The waiting candidates trained
+	// before the one that starts are marked superseded and never start.
+	// After a drift the candidates trained before it have nothing to
+	// offer, and those trained after it differ: in a bench run the newest
+	// when the slot freed answered 8 of 30 fresh refund questions right,
+	// one trained three cycles earlier 22.
 	Order string `yaml:"order"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`
@@ -154,7 +159,7 @@ func DefaultConfig() Config {
 		Alpha:          0.05,
 		Tau:            0.1,
 		TypeTau:        0.5,
-		Order:          "newest",
+		Order:          "best",
 		HoldMargin:     0.02,
 		Guardrails: Guardrails{
 			Alpha:       0.01,
@@ -236,8 +241,8 @@ func (c Config) Validate() error {
 	if c.MaxHold < c.MinPerArm {
 		errs = append(errs, fmt.Errorf("max_hold (%d) must be at least min_per_arm (%d)", c.MaxHold, c.MinPerArm))
 	}
-	if c.Order != "newest" && c.Order != "oldest" {
-		errs = append(errs, fmt.Errorf("order: %q is neither newest nor oldest", c.Order))
+	if c.Order != "best" && c.Order != "newest" && c.Order != "oldest" {
+		errs = append(errs, fmt.Errorf("order: %q is not best, newest or oldest", c.Order))
 	}
 	if c.Inconclusive != "rollback" && c.Inconclusive != "promote" {
 		errs = append(errs, fmt.Errorf("inconclusive: %q is neither rollback nor promote", c.Inconclusive))

@@ -354,6 +354,34 @@ func (s *State) stepReady() bool {
 	return true
 }
 
+// next is the waiting candidate that starts when no rollout runs
+// (Config.Order): the oldest, the newest, or the best by its offline
+// correction check (pending.score; the newest among equals).
+func (s *State) next() pending {
+	switch s.cfg.Order {
+	case "oldest":
+		return s.waiting[0]
+	case "best":
+		best := len(s.waiting) - 1
+		for i := best - 1; i >= 0; i-- {
+			if s.waiting[i].score() > s.waiting[best].score() {
+				best = i
+			}
+		}
+		return s.waiting[best]
+	}
+	return s.waiting[len(s.waiting)-1]
+}
+
+// startDetail says why p starts.
+func startDetail(p pending, others int, order string) string {
+	d := fmt.Sprintf("%d more candidate(s) waiting; order %s", others, order)
+	if c := p.corrections; c != nil {
+		d += fmt.Sprintf("; answers %d of %d corrected hold-out questions as corrected (its parent %d)", c.Candidate, c.N, c.Parent)
+	}
+	return d
+}
+
 // decide returns the controller's next decision on the current state, or
 // nil. The order: start a waiting candidate when none runs; roll back on
 // an anomaly, a failed guardrail or a reward regression (also while
@@ -367,10 +395,7 @@ func (s *State) decide() *decision {
 		if len(s.waiting) == 0 {
 			return nil
 		}
-		p := s.waiting[0]
-		if cfg.Order == "newest" {
-			p = s.waiting[len(s.waiting)-1]
-		}
+		p := s.next()
 		stable := s.stable
 		if stable == "" {
 			stable = p.parent
@@ -378,7 +403,7 @@ func (s *State) decide() *decision {
 		id := events.DeterministicID("rollout", p.eventID).String()
 		ch := events.RolloutChange{RolloutID: id, Candidate: p.version, Stable: stable, Step: 0, Weight: cfg.Steps[0],
 			Actor: ActorController, Reason: ReasonStarted + ": accepted weights.trained " + p.version,
-			Evidence: &events.RolloutEvidence{Detail: fmt.Sprintf("%d more candidate(s) waiting", len(s.waiting)-1)}}
+			Evidence: &events.RolloutEvidence{Detail: startDetail(p, len(s.waiting)-1, cfg.Order)}}
 		return &decision{stream: events.RolloutStream(id), expected: events.NoStream,
 			id: events.DeterministicID(id, events.TypeRolloutStarted), payload: &events.RolloutStarted{RolloutChange: ch}, change: ch}
 	}

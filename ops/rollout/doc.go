@@ -7,7 +7,7 @@
 // # Lifecycle of a rollout
 //
 // An accepted weights.trained (Accepted=true) makes its version a waiting
-// candidate. When no rollout runs, the newest waiting candidate starts
+// candidate. When no rollout runs, a waiting candidate starts
 // (Config.Order):
 // rollout.started with Candidate, Stable (the current stable version:
 // the last promoted one, else Config.Stable, else the candidate's parent),
@@ -45,10 +45,11 @@
 //   - the reward test shows a regression.
 //
 // Only one rollout runs at a time. A candidate accepted while one runs
-// waits; when the slot frees, the newest waiting candidate starts
-// (Config.Order "newest", the default; the older waiting ones are marked
-// superseded) or, with Order "oldest", they start in the order they were
-// trained; each runs against whatever is stable when it starts (so a
+// waits; when the slot frees, Config.Order picks the one that starts: by
+// default the one that answers the most of its hold-out's corrected
+// questions as corrected (weights.trained's correction check; the newest
+// among equals), or the newest, or the oldest; the waiting ones trained
+// before it are marked superseded. Each runs against whatever is stable when it starts (so a
 // candidate trained from an older parent must still beat the newer
 // stable). A version that is already stable or already had a rollout is
 // skipped.

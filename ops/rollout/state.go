@@ -123,6 +123,19 @@ type Version struct {
 
 type pending struct {
 	version, parent, eventID string
+	// corrections is the offline correction check of its weights.trained
+	// (nil without one).
+	corrections *events.CorrectionCheck
+}
+
+// score is how Order "best" ranks a waiting candidate: the corrected
+// hold-out questions it answers right over their number plus one (a
+// right answer of one counts less than nine of ten); 0 without a check.
+func (p pending) score() float64 {
+	if p.corrections == nil {
+		return 0
+	}
+	return float64(p.corrections.Candidate) / float64(p.corrections.N+1)
 }
 
 // State is the controller's projection: everything it decides on, built
@@ -309,7 +322,7 @@ func (s *State) trained(ev *events.Event, x *events.WeightsTrained) {
 		return
 	}
 	v.Status = "waiting"
-	s.waiting = append(s.waiting, pending{version: x.Version, parent: x.Parent, eventID: ev.ID.String()})
+	s.waiting = append(s.waiting, pending{version: x.Version, parent: x.Parent, eventID: ev.ID.String(), corrections: x.Corrections})
 }
 
 func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
@@ -322,8 +335,8 @@ func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
 		step: c.Step, weight: c.Weight, startedAt: ev.Time, startPos: ev.Position, stepPos: ev.Position,
 		all: newArms(), cur: newArms(), evals: map[string]obs{}}
 	s.started[c.Candidate] = true
-	// Candidates trained before the one that starts (Config.Order
-	// "newest") will not start any more: superseded.
+	// Candidates trained before the one that starts will not start any
+	// more: superseded.
 	if i := slices.IndexFunc(s.waiting, func(p pending) bool { return p.version == c.Candidate }); i >= 0 {
 		for _, p := range s.waiting[:i] {
 			s.setStatus(p.version, "superseded", "")

@@ -324,3 +324,39 @@ func TestHoldNeedsMoreThanNoise(t *testing.T) {
 		t.Fatalf("a candidate 0.05 below stable on 30 evaluations (standard error 0.26) was not advanced: %+v", d)
 	}
 }
+
+// With Order "best" the waiting candidate with the best offline correction
+// check starts (right/(n+1): 3 of 4 beats 1 of 1 and 2 of 4), the ones
+// trained before it are superseded, and the newer ones keep waiting;
+// without any check the newest starts.
+func TestOrderBestPicksCorrectionCheck(t *testing.T) {
+	cfg := Config{Stable: "A"}.WithDefaults()
+	if cfg.Order != "best" {
+		t.Fatalf("default order %q, want best", cfg.Order)
+	}
+	sim := newSimState(t, cfg)
+	for _, c := range []struct {
+		v       string
+		n, good int
+	}{{"B", 1, 1}, {"C", 4, 3}, {"D", 4, 2}} {
+		sim.apply(&events.WeightsTrained{Version: c.v, Parent: "A", Accepted: true, Corrections: &events.CorrectionCheck{N: c.n, Candidate: c.good}},
+			events.VersionStream(c.v), 0)
+	}
+	d := sim.decide()
+	if d == nil || d.change.Candidate != "C" || !strings.Contains(d.change.Evidence.Detail, "answers 3 of 4") {
+		t.Fatalf("started %+v, want C", d)
+	}
+	status := map[string]string{}
+	for _, v := range sim.st.Versions() {
+		status[v.Version] = v.Status
+	}
+	if status["B"] != "superseded" || status["D"] != "waiting" {
+		t.Fatalf("statuses %v: want B superseded, D waiting", status)
+	}
+	plain := newSimState(t, cfg)
+	plain.train("B", "A")
+	plain.train("C", "A")
+	if d := plain.decide(); d == nil || d.change.Candidate != "C" {
+		t.Fatalf("without checks started %+v, want the newest (C)", d)
+	}
+}
