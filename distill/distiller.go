@@ -407,6 +407,7 @@ func (d *Distiller) hyper() map[string]float64 {
 		"lora_rank": float64(c.LoRA.Rank), "lora_alpha": c.LoRA.Alpha, "lr": c.Hyper.LR, "batch_seqs": float64(c.Hyper.BatchSeqs),
 		"max_steps": float64(c.Hyper.MaxSteps), "min_steps": float64(c.Hyper.MinSteps), "epochs": c.Hyper.Epochs, "importance_cap": c.Objective.ImportanceCap,
 		"kl_coef": c.Objective.KLCoef, "self_distill_weight": c.Objective.SelfDistillWeight, "fallback_weight": c.Objective.FallbackWeight,
+		"edit_weight":      c.Objective.EditWeight,
 		"anchor_weight":    c.Pipeline.AnchorWeight,
 		"anchors_per_type": float64(c.Pipeline.AnchorsPerType), "holdout_fraction": c.Pipeline.HoldOutFraction,
 		"max_regression": c.Gate.MaxRegression, "kl_budget": c.Gate.KLBudget, "seed": float64(c.Hyper.Seed),
@@ -737,7 +738,9 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 	for _, ex := range toRevise(ds.Train, limit, hints) {
 		if edited, ok := d.editedAnswer(&ex); ok {
 			r := ex
-			r.Kind, r.Advantage, r.Weight, r.BehaviourLogprobs = KindRevised, 0, 1, nil
+			// The objective weighs it EditWeight, not SelfDistillWeight.
+			r.Kind, r.Advantage, r.BehaviourLogprobs = KindRevised, 0, nil
+			r.Weight = cfg.Objective.EditWeight / cfg.Objective.SelfDistillWeight
 			r.Answer = events.ChatMessage{Role: "assistant", Content: edited}
 			r.CompletionTokens = ex.TargetTokens
 			revised = append(revised, r)

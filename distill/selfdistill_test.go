@@ -114,7 +114,7 @@ func TestEditAnswerPutsTheCorrectionInPlace(t *testing.T) {
 }
 
 // A correction that states a number in place of one span of the answer
-// is learnt as the answer so edited (a revision's weight), without asking
+// is learnt as the answer so edited (weight EditWeight), without asking
 // the teacher: "60 days" against "No, the refund window is 30 days."
 // gives "No, the refund window is 60 days.", never the teacher's "Yes,
 // ..." (which would contain the correction and be wrong). A correction
@@ -151,8 +151,9 @@ func TestSpanCorrectionIsLearntAsTheEditedAnswer(t *testing.T) {
 	if !slices.Equal(got.CompletionTokens, want) {
 		t.Fatal("the edited revision's tokens are not the edited answer's")
 	}
-	if got.Weight != 1 {
-		t.Fatalf("edited revision weighs %v x SelfDistillWeight; want 1 (a checked revision's)", got.Weight)
+	o := d.cfg.Objective
+	if w := got.Weight * o.SelfDistillWeight; w != o.EditWeight || o.EditWeight != 12 {
+		t.Fatalf("edited revision weighs %v (objective %+v); want EditWeight 12", w, o)
 	}
 }
 
