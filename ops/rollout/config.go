@@ -66,11 +66,10 @@ type Config struct {
 	// HoldMargin: a step before the last comparative one ends (the
 	// candidate gets more traffic) only when the candidate shows no sign
 	// of harm: its stratified reward difference (or, without the per-type
-	// tests, the overall one) is not below -HoldMargin (default 0.02) by
-	// more than one standard error of its estimate. (As a bare point
-	// estimate, a fix held by chance at the end of its first step: at 30
-	// to 60 evaluations the stratified difference has a standard error
-	// near 0.08, and a fix of one type moves it by a few hundredths.) Otherwise the step goes on collecting evidence, at
+	// tests, the overall one) is at least -HoldMargin as a point estimate
+	// (default 0.02). (Holding only when the estimate is below -HoldMargin
+	// by more than its standard error let the bench's inverted-reward
+	// candidate leave its first step in 1 of 3 runs; reverted.) Otherwise the step goes on collecting evidence, at
 	// the same traffic share, until the tests decide or the step holds
 	// MaxHold candidate evaluations, or a newer candidate is waiting and
 	// the step has GiveWayAfter evaluations; then the candidate is rolled
