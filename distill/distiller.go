@@ -713,7 +713,11 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			}
 		}
 	}
-	if !cfg.Objective.SelfDistill {
+	if !cfg.Objective.SelfDistill || cfg.Pipeline.InvertRewards {
+		// With inverted rewards a correction, feedback that the recorded
+		// answer was bad, would make it good: no revision learns the
+		// correction (the edits, at EditWeight 12, made the test hook's
+		// bad candidate good enough to leave its first step).
 		return nil
 	}
 	adapter := ""

@@ -116,8 +116,9 @@ type PipelineConfig struct {
 	MaxSeqLen int
 	// InvertRewards replaces every reward r with −r in the training data
 	// (policy advantages and anchor choice; the hold-out keeps the true
-	// rewards): a test hook that trains a deliberately bad candidate, which
-	// the gate must reject.
+	// rewards) and turns self-distillation off (a correction says the
+	// recorded answer was bad): a test hook that trains a deliberately bad
+	// candidate, which the gate must reject.
 	InvertRewards bool
 }
 
