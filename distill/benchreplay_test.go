@@ -16,7 +16,6 @@ import (
 	"citizen/memory"
 	"citizen/model"
 	"citizen/model/chat"
-	"citizen/model/tokenizer"
 	"citizen/workplace"
 )
 
@@ -82,16 +81,7 @@ func evalDrifted(ctx context.Context, t *testing.T, cm *chat.Model, adapter stri
 		Split: map[string]func(workplace.Turn) string{"policy": split},
 		Keys:  map[string][]string{"policy": {"policy/refund", "policy/other"}}},
 		func(ctx context.Context, system, user string) (string, error) {
-			var msgs []tokenizer.Message
-			if system != "" {
-				msgs = append(msgs, tokenizer.Message{Role: "system", Content: system})
-			}
-			msgs = append(msgs, tokenizer.Message{Role: "user", Content: user})
-			c, err := cm.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: 64, Adapter: adapter})
-			if err != nil {
-				return "", err
-			}
-			return c.Message.Content, nil
+			return cm.Ask(ctx, adapter, system, user, 64)
 		})
 	if err != nil {
 		t.Fatal(err)

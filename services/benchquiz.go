@@ -10,7 +10,6 @@ import (
 
 	"citizen/model"
 	"citizen/model/chat"
-	"citizen/model/tokenizer"
 	"citizen/workplace"
 )
 
@@ -66,16 +65,7 @@ func quizPromoted(ctx context.Context, c LearnConfig, drift workplace.Drift, rep
 	w := drift.WorldAt(workplace.InitialWorld(), c.Interactions)
 	quiz := func(adapter string) ([]workplace.Question, error) {
 		return workplace.Quiz(ctx, w, workplace.QuizConfig{N: c.Quiz, Seed: uint64(c.Seed)}, func(ctx context.Context, system, user string) (string, error) {
-			var msgs []tokenizer.Message
-			if system != "" {
-				msgs = append(msgs, tokenizer.Message{Role: "system", Content: system})
-			}
-			msgs = append(msgs, tokenizer.Message{Role: "user", Content: user})
-			out, err := cm.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: 64, Adapter: adapter})
-			if err != nil {
-				return "", err
-			}
-			return out.Message.Content, nil
+			return cm.Ask(ctx, adapter, system, user, 64)
 		})
 	}
 	fmt.Fprintf(progress, "bench learn: quizzing the base and %s on %d fresh questions per type\n", version, c.Quiz)

@@ -114,6 +114,22 @@ type Completion struct {
 // generate.
 var ErrPromptTooLong = errors.New("chat: prompt too long for the model's context")
 
+// Ask answers one question greedily with adapter ("" for the base): a
+// system message when system is not empty, then user; at most maxTokens
+// tokens. It returns the answer's text (offline quizzes and checks).
+func (m *Model) Ask(ctx context.Context, adapter, system, user string, maxTokens int) (string, error) {
+	var msgs []tokenizer.Message
+	if system != "" {
+		msgs = append(msgs, tokenizer.Message{Role: "system", Content: system})
+	}
+	msgs = append(msgs, tokenizer.Message{Role: "user", Content: user})
+	c, err := m.Complete(ctx, Request{Messages: msgs, MaxTokens: maxTokens, Adapter: adapter})
+	if err != nil {
+		return "", err
+	}
+	return c.Message.Content, nil
+}
+
 // Complete renders the conversation, generates until end of turn (or
 // MaxTokens) and parses the answer.
 func (m *Model) Complete(ctx context.Context, r Request) (*Completion, error) {

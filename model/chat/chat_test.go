@@ -79,3 +79,31 @@ func TestSaveOpenRoundTrip(t *testing.T) {
 		t.Fatal("round trip changed the model or tokenizer")
 	}
 }
+
+// Ask is Complete with the system message (when given) and the user's
+// question, greedy: the same answer's text; a different system message
+// changes the prompt.
+func TestAskIsGreedyComplete(t *testing.T) {
+	m, tok := tinyChat(t)
+	cm := New(tok, model.NewEngine(m, model.EngineConfig{}))
+	defer cm.Close()
+	ctx := context.Background()
+	for _, system := range []string{"", "order status shipped"} {
+		var msgs []tokenizer.Message
+		if system != "" {
+			msgs = append(msgs, tokenizer.Message{Role: "system", Content: system})
+		}
+		msgs = append(msgs, tokenizer.Message{Role: "user", Content: "what is the refund window?"})
+		c, err := cm.Complete(ctx, Request{Messages: msgs, MaxTokens: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := cm.Ask(ctx, "", system, "what is the refund window?", 10)
+		if err != nil || got != c.Message.Content {
+			t.Fatalf("system %q: Ask %q (%v), Complete %q", system, got, err, c.Message.Content)
+		}
+	}
+	if _, err := cm.Ask(ctx, "no-such-adapter", "", "hi", 4); err == nil {
+		t.Fatal("an unknown adapter answered")
+	}
+}
