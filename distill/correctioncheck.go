@@ -51,28 +51,21 @@ func (d *Distiller) correctionCheck(ctx context.Context, version string, cand, p
 		}
 		defer cfg.Chat.Engine.RemoveAdapter(parentName)
 	}
-	right := func(ex *Example, adapter string) (bool, error) {
-		want := d.correctedAnswer(ex)
-		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: toTok(ex.Messages), MaxTokens: max(len(ex.TargetTokens), 16) + 8, Adapter: adapter})
-		if err != nil {
-			return false, fmt.Errorf("correction check: %w", err)
-		}
-		return containsFold(c.Message.Content, want), nil
-	}
 	out := &events.CorrectionCheck{N: len(asked)}
 	for _, ex := range asked {
-		ok, err := right(ex, candName)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out.Candidate++
-		}
-		if ok, err = right(ex, parentName); err != nil {
-			return nil, err
-		}
-		if ok {
-			out.Parent++
+		want, _ := d.correctedAnswer(ex)
+		msgs, maxTokens := toTok(ex.Messages), max(len(ex.TargetTokens), 16)+8
+		for _, m := range []struct {
+			adapter string
+			right   *int
+		}{{candName, &out.Candidate}, {parentName, &out.Parent}} {
+			c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: maxTokens, Adapter: m.adapter})
+			if err != nil {
+				return nil, fmt.Errorf("correction check: %w", err)
+			}
+			if containsFold(c.Message.Content, want) {
+				*m.right++
+			}
 		}
 	}
 	return out, nil

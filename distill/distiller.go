@@ -707,7 +707,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			if ex.Correction == "" {
 				continue
 			}
-			content := d.correctedAnswer(ex)
+			content, _ := d.correctedAnswer(ex)
 			if ids, err := answerTokens(tok, ex.Messages, content); err == nil && len(ex.PromptTokens)+len(ids) <= cfg.Pipeline.MaxSeqLen {
 				ex.TargetTokens = ids
 			}
@@ -803,7 +803,8 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			}
 			kept++
 		case cfg.Objective.CorrectionFallback && len(ex.TargetTokens) > 0:
-			r.Answer = events.ChatMessage{Role: "assistant", Content: d.correctedAnswer(&ex)}
+			content, _ := d.correctedAnswer(&ex)
+			r.Answer = events.ChatMessage{Role: "assistant", Content: content}
 			r.CompletionTokens = ex.TargetTokens
 			// The objective weighs it FallbackWeight, not SelfDistillWeight.
 			r.Weight = cfg.Objective.FallbackWeight / cfg.Objective.SelfDistillWeight
@@ -821,32 +822,33 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 }
 
 // editedAnswer is ex's recorded answer with its correction in place of
-// the span it corrects (editAnswer), when the correction has that shape
-// and its tokens fit (ex.TargetTokens, set by corrections). The minimal
-// edit keeps everything the user did not object to, which the teacher's
-// free revision does not: asked to revise "No, the refund window is 30
-// days." for an item bought 80 days ago with the correction "60 days",
-// the base checkpoint's teacher answered "Yes, the refund window is 60
-// days.", which contains the correction and is wrong.
+// the span it corrects (correctedAnswer's edit), when the correction has
+// that shape and its tokens fit (ex.TargetTokens, set by corrections).
+// The minimal edit keeps everything the user did not object to, which the
+// teacher's free revision does not: asked to revise "No, the refund
+// window is 30 days." for an item bought 80 days ago with the correction
+// "60 days", the base checkpoint's teacher answered "Yes, the refund
+// window is 60 days.", which contains the correction and is wrong.
 func (d *Distiller) editedAnswer(ex *Example) (string, bool) {
-	if ex.Correction == "" || len(ex.TargetTokens) == 0 || d.cfg.CorrectionTemplate != "{correction}" || len(ex.Answer.ToolCalls) > 0 {
+	if ex.Correction == "" || len(ex.TargetTokens) == 0 {
 		return "", false
 	}
-	return editAnswer(ex.Answer.Content, ex.Correction)
+	return d.correctedAnswer(ex)
 }
 
 // correctedAnswer renders ex's correction as an answer: with the default
 // template, the recorded answer with the correction in place of the span
-// it corrects when it has that shape (editAnswer: "60 days" against "No,
-// the refund window is 30 days." gives "No, the refund window is 60
-// days."), else CorrectionTemplate with the correction.
-func (d *Distiller) correctedAnswer(ex *Example) string {
+// it corrects when it has that shape (an edit, edit true; editAnswer:
+// "60 days" against "No, the refund window is 30 days." gives "No, the
+// refund window is 60 days."), else CorrectionTemplate with the
+// correction.
+func (d *Distiller) correctedAnswer(ex *Example) (answer string, edit bool) {
 	if d.cfg.CorrectionTemplate == "{correction}" && len(ex.Answer.ToolCalls) == 0 {
 		if a, ok := editAnswer(ex.Answer.Content, ex.Correction); ok {
-			return a
+			return a, true
 		}
 	}
-	return strings.ReplaceAll(d.cfg.CorrectionTemplate, "{correction}", ex.Correction)
+	return strings.ReplaceAll(d.cfg.CorrectionTemplate, "{correction}", ex.Correction), false
 }
 
 // toRevise returns the recorded answers in train that drew a correction

@@ -148,38 +148,31 @@ func contradicted(graded []*Interaction) map[string]bool {
 	// of its type's answers) is a fact that others contradict: "30 days"
 	// in half the policy answers, not "The answer is 72" or "50" in an
 	// arithmetic answer, which is right for other questions.
-	states := map[string]map[string][]string{} // type -> span -> interactions stating it
+	type statement struct {
+		it        *Interaction
+		typ, span string
+	}
+	var found []statement
+	stating := map[[2]string]int{} // (type, span) -> answers stating it
 	total := map[string]int{}
 	for _, it := range graded {
-		total[it.Type()]++
-		if len(wrong[it.Type()]) == 0 {
+		typ := it.Type()
+		total[typ]++
+		if len(wrong[typ]) == 0 {
 			continue
 		}
 		a := normText(it.Answer.Content)
-		for s := range wrong[it.Type()] {
+		for s := range wrong[typ] {
 			if statesSpan(a, s) {
-				if states[it.Type()] == nil {
-					states[it.Type()] = map[string][]string{}
-				}
-				states[it.Type()][s] = append(states[it.Type()][s], it.ID)
+				stating[[2]string{typ, s}]++
+				found = append(found, statement{it, typ, s})
 			}
 		}
 	}
-	byID := map[string]*Interaction{}
-	for _, it := range graded {
-		byID[it.ID] = it
-	}
 	out := map[string]bool{}
-	for typ, spans := range states {
-		for _, ids := range spans {
-			if float64(len(ids)) < contradictionShare*float64(total[typ]) {
-				continue
-			}
-			for _, id := range ids {
-				if it := byID[id]; it.Correction == "" && it.Hint == "" {
-					out[id] = true
-				}
-			}
+	for _, f := range found {
+		if f.it.Correction == "" && f.it.Hint == "" && float64(stating[[2]string{f.typ, f.span}]) >= contradictionShare*float64(total[f.typ]) {
+			out[f.it.ID] = true
 		}
 	}
 	return out
