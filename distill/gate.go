@@ -44,9 +44,9 @@ func scoredTarget(ex *Example, good float64, maxPos int) []int {
 // one forward pass.
 const evalChunk = 16
 
-// evalChunks calls fn with the examples of exs that are scored: those with
-// an evaluation target (evalTarget) and a prompt that fit m's context
-// together. Each is a copy with CompletionTokens set to its target; they
+// evalChunks calls fn with the examples of exs that are scored
+// (scoredTarget: an evaluation target and a prompt that fit m's context
+// together). Each is a copy with CompletionTokens set to its target; they
 // come in order, at most evalChunk at a time, with their indices in exs.
 // It stops at ctx's cancellation or fn's first error and returns it.
 func evalChunks(ctx context.Context, m *model.Model, exs []Example, good float64, fn func(chunk []*Example, idx []int) error) error {

@@ -217,8 +217,7 @@ func hashUnit(id string) float64 {
 // interactions. The window is the interactions whose evaluation in use is
 // at a position in (from, to]; anchors come from before it. Answers that
 // a correction contradicts (contradicted) are neither positive examples,
-// anchors nor hold-out answers. It fails only
-// when the embedder fails.
+// anchors nor hold-out answers. It fails only when the embedder fails.
 func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg PipelineConfig) (*Dataset, error) {
 	cfg.defaults()
 	reward := func(it *Interaction) float64 {

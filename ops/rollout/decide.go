@@ -244,9 +244,9 @@ func (s *State) typeTests(c, st *arm, ev *evidence, put func(string, moments, mo
 
 // typeVar is the variance of the difference of one type's mean rewards,
 // with the two arms' pooled variance (at least tau²/4) for both: a
-// type's rewards on a few candidate evaluations are often all equal (every answer right, or
-// every one wrong), and the candidate's own variance estimate, zero
-// then, would make any difference look certain. Under the null
+// type's rewards on a few candidate evaluations are often all equal
+// (every answer right, or every one wrong), and the candidate's own
+// variance estimate, zero then, would make any difference look certain. Under the null
 // hypothesis of no difference both arms have the same variance, which
 // the pooled estimate (mostly the stable arm's many evaluations) knows.
 func typeVar(cand, stab moments, tau float64) float64 {
@@ -300,19 +300,18 @@ func (s *State) givesWay() bool {
 
 // futile reports whether the candidate, at the last comparative step
 // without a win, gives way to a newer waiting one (Config.GiveWayAfter):
-// givesWay, and no test that could
-// promote it (ev.wins) would show a win by MaxPerArm evaluations per arm
-// even if its difference were one standard error larger than measured:
-// that optimistic difference lies within the half-width the test's
-// confidence sequence would have then (the variance scaled by the
-// candidate's evaluations now over then; the stable arm, larger, shrinks
-// less, so the projection errs towards not futile). closest names the
-// test nearest to a win. On the typed simulation (bench MaxPerArm 600,
-// a newer candidate waiting) this gives up an unchanged candidate after
-// a median 205 candidate evaluations of its last step instead of 600,
-// and promotes a fix of one type in six (+0.3 in its success rate) as
-// often as without it (39/40); judging on the measured difference alone
-// gave up a quarter of those fixes.
+// givesWay, and no test that could promote it (ev.wins) would show a win
+// by MaxPerArm evaluations per arm even if its difference were one
+// standard error larger than measured: that optimistic difference lies
+// within the half-width the test's confidence sequence would have then
+// (the variance scaled by the candidate's evaluations now over then; the
+// stable arm, larger, shrinks less, so the projection errs towards not
+// futile). closest names the test nearest to a win. On the typed
+// simulation (bench MaxPerArm 600, a newer candidate waiting) this gives
+// up an unchanged candidate after a median 180-205 candidate evaluations
+// of its last step instead of 600, and promotes a fix of one type in six
+// (+0.3 in its success rate) as often as without it (39/40); judging on
+// the measured difference alone gave up a quarter of those fixes.
 func (s *State) futile(ev evidence) (futile bool, closest string) {
 	a, cfg := s.active, s.cfg
 	n := a.cur[armCandidate].reward.n
