@@ -84,8 +84,8 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("cycle: accepted=%v reason=%q eval=%v parent=%v kl=%.4f examples=%v hyper=%v", wt.Accepted, wt.Reason, wt.OfflineEval, wt.ParentEval, wt.KLToParent, wt.ExamplesPerType, wt.Hyper)
-	if !wt.Accepted || wt.Artifact == nil {
-		t.Fatalf("candidate rejected: %s", wt.Reason)
+	if !wt.Accepted || wt.GateFailed || wt.Artifact == nil {
+		t.Fatalf("candidate rejected (or accepted with gate_failed): %s", wt.Reason)
 	}
 	if got := stored(t, w.store, wt.Version); got.Version != wt.Version || got.Artifact.SHA256 != wt.Artifact.SHA256 || got.Parent != "base" ||
 		got.WindowTo == 0 || len(got.ExamplesPerType) != 3 || got.Objective != "pg+sd+anchors+kl" {
@@ -154,8 +154,11 @@ func TestGateRejectsInvertedRewards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !fw.Accepted || fw.Artifact == nil || !strings.HasPrefix(fw.Reason, "forced; gate:") || !strings.Contains(fw.Reason, "regressed") {
-		t.Fatalf("forced candidate: accepted=%v reason=%q", fw.Accepted, fw.Reason)
+	if !fw.Accepted || !fw.GateFailed || fw.Artifact == nil || !strings.HasPrefix(fw.Reason, "forced; gate:") || !strings.Contains(fw.Reason, "regressed") {
+		t.Fatalf("forced candidate: accepted=%v gate_failed=%v reason=%q", fw.Accepted, fw.GateFailed, fw.Reason)
+	}
+	if wt.GateFailed {
+		t.Fatal("a rejected candidate is marked gate_failed (only forced acceptances are)")
 	}
 }
 

@@ -235,8 +235,11 @@ type WeightsTrained struct {
 	// examples: how many the candidate and the parent answer right.
 	Corrections *CorrectionCheck `json:"corrections,omitempty"`
 	Accepted    bool             `json:"accepted"`
-	Reason      string           `json:"reason,omitempty"`
-	Artifact    *Artifact        `json:"artifact,omitempty"`
+	// GateFailed: the offline gate found reasons to reject the candidate
+	// and it was accepted anyway (distill GateConfig.ForceAccept).
+	GateFailed bool      `json:"gate_failed,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Artifact   *Artifact `json:"artifact,omitempty"`
 }
 
 func (WeightsTrained) EventType() string { return TypeWeightsTrained }

@@ -67,17 +67,20 @@ type Config struct {
 	// candidate gets more traffic) only when the candidate shows no sign
 	// of harm: its stratified reward difference (or, without the per-type
 	// tests, the overall one) is at least -HoldMargin as a point estimate
-	// (default 0.02). (Holding only when the estimate is below -HoldMargin
-	// by more than its standard error let the bench's inverted-reward
-	// candidate leave its first step in 1 of 3 runs; reverted.) Otherwise the step goes on collecting evidence, at
-	// the same traffic share, until the tests decide or the step holds
+	// (default 0.02), and the offline gate did not reject it (a candidate
+	// accepted only because the gate was forced, weights.trained
+	// gate_failed, is always held: the controller never widens its
+	// exposure itself). Otherwise the step goes on collecting evidence,
+	// at the same traffic share, until the tests decide or the step holds
 	// MaxHold candidate evaluations, or a newer candidate is waiting and
 	// the step has GiveWayAfter evaluations; then the candidate is rolled
-	// back (reason no_advance): one that
-	// cannot show it does no harm gets no more users, and gives way to a
-	// newer one. This keeps a bad candidate in its first, smallest step
-	// until the sequential test has enough evidence against it. A
-	// negative value disables holding.
+	// back (reason no_advance): one that cannot show it does no harm gets
+	// no more users, and gives way to a newer one. This keeps a bad
+	// candidate in its first, smallest step until the sequential test has
+	// enough evidence against it. (Holding only when the estimate is below
+	// -HoldMargin by more than its standard error let the bench's
+	// inverted-reward candidate leave its first step in 1 of 3 runs;
+	// reverted.) A negative value disables holding.
 	HoldMargin float64 `yaml:"hold_margin"`
 	// MaxHold bounds the candidate evaluations of a held step (default
 	// 4 x MinPerArm).

@@ -282,10 +282,16 @@ func (ev evidence) harmDiff() (float64, string) {
 }
 
 // harmSign reports whether the candidate's reward difference is below
-// -HoldMargin (Config.HoldMargin): its step does not end yet.
+// -HoldMargin (Config.HoldMargin), or the offline gate rejected it and
+// was forced (weights.trained gate_failed): its step does not end yet.
 func (s *State) harmSign(ev evidence) bool {
 	if s.cfg.HoldMargin < 0 || !ev.looked {
 		return false
+	}
+	if s.active.gateFailed {
+		// Accepted only because the offline gate was forced: it has shown
+		// harm already, offline.
+		return true
 	}
 	d, _ := ev.harmDiff()
 	return d < -s.cfg.HoldMargin

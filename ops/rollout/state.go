@@ -84,6 +84,7 @@ type active struct {
 	all, cur              [2]arm // whole rollout; current step
 	evals                 map[string]obs
 	anomaly               *events.AnomalyDetected
+	gateFailed            bool // the offline gate was forced (Config.HoldMargin)
 }
 
 // Finished is a rollout that ended.
@@ -124,8 +125,9 @@ type Version struct {
 type pending struct {
 	version, parent, eventID string
 	// corrections is the offline correction check of its weights.trained
-	// (nil without one).
+	// (nil without one); gateFailed, that the offline gate was forced.
 	corrections *events.CorrectionCheck
+	gateFailed  bool
 }
 
 // score is how Order "best" ranks a waiting candidate: the corrected
@@ -322,7 +324,7 @@ func (s *State) trained(ev *events.Event, x *events.WeightsTrained) {
 		return
 	}
 	v.Status = "waiting"
-	s.waiting = append(s.waiting, pending{version: x.Version, parent: x.Parent, eventID: ev.ID.String(), corrections: x.Corrections})
+	s.waiting = append(s.waiting, pending{version: x.Version, parent: x.Parent, eventID: ev.ID.String(), corrections: x.Corrections, gateFailed: x.GateFailed})
 }
 
 func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
@@ -338,6 +340,7 @@ func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
 	// Candidates trained before the one that starts will not start any
 	// more: superseded.
 	if i := slices.IndexFunc(s.waiting, func(p pending) bool { return p.version == c.Candidate }); i >= 0 {
+		s.active.gateFailed = s.waiting[i].gateFailed
 		for _, p := range s.waiting[:i] {
 			s.setStatus(p.version, "superseded", "")
 		}

@@ -332,3 +332,31 @@ func TestOrderBestPicksCorrectionCheck(t *testing.T) {
 		t.Fatalf("without checks started %+v, want the newest (C)", d)
 	}
 }
+
+// A candidate whose weights.trained says the offline gate was forced
+// (gate_failed) never leaves its first step, however good its online
+// evidence looks: held until MaxHold, then rolled back (no_advance).
+func TestGateFailedCandidateStaysInFirstStep(t *testing.T) {
+	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, MinLook: 20, MinPerType: 2}.WithDefaults()
+	sim := newSimState(t, cfg)
+	sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true, GateFailed: true}, events.VersionStream("B"), 0)
+	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutStarted {
+		t.Fatalf("no start: %v", d)
+	}
+	for i := range cfg.MaxHold {
+		for _, v := range []string{"A", "B"} {
+			r := 1.0
+			if i%2 == 1 {
+				r = -1
+			}
+			sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
+		}
+		if d := sim.decide(); d != nil {
+			if d.payload.EventType() != events.TypeRolloutRolledBack || d.change.Step != 0 || d.change.Reason != ReasonNoAdvance || i+1 < cfg.MaxHold {
+				t.Fatalf("after %d evaluations per arm: %s %s at step %d", i+1, d.payload.EventType(), d.change.Reason, d.change.Step)
+			}
+			return
+		}
+	}
+	t.Fatal("held past MaxHold without a decision")
+}
