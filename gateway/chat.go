@@ -186,9 +186,6 @@ func (s *Server) chat(c echo.Context) error {
 	if sticky == "" {
 		sticky = dec.Gen.User
 	}
-	if sticky == "" {
-		sticky = iid
-	}
 	version, err := s.router.Route(dec.Model, sticky, s.versionKnown(c.Request().Context()))
 	if err != nil {
 		return s.fail(c, errModelNotFound(dec.Model))

@@ -67,8 +67,11 @@
 // # Routing
 //
 // "citizen" goes to the stable version, or to the candidate for a sticky
-// share of conversations: StickyFraction(conversation id from metadata
-// "conversation_id", else the user, else the interaction id) < weight.
+// share of conversations (conversation id from metadata "conversation_id",
+// else the user): each step's new conversations are drawn against a quota,
+// so the candidate serves its share within one conversation, and a
+// conversation keeps its version for the candidate's whole rollout (see
+// Router).
 // "citizen@<version>" pins a served version; anything else is 404
 // model_not_found. Router.SetRollout(stable, candidate, weight) sets the
 // state directly; Server.Start also follows rollout.* events from the store

@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -175,5 +177,93 @@ func TestConfigYAML(t *testing.T) {
 	c = c.withDefaults()
 	if c.RequestTimeout != DefaultConfig().RequestTimeout || c.Validate() != nil || c.DevKeyEnabled() {
 		t.Fatalf("%+v", c)
+	}
+}
+
+// The candidate's share of a step's new conversations stays within one
+// conversation of the weight at every point of the step, where a hash alone
+// drifts by the binomial spread; keys keep their arm across steps; a new
+// candidate starts a new assignment.
+func TestRouterQuotaShare(t *testing.T) {
+	known := func(string) bool { return false }
+	for _, w := range []float64{0.04, 0.05, 0.25, 0.5} {
+		r := NewRouter("v1")
+		r.SetRollout("v1", "v2", w)
+		cand, hashCand, worst := 0, 0, 0.0
+		for n := 1; n <= 5000; n++ {
+			key := fmt.Sprintf("conv-%d-%g", n, w)
+			v, err := r.Route(ModelName, key, known)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v == "v2" {
+				cand++
+			}
+			if StickyFraction(key) < w {
+				hashCand++
+			}
+			if d := float64(cand) - w*float64(n); d > 1 || d < -1 {
+				t.Fatalf("weight %g: %d of %d conversations on the candidate", w, cand, n)
+			}
+			if n >= 50 {
+				worst = max(worst, math.Abs(float64(hashCand)/float64(n)-w))
+			}
+		}
+		// The hash rule this replaced: its realised share over the same
+		// keys strays further than one conversation in 50 (so the check
+		// above is not trivially met by any assignment).
+		if worst < 1.0/50 {
+			t.Fatalf("weight %g: hash share never strayed more than %.4f", w, worst)
+		}
+	}
+
+	r := NewRouter("v1")
+	r.SetRollout("v1", "v2", 0.1)
+	arm := map[string]string{}
+	for i := range 300 {
+		k := fmt.Sprintf("c%d", i)
+		arm[k], _ = r.Route(ModelName, k, known)
+	}
+	r.SetRollout("v1", "v2", 0.1) // resumed at the same weight: nothing changes
+	r.SetRollout("v1", "v2", 0.5)
+	for k, v := range arm {
+		if got, _ := r.Route(ModelName, k, known); got != v {
+			t.Fatalf("%s moved from %s to %s when the step rose", k, v, got)
+		}
+	}
+	newCand := 0
+	for i := range 100 {
+		if v, _ := r.Route(ModelName, fmt.Sprintf("n%d", i), known); v == "v2" {
+			newCand++
+		}
+	}
+	if newCand < 49 || newCand > 51 {
+		t.Fatalf("second step: %d of 100 new conversations on the candidate at 50%%", newCand)
+	}
+	r.SetRollout("v1", "", 0) // rolled back
+	for k := range arm {
+		if got, _ := r.Route(ModelName, k, known); got != "v1" {
+			t.Fatalf("%s on %s after the rollback", k, got)
+		}
+	}
+	r.SetRollout("v1", "v3", 0.05) // a new candidate: fresh assignment
+	n3 := 0
+	for k := range arm {
+		if got, _ := r.Route(ModelName, k, known); got == "v3" {
+			n3++
+		}
+	}
+	if n3 < 14 || n3 > 16 {
+		t.Fatalf("new candidate got %d of 300 returning conversations at 5%%", n3)
+	}
+	// Requests without a key are assigned one by one, by the same quota.
+	keyless := 0
+	for range 200 {
+		if v, _ := r.Route(ModelName, "", known); v == "v3" {
+			keyless++
+		}
+	}
+	if keyless < 8 || keyless > 12 {
+		t.Fatalf("keyless: %d of 200 at 5%%", keyless)
 	}
 }

@@ -340,9 +340,9 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	// a newer candidate waits, or MaxHold runs out, so a short first step
 	// does not let a bad candidate through (with 30 per arm and no
 	// holding, bad candidates usually reached 50% before the tests could
-	// tell). 4%, not 5%: assignment is a hash per conversation, so over
-	// the ~500 conversations of a first step the share served varies by
-	// about ±0.9 points, and the canary should stay within 5%.
+	// tell). 4%, not 5%: the router keeps each step's share within one
+	// conversation of its weight (gateway.Router), so a 4% canary serves
+	// at most ⌈0.04·N⌉ of N conversations, under 5% from N = 20 on.
 	cfg.Rollout.Steps = c.Steps
 	cfg.Rollout.MinPerArm = c.MinPerArm
 	cfg.Rollout.MinPerType = 2
