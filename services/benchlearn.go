@@ -342,7 +342,7 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	// holding, bad candidates usually reached 50% before the tests could
 	// tell). 4%, not 5%: the router keeps each step's share within one
 	// conversation of its weight (gateway.Router), so a 4% canary serves
-	// at most ⌈0.04·N⌉ of N conversations, under 5% from N = 20 on.
+	// at most ⌈0.04·N⌉ of N conversations: at most 5% from N = 100 on.
 	cfg.Rollout.Steps = c.Steps
 	cfg.Rollout.MinPerArm = c.MinPerArm
 	cfg.Rollout.MinPerType = 2
