@@ -112,6 +112,19 @@ type Config struct {
 	// when the slot freed answered 8 of 30 fresh refund questions right,
 	// one trained three cycles earlier 22.
 	Order string `yaml:"order"`
+	// Supersede is "corrections" (default) or "off". With "corrections" a
+	// running candidate that learnt none of the corrections in its
+	// offline correction check (it answers no more corrected hold-out
+	// questions as corrected than its parent, or it had no check) is
+	// rolled back (reason superseded) as soon as a waiting candidate
+	// learnt some (answers more than its parent), unless the rollout is
+	// paused or the reward tests already decide. A customer's
+	// correction the running candidate has not learnt is evidence
+	// against it that the reward tests would need hundreds of
+	// conversations to collect: after a drift the candidate trained
+	// before it held the only slot for 500-900 conversations in the
+	// bench while fixes waited.
+	Supersede string `yaml:"supersede"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`
 }
@@ -162,6 +175,7 @@ func DefaultConfig() Config {
 		Tau:            0.1,
 		TypeTau:        0.5,
 		Order:          "best",
+		Supersede:      "corrections",
 		HoldMargin:     0.02,
 		Guardrails: Guardrails{
 			Alpha:       0.01,
@@ -199,6 +213,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Order == "" {
 		c.Order = d.Order
+	}
+	if c.Supersede == "" {
+		c.Supersede = d.Supersede
 	}
 	g, dg := &c.Guardrails, d.Guardrails
 	setFloat(&g.Alpha, dg.Alpha)
@@ -245,6 +262,9 @@ func (c Config) Validate() error {
 	}
 	if c.Order != "best" && c.Order != "newest" && c.Order != "oldest" {
 		errs = append(errs, fmt.Errorf("order: %q is not best, newest or oldest", c.Order))
+	}
+	if c.Supersede != "corrections" && c.Supersede != "off" {
+		errs = append(errs, fmt.Errorf("supersede: %q is neither corrections nor off", c.Supersede))
 	}
 	if c.Inconclusive != "rollback" && c.Inconclusive != "promote" {
 		errs = append(errs, fmt.Errorf("inconclusive: %q is neither rollback nor promote", c.Inconclusive))

@@ -30,6 +30,7 @@ const (
 	ReasonInconclusive = "inconclusive"
 	ReasonNoAdvance    = "no_advance"
 	ReasonFutile       = "futile"
+	ReasonSuperseded   = "superseded"
 )
 
 // decision is an event the controller wants to append.
@@ -339,6 +340,29 @@ func (s *State) futile(ev evidence) (futile bool, closest string) {
 	return true, closest
 }
 
+// superseder returns the newest waiting candidate that learnt corrections
+// when the active one, not paused, learnt none (Config.Supersede).
+func (s *State) superseder() (pending, bool) {
+	a := s.active
+	if s.cfg.Supersede != "corrections" || a.paused || learnt(a.corrections) {
+		return pending{}, false
+	}
+	for i := len(s.waiting) - 1; i >= 0; i-- {
+		if learnt(s.waiting[i].corrections) {
+			return s.waiting[i], true
+		}
+	}
+	return pending{}, false
+}
+
+// checkText describes a correction check.
+func checkText(c *events.CorrectionCheck) string {
+	if c == nil {
+		return "no corrected hold-out questions"
+	}
+	return fmt.Sprintf("%d of %d, its parent %d", c.Candidate, c.N, c.Parent)
+}
+
 // stepReady reports whether the current step has its minimum evidence:
 // MinPerArm evaluations on each arm, and MinPerType candidate evaluations
 // for every task type that is at least TypeShare of the stable arm's.
@@ -428,6 +452,12 @@ func (s *State) decide() *decision {
 	}
 	quick := s.evidence(false)
 	if a.anomaly == nil && (!quick.looked || (quick.failed == "" && quick.reward.Hi >= 0 && quick.typeLoss == "" && !(quick.stratOK && quick.strat.Hi < 0))) {
+		if p, ok := s.superseder(); ok {
+			ev := s.evidence(true)
+			ev.Detail = fmt.Sprintf("%s answers %d of %d corrected hold-out questions as corrected (its parent %d); %s learnt none (%s)",
+				p.version, p.corrections.Candidate, p.corrections.N, p.corrections.Parent, a.candidate, checkText(a.corrections))
+			return rollback(ReasonSuperseded+" by "+p.version, ev.RolloutEvidence)
+		}
 		if a.paused || !quick.looked || !s.stepReady() {
 			return nil
 		}

@@ -85,6 +85,8 @@ type active struct {
 	evals                 map[string]obs
 	anomaly               *events.AnomalyDetected
 	gateFailed            bool // the offline gate was forced (Config.HoldMargin)
+	// corrections is its weights.trained correction check (Config.Supersede).
+	corrections *events.CorrectionCheck
 }
 
 // Finished is a rollout that ended.
@@ -138,6 +140,13 @@ func (p pending) score() float64 {
 		return 0
 	}
 	return float64(p.corrections.Candidate) / float64(p.corrections.N+1)
+}
+
+// learnt reports whether a correction check shows the candidate learnt
+// corrections: it answers more corrected hold-out questions as corrected
+// than its parent.
+func learnt(c *events.CorrectionCheck) bool {
+	return c != nil && c.Candidate > c.Parent
 }
 
 // State is the controller's projection: everything it decides on, built
@@ -341,6 +350,7 @@ func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
 	// more: superseded.
 	if i := slices.IndexFunc(s.waiting, func(p pending) bool { return p.version == c.Candidate }); i >= 0 {
 		s.active.gateFailed = s.waiting[i].gateFailed
+		s.active.corrections = s.waiting[i].corrections
 		for _, p := range s.waiting[:i] {
 			s.setStatus(p.version, "superseded", "")
 		}

@@ -360,3 +360,57 @@ func TestGateFailedCandidateStaysInFirstStep(t *testing.T) {
 	}
 	t.Fatal("held past MaxHold without a decision")
 }
+
+// Config.Supersede: a running candidate that learnt no correction (no
+// check, or no more right than its parent) is rolled back as soon as a
+// waiting one learnt some, and that one starts; a waiting candidate that
+// learnt nothing does not supersede it, nor does anything supersede a
+// candidate that learnt corrections, a paused rollout, or with "off".
+func TestSupersedeUnlearntCandidate(t *testing.T) {
+	check := func(n, cand, parent int) *events.CorrectionCheck {
+		return &events.CorrectionCheck{N: n, Candidate: cand, Parent: parent}
+	}
+	run := func(cfg Config, pause bool) (*simState, *decision) {
+		sim := newSimState(t, cfg)
+		sim.train("B", "A") // trained before any correction: no check
+		if d := sim.decide(); d == nil || d.change.Candidate != "B" {
+			t.Fatalf("B did not start: %+v", d)
+		}
+		for i := range 5 {
+			for _, v := range []string{"A", "B"} {
+				sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: float64(i % 2), AnswerLength: 40})
+			}
+		}
+		if pause {
+			a := sim.st.active
+			ch := events.RolloutChange{RolloutID: a.id, Candidate: a.candidate, Stable: a.stable, Step: a.step, Weight: a.weight, Actor: "op", Reason: "pause"}
+			sim.apply(&events.RolloutPaused{RolloutChange: ch}, a.stream, a.rev+1)
+		}
+		sim.apply(&events.WeightsTrained{Version: "C", Parent: "A", Accepted: true, Corrections: check(4, 1, 1)}, events.VersionStream("C"), 0)
+		if d := sim.decide(); d != nil {
+			t.Fatalf("C learnt nothing (1 of 4, its parent 1) yet: %s %s", d.payload.EventType(), d.change.Reason)
+		}
+		sim.apply(&events.WeightsTrained{Version: "D", Parent: "A", Accepted: true, Corrections: check(4, 3, 1)}, events.VersionStream("D"), 0)
+		return sim, sim.decide()
+	}
+
+	sim, d := run(Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults(), false)
+	if d == nil || d.payload.EventType() != events.TypeRolloutRolledBack || d.change.Reason != ReasonSuperseded+" by D" ||
+		!strings.Contains(d.change.Evidence.Detail, "D answers 3 of 4") {
+		t.Fatalf("B not superseded by D: %+v", d)
+	}
+	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutStarted || d.change.Candidate != "D" {
+		t.Fatalf("D did not start: %+v", d)
+	}
+	sim.apply(&events.WeightsTrained{Version: "E", Parent: "A", Accepted: true, Corrections: check(4, 4, 0)}, events.VersionStream("E"), 0)
+	if d := sim.decide(); d != nil {
+		t.Fatalf("D, which learnt corrections, was superseded: %s %s", d.payload.EventType(), d.change.Reason)
+	}
+
+	if _, d := run(Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults(), true); d != nil {
+		t.Fatalf("paused rollout superseded: %s %s", d.payload.EventType(), d.change.Reason)
+	}
+	if _, d := run(Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, Supersede: "off"}.WithDefaults(), false); d != nil {
+		t.Fatalf("superseded with supersede off: %s %s", d.payload.EventType(), d.change.Reason)
+	}
+}
