@@ -491,6 +491,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	ds.FitBudget(cfg.Hyper.Budget())
 	ds.refreshManifest()
 	wt.ExamplesPerType = ds.Manifest.ExamplesPerType
+	wt.Contradicted = ds.Manifest.Contradicted
 	dsDir := filepath.Join(cfg.DataDir, "datasets", wt.Version)
 	if err := ds.Write(dsDir); err != nil {
 		return &cycleFailure{"dataset", err}

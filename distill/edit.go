@@ -1,7 +1,9 @@
 package distill
 
 import (
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -116,7 +118,7 @@ func numberBounded(s string, lo, hi int) bool {
 // questions with the new value, for "policy regressed"; every
 // candidate that had learnt it showed a lower policy score than its
 // parent).
-func contradicted(graded []*Interaction) map[string]bool {
+func contradicted(graded []*Interaction) (marked map[string]bool, facts []string) {
 	type corr struct {
 		pos           uint64
 		typ, old, new string
@@ -133,7 +135,7 @@ func contradicted(graded []*Interaction) map[string]bool {
 		cs = append(cs, corr{feedbackPosition(it), it.Type(), normText(it.Answer.Content[lo:hi]), normText(repl)})
 	}
 	if len(cs) == 0 {
-		return nil
+		return nil, nil
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].pos < cs[j].pos })
 	wrong := map[string]map[string]bool{}
@@ -169,13 +171,16 @@ func contradicted(graded []*Interaction) map[string]bool {
 			}
 		}
 	}
-	out := map[string]bool{}
+	marked = map[string]bool{}
+	known := map[string]bool{}
 	for _, f := range found {
 		if f.it.Correction == "" && f.it.Hint == "" && float64(stating[[2]string{f.typ, f.span}]) >= contradictionShare*float64(total[f.typ]) {
-			out[f.it.ID] = true
+			marked[f.it.ID] = true
+			known[f.typ+": "+f.span] = true
 		}
 	}
-	return out
+	facts = slices.Sorted(maps.Keys(known))
+	return marked, facts
 }
 
 // contradictionShare is the share of a type's answers that must state a

@@ -189,6 +189,10 @@ type Manifest struct {
 	HoldOutPerType  map[string]int     `json:"holdout_per_type"`
 	Baselines       map[string]float64 `json:"baselines"`
 	Stats           PipelineStats      `json:"stats"`
+	// Contradicted are the statements a customer's correction replaced
+	// that the window's answers still made ("policy: 30 days"): what this
+	// data knows to be no longer true (contradicted).
+	Contradicted []string `json:"contradicted,omitempty"`
 	// SelfDistill counts the teacher's revisions kept, the corrections
 	// learnt through the fallback, and the examples dropped.
 	SelfDistill map[string]int    `json:"self_distill,omitempty"`
@@ -279,10 +283,10 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		typeBaseline[t] = mean(h[max(0, len(h)-cfg.BaselineWindow):])
 	}
 
-	contra := contradicted(graded)
+	contra, facts := contradicted(graded)
 
 	ds := &Dataset{Manifest: Manifest{WindowFrom: from, WindowTo: to, ExamplesPerType: map[string]int{},
-		KindCounts: map[string]int{}, HoldOutPerType: map[string]int{}, Baselines: typeBaseline}}
+		KindCounts: map[string]int{}, HoldOutPerType: map[string]int{}, Baselines: typeBaseline, Contradicted: facts}}
 	st := &ds.Manifest.Stats
 
 	// Hold-out: by hash over every usable graded interaction.

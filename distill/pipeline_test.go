@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"citizen/memory"
@@ -244,8 +245,8 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	if used[corrected] == "" || used[other] == "" || used[longer] == "" {
 		t.Errorf("corrected %q, other type %q, 130 days %q: want all used", used[corrected], used[other], used[longer])
 	}
-	if ds.Manifest.Stats.Contradicted == 0 {
-		t.Errorf("stats %+v: no contradicted answer counted", ds.Manifest.Stats)
+	if ds.Manifest.Stats.Contradicted == 0 || !slices.Equal(ds.Manifest.Contradicted, []string{"policy: 30 days"}) {
+		t.Errorf("stats %+v, facts %q: no contradicted answer counted, or not the fact", ds.Manifest.Stats, ds.Manifest.Contradicted)
 	}
 	// A corrected span that few answers of its type state is no fact:
 	// "50" is right for other arithmetic questions.
@@ -259,8 +260,8 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	for _, it := range replay(t, w.store, Retention{}).Snapshot() {
 		all = append(all, &it)
 	}
-	if c := contradicted(all); c[fifty] || !c[old[0]] {
-		t.Fatalf("an arithmetic answer stating 50 (2 of 26) marked %v; a policy answer stating 30 days marked %v", c[fifty], c[old[0]])
+	if c, facts := contradicted(all); c[fifty] || !c[old[0]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
+		t.Fatalf("an arithmetic answer stating 50 (2 of 26) marked %v; a policy answer stating 30 days marked %v; facts %q", c[fifty], c[old[0]], facts)
 	}
 	// The policy changes back: a correction states 30 days as right.
 	back := rec("policy", "The refund window is 60 days.", 1)
@@ -270,8 +271,8 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	for _, it := range replay(t, w.store, Retention{}).Snapshot() {
 		graded = append(graded, &it)
 	}
-	c := contradicted(graded)
-	if c[old[0]] || c[inWindow[0]] || !c[again] {
-		t.Fatalf("after the change back: 30 days marked %v/%v, 60 days marked %v; want false, false, true", c[old[0]], c[inWindow[0]], c[again])
+	c, facts := contradicted(graded)
+	if c[old[0]] || c[inWindow[0]] || !c[again] || !slices.Equal(facts, []string{"policy: 60 days"}) {
+		t.Fatalf("after the change back: 30 days marked %v/%v, 60 days marked %v; want false, false, true; facts %q", c[old[0]], c[inWindow[0]], c[again], facts)
 	}
 }

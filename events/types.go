@@ -234,7 +234,12 @@ type WeightsTrained struct {
 	// Corrections is the offline check on the hold-out's corrected
 	// examples: how many the candidate and the parent answer right.
 	Corrections *CorrectionCheck `json:"corrections,omitempty"`
-	Accepted    bool             `json:"accepted"`
+	// Contradicted are the statements its data knew a customer's
+	// correction had replaced ("policy: 30 days"), sorted: a candidate
+	// trained without a fact a newer one has is stale (rollout
+	// supersede).
+	Contradicted []string `json:"contradicted,omitempty"`
+	Accepted     bool     `json:"accepted"`
 	// GateFailed: the offline gate found reasons to reject the candidate
 	// and it was accepted anyway (distill GateConfig.ForceAccept).
 	GateFailed bool      `json:"gate_failed,omitempty"`

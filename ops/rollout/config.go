@@ -101,7 +101,8 @@ type Config struct {
 	// its slot to the next candidate whenever cycles were frequent.
 	GiveWayAfter int `yaml:"give_way_after"`
 	// Order picks the waiting candidate that starts when no rollout runs:
-	// "best" (default: the one that answers the most of its hold-out's
+	// "best" (default: among those that know what the newest knows
+	// (Supersede), the one that answers the most of its hold-out's
 	// corrected questions as corrected, weights.trained's correction
 	// check, counted as right/(n+1); the newest among equals), "newest"
 	// (the last trained, whose data is the most recent) or "oldest"
@@ -112,18 +113,20 @@ type Config struct {
 	// when the slot freed answered 8 of 30 fresh refund questions right,
 	// one trained three cycles earlier 22.
 	Order string `yaml:"order"`
-	// Supersede is "corrections" (default) or "off". With "corrections" a
-	// running candidate that learnt none of the corrections in its
-	// offline correction check (it answers no more corrected hold-out
-	// questions as corrected than its parent, or it had no check) is
-	// rolled back (reason superseded) as soon as a waiting candidate
-	// learnt some (answers more than its parent), unless the rollout is
-	// paused or the reward tests already decide. A customer's
-	// correction the running candidate has not learnt is evidence
-	// against it that the reward tests would need hundreds of
-	// conversations to collect: after a drift the candidate trained
-	// before it held the only slot for 500-900 conversations in the
-	// bench while fixes waited.
+	// Supersede is "stale" (default) or "off". With "stale" a running
+	// candidate is rolled back (reason superseded) as soon as a waiting
+	// one knows of a correction it was not trained with (weights.trained
+	// contradicted: the statements a customer's correction replaced,
+	// such as "policy: 30 days", differ) and learnt corrections (its
+	// offline correction check answers more corrected hold-out questions
+	// as corrected than its parent), unless the rollout is paused or its
+	// tests already decide; and Order "best" chooses only among the
+	// waiting candidates that know what the newest one knows. After a
+	// drift the candidate trained before it held the only slot for
+	// 500-900 conversations in the bench while fixes waited. (Superseding
+	// any candidate whose check showed nothing learnt, whatever its
+	// data knew, was tried first: a pre-drift candidate that had learnt
+	// one unrelated correction then held the slot instead.)
 	Supersede string `yaml:"supersede"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`
@@ -175,7 +178,7 @@ func DefaultConfig() Config {
 		Tau:            0.1,
 		TypeTau:        0.5,
 		Order:          "best",
-		Supersede:      "corrections",
+		Supersede:      "stale",
 		HoldMargin:     0.02,
 		Guardrails: Guardrails{
 			Alpha:       0.01,
@@ -263,8 +266,8 @@ func (c Config) Validate() error {
 	if c.Order != "best" && c.Order != "newest" && c.Order != "oldest" {
 		errs = append(errs, fmt.Errorf("order: %q is not best, newest or oldest", c.Order))
 	}
-	if c.Supersede != "corrections" && c.Supersede != "off" {
-		errs = append(errs, fmt.Errorf("supersede: %q is neither corrections nor off", c.Supersede))
+	if c.Supersede != "stale" && c.Supersede != "off" {
+		errs = append(errs, fmt.Errorf("supersede: %q is neither stale nor off", c.Supersede))
 	}
 	if c.Inconclusive != "rollback" && c.Inconclusive != "promote" {
 		errs = append(errs, fmt.Errorf("inconclusive: %q is neither rollback nor promote", c.Inconclusive))

@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -340,16 +341,17 @@ func (s *State) futile(ev evidence) (futile bool, closest string) {
 	return true, closest
 }
 
-// superseder returns the newest waiting candidate that learnt corrections
-// when the active one, not paused, learnt none (Config.Supersede).
+// superseder returns the newest waiting candidate that knows of a
+// correction the active one was not trained with and learnt corrections,
+// unless the active rollout is paused (Config.Supersede).
 func (s *State) superseder() (pending, bool) {
 	a := s.active
-	if s.cfg.Supersede != "corrections" || a.paused || learnt(a.corrections) {
+	if s.cfg.Supersede != "stale" || a.paused {
 		return pending{}, false
 	}
 	for i := len(s.waiting) - 1; i >= 0; i-- {
-		if learnt(s.waiting[i].corrections) {
-			return s.waiting[i], true
+		if p := s.waiting[i]; learnt(p.corrections) && !slices.Equal(p.facts, a.facts) {
+			return p, true
 		}
 	}
 	return pending{}, false
@@ -382,7 +384,8 @@ func (s *State) stepReady() bool {
 
 // next is the waiting candidate that starts when no rollout runs
 // (Config.Order): the oldest, the newest, or the best by its offline
-// correction check (pending.score; the newest among equals).
+// correction check (pending.score; the newest among equals) among those
+// that know the newest one's contradicted statements (Config.Supersede).
 func (s *State) next() pending {
 	switch s.cfg.Order {
 	case "oldest":
@@ -390,7 +393,8 @@ func (s *State) next() pending {
 	case "best":
 		best := len(s.waiting) - 1
 		for i := best - 1; i >= 0; i-- {
-			if s.waiting[i].score() > s.waiting[best].score() {
+			if s.waiting[i].score() > s.waiting[best].score() &&
+				(s.cfg.Supersede == "off" || slices.Equal(s.waiting[i].facts, s.waiting[len(s.waiting)-1].facts)) {
 				best = i
 			}
 		}
@@ -454,8 +458,8 @@ func (s *State) decide() *decision {
 	if a.anomaly == nil && (!quick.looked || (quick.failed == "" && quick.reward.Hi >= 0 && quick.typeLoss == "" && !(quick.stratOK && quick.strat.Hi < 0))) {
 		if p, ok := s.superseder(); ok {
 			ev := s.evidence(true)
-			ev.Detail = fmt.Sprintf("%s answers %d of %d corrected hold-out questions as corrected (its parent %d); %s learnt none (%s)",
-				p.version, p.corrections.Candidate, p.corrections.N, p.corrections.Parent, a.candidate, checkText(a.corrections))
+			ev.Detail = fmt.Sprintf("%s was trained knowing %q no longer hold, %s knowing %q; %s answers %d of %d corrected hold-out questions as corrected (its parent %d); %s: %s",
+				p.version, p.facts, a.candidate, a.facts, p.version, p.corrections.Candidate, p.corrections.N, p.corrections.Parent, a.candidate, checkText(a.corrections))
 			return rollback(ReasonSuperseded+" by "+p.version, ev.RolloutEvidence)
 		}
 		if a.paused || !quick.looked || !s.stepReady() {

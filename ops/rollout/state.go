@@ -85,8 +85,10 @@ type active struct {
 	evals                 map[string]obs
 	anomaly               *events.AnomalyDetected
 	gateFailed            bool // the offline gate was forced (Config.HoldMargin)
-	// corrections is its weights.trained correction check (Config.Supersede).
+	// corrections and facts are its weights.trained correction check and
+	// contradicted statements (Config.Supersede).
 	corrections *events.CorrectionCheck
+	facts       []string
 }
 
 // Finished is a rollout that ended.
@@ -127,8 +129,10 @@ type Version struct {
 type pending struct {
 	version, parent, eventID string
 	// corrections is the offline correction check of its weights.trained
-	// (nil without one); gateFailed, that the offline gate was forced.
+	// (nil without one); facts, its contradicted statements; gateFailed,
+	// that the offline gate was forced.
 	corrections *events.CorrectionCheck
+	facts       []string
 	gateFailed  bool
 }
 
@@ -333,7 +337,7 @@ func (s *State) trained(ev *events.Event, x *events.WeightsTrained) {
 		return
 	}
 	v.Status = "waiting"
-	s.waiting = append(s.waiting, pending{version: x.Version, parent: x.Parent, eventID: ev.ID.String(), corrections: x.Corrections, gateFailed: x.GateFailed})
+	s.waiting = append(s.waiting, pending{version: x.Version, parent: x.Parent, eventID: ev.ID.String(), corrections: x.Corrections, facts: x.Contradicted, gateFailed: x.GateFailed})
 }
 
 func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
@@ -350,7 +354,7 @@ func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
 	// more: superseded.
 	if i := slices.IndexFunc(s.waiting, func(p pending) bool { return p.version == c.Candidate }); i >= 0 {
 		s.active.gateFailed = s.waiting[i].gateFailed
-		s.active.corrections = s.waiting[i].corrections
+		s.active.corrections, s.active.facts = s.waiting[i].corrections, s.waiting[i].facts
 		for _, p := range s.waiting[:i] {
 			s.setStatus(p.version, "superseded", "")
 		}

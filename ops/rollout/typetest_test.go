@@ -361,18 +361,25 @@ func TestGateFailedCandidateStaysInFirstStep(t *testing.T) {
 	t.Fatal("held past MaxHold without a decision")
 }
 
-// Config.Supersede: a running candidate that learnt no correction (no
-// check, or no more right than its parent) is rolled back as soon as a
-// waiting one learnt some, and that one starts; a waiting candidate that
-// learnt nothing does not supersede it, nor does anything supersede a
-// candidate that learnt corrections, a paused rollout, or with "off".
-func TestSupersedeUnlearntCandidate(t *testing.T) {
+// Config.Supersede: a running candidate is rolled back as soon as a
+// waiting one knows of a correction it was not trained with and learnt
+// corrections, and the one that starts is the best of those that know
+// what the newest knows. A waiting candidate that learnt nothing, or one
+// that learnt corrections but knows nothing newer (the pre-drift
+// candidate of a bench run that learnt one unrelated correction), does
+// not supersede it; nothing supersedes a candidate that knows as much, a
+// paused rollout, or with "off".
+func TestSupersedeStaleCandidate(t *testing.T) {
 	check := func(n, cand, parent int) *events.CorrectionCheck {
 		return &events.CorrectionCheck{N: n, Candidate: cand, Parent: parent}
 	}
+	drift := []string{"policy: 30 days"}
+	trained := func(sim *simState, v string, c *events.CorrectionCheck, facts []string) {
+		sim.apply(&events.WeightsTrained{Version: v, Parent: "A", Accepted: true, Corrections: c, Contradicted: facts}, events.VersionStream(v), 0)
+	}
 	run := func(cfg Config, pause bool) (*simState, *decision) {
 		sim := newSimState(t, cfg)
-		sim.train("B", "A") // trained before any correction: no check
+		sim.train("B", "A") // trained before any correction
 		if d := sim.decide(); d == nil || d.change.Candidate != "B" {
 			t.Fatalf("B did not start: %+v", d)
 		}
@@ -386,31 +393,39 @@ func TestSupersedeUnlearntCandidate(t *testing.T) {
 			ch := events.RolloutChange{RolloutID: a.id, Candidate: a.candidate, Stable: a.stable, Step: a.step, Weight: a.weight, Actor: "op", Reason: "pause"}
 			sim.apply(&events.RolloutPaused{RolloutChange: ch}, a.stream, a.rev+1)
 		}
-		sim.apply(&events.WeightsTrained{Version: "C", Parent: "A", Accepted: true, Corrections: check(4, 1, 1)}, events.VersionStream("C"), 0)
+		trained(sim, "C", check(4, 1, 1), drift) // knows the drift, learnt nothing
+		trained(sim, "C2", check(4, 4, 0), nil)  // learnt, knows nothing newer than B
 		if d := sim.decide(); d != nil {
-			t.Fatalf("C learnt nothing (1 of 4, its parent 1) yet: %s %s", d.payload.EventType(), d.change.Reason)
+			t.Fatalf("superseded by a candidate that learnt nothing or knows nothing newer: %s %s", d.payload.EventType(), d.change.Reason)
 		}
-		sim.apply(&events.WeightsTrained{Version: "D", Parent: "A", Accepted: true, Corrections: check(4, 3, 1)}, events.VersionStream("D"), 0)
+		trained(sim, "D", check(4, 3, 1), drift)
 		return sim, sim.decide()
 	}
 
-	sim, d := run(Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults(), false)
+	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults()
+	if cfg.Supersede != "stale" {
+		t.Fatalf("default supersede %q, want stale", cfg.Supersede)
+	}
+	sim, d := run(cfg, false)
 	if d == nil || d.payload.EventType() != events.TypeRolloutRolledBack || d.change.Reason != ReasonSuperseded+" by D" ||
-		!strings.Contains(d.change.Evidence.Detail, "D answers 3 of 4") {
+		!strings.Contains(d.change.Evidence.Detail, `D was trained knowing ["policy: 30 days"] no longer hold`) {
 		t.Fatalf("B not superseded by D: %+v", d)
 	}
+	// C2's check (4 of 4) beats D's (3 of 4), but C2 does not know the drift.
 	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutStarted || d.change.Candidate != "D" {
 		t.Fatalf("D did not start: %+v", d)
 	}
-	sim.apply(&events.WeightsTrained{Version: "E", Parent: "A", Accepted: true, Corrections: check(4, 4, 0)}, events.VersionStream("E"), 0)
+	trained(sim, "E", check(4, 4, 0), drift)
 	if d := sim.decide(); d != nil {
-		t.Fatalf("D, which learnt corrections, was superseded: %s %s", d.payload.EventType(), d.change.Reason)
+		t.Fatalf("D, which knows as much as E, was superseded: %s %s", d.payload.EventType(), d.change.Reason)
 	}
 
-	if _, d := run(Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults(), true); d != nil {
+	if _, d := run(cfg, true); d != nil {
 		t.Fatalf("paused rollout superseded: %s %s", d.payload.EventType(), d.change.Reason)
 	}
-	if _, d := run(Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, Supersede: "off"}.WithDefaults(), false); d != nil {
+	off := cfg
+	off.Supersede = "off"
+	if _, d := run(off, false); d != nil {
 		t.Fatalf("superseded with supersede off: %s %s", d.payload.EventType(), d.change.Reason)
 	}
 }
