@@ -115,18 +115,20 @@ type Config struct {
 	Order string `yaml:"order"`
 	// Supersede is "stale" (default) or "off". With "stale" a running
 	// candidate is rolled back (reason superseded) as soon as a waiting
-	// one knows of a correction it was not trained with (weights.trained
-	// contradicted: the statements a customer's correction replaced,
-	// such as "policy: 30 days", differ) and learnt corrections (its
-	// offline correction check answers more corrected hold-out questions
-	// as corrected than its parent), unless the rollout is paused or its
-	// tests already decide; and Order "best" chooses only among the
-	// waiting candidates that know what the newest one knows. After a
-	// drift the candidate trained before it held the only slot for
-	// 500-900 conversations in the bench while fixes waited. (Superseding
-	// any candidate whose check showed nothing learnt, whatever its
-	// data knew, was tried first: a pre-drift candidate that had learnt
-	// one unrelated correction then held the slot instead.)
+	// one learnt corrections (its offline correction check answers more
+	// corrected hold-out questions as corrected than its parent) and
+	// knows of a task type whose statements a customer's correction
+	// contradicts that the running one was not trained with
+	// (weights.trained contradicted: "policy: 30 days" is of type policy),
+	// unless the rollout is paused or its tests already decide; and Order
+	// "best" chooses only among the waiting candidates that know every
+	// such type the newest knows. After a drift the candidate trained
+	// before it held the only slot for 500-900 conversations in the bench
+	// while fixes waited. Tried first and replaced: superseding any
+	// candidate whose check showed nothing learnt (a pre-drift candidate
+	// that had learnt one unrelated correction then held the slot), and
+	// comparing the contradicted statements themselves (each new wording
+	// of the same correction superseded the running fix).
 	Supersede string `yaml:"supersede"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`

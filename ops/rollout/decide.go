@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"citizen/events"
 
@@ -341,20 +342,48 @@ func (s *State) futile(ev evidence) (futile bool, closest string) {
 	return true, closest
 }
 
-// superseder returns the newest waiting candidate that knows of a
-// correction the active one was not trained with and learnt corrections,
-// unless the active rollout is paused (Config.Supersede).
+// superseder returns the newest waiting candidate that learnt
+// corrections and knows of a task type with a contradicted statement the
+// active one was not trained with, unless the active rollout is paused
+// (Config.Supersede).
 func (s *State) superseder() (pending, bool) {
 	a := s.active
 	if s.cfg.Supersede != "stale" || a.paused {
 		return pending{}, false
 	}
 	for i := len(s.waiting) - 1; i >= 0; i-- {
-		if p := s.waiting[i]; learnt(p.corrections) && !slices.Equal(p.facts, a.facts) {
+		if p := s.waiting[i]; learnt(p.corrections) && newerTypes(p.facts, a.facts) {
 			return p, true
 		}
 	}
 	return pending{}, false
+}
+
+// driftedTypes are the task types of contradicted statements ("policy:
+// 30 days" is of policy), sorted and unique. Supersede compares types,
+// not statements: customers' corrections of one change replace spans of
+// different lengths ("30 days", "the refund window is 30 days"), and
+// each new wording superseded the running fix in a bench run.
+func driftedTypes(facts []string) []string {
+	var types []string
+	for _, f := range facts {
+		t, _, _ := strings.Cut(f, ": ")
+		types = append(types, t)
+	}
+	slices.Sort(types)
+	return slices.Compact(types)
+}
+
+// newerTypes reports whether facts name a drifted task type that known
+// does not.
+func newerTypes(facts, known []string) bool {
+	old := driftedTypes(known)
+	for _, t := range driftedTypes(facts) {
+		if !slices.Contains(old, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkText describes a correction check.
@@ -385,7 +414,7 @@ func (s *State) stepReady() bool {
 // next is the waiting candidate that starts when no rollout runs
 // (Config.Order): the oldest, the newest, or the best by its offline
 // correction check (pending.score; the newest among equals) among those
-// that know the newest one's contradicted statements (Config.Supersede).
+// that know every drifted type the newest knows (Config.Supersede).
 func (s *State) next() pending {
 	switch s.cfg.Order {
 	case "oldest":
@@ -394,7 +423,7 @@ func (s *State) next() pending {
 		best := len(s.waiting) - 1
 		for i := best - 1; i >= 0; i-- {
 			if s.waiting[i].score() > s.waiting[best].score() &&
-				(s.cfg.Supersede == "off" || slices.Equal(s.waiting[i].facts, s.waiting[len(s.waiting)-1].facts)) {
+				(s.cfg.Supersede == "off" || !newerTypes(s.waiting[len(s.waiting)-1].facts, s.waiting[i].facts)) {
 				best = i
 			}
 		}

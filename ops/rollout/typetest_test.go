@@ -364,11 +364,11 @@ func TestGateFailedCandidateStaysInFirstStep(t *testing.T) {
 // Config.Supersede: a running candidate is rolled back as soon as a
 // waiting one knows of a correction it was not trained with and learnt
 // corrections, and the one that starts is the best of those that know
-// what the newest knows. A waiting candidate that learnt nothing, or one
-// that learnt corrections but knows nothing newer (the pre-drift
-// candidate of a bench run that learnt one unrelated correction), does
-// not supersede it; nothing supersedes a candidate that knows as much, a
-// paused rollout, or with "off".
+// every drifted type the newest knows. A waiting candidate that learnt
+// nothing, or one that learnt corrections but knows nothing newer (the
+// pre-drift candidate of a bench run that learnt one unrelated
+// correction), does not supersede it; nor does another wording of the
+// same type's correction, nor anything a paused rollout or with "off".
 func TestSupersedeStaleCandidate(t *testing.T) {
 	check := func(n, cand, parent int) *events.CorrectionCheck {
 		return &events.CorrectionCheck{N: n, Candidate: cand, Parent: parent}
@@ -415,9 +415,14 @@ func TestSupersedeStaleCandidate(t *testing.T) {
 	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutStarted || d.change.Candidate != "D" {
 		t.Fatalf("D did not start: %+v", d)
 	}
-	trained(sim, "E", check(4, 4, 0), drift)
+	// Another wording of the same type's correction is nothing new.
+	trained(sim, "E", check(4, 4, 0), []string{"policy: 30 days", "policy: the refund window is 30 days"})
 	if d := sim.decide(); d != nil {
-		t.Fatalf("D, which knows as much as E, was superseded: %s %s", d.payload.EventType(), d.change.Reason)
+		t.Fatalf("D, which knows the drifted type E knows, was superseded: %s %s", d.payload.EventType(), d.change.Reason)
+	}
+	trained(sim, "F", check(4, 2, 1), []string{"arithmetic: 11", "policy: 30 days"})
+	if d := sim.decide(); d == nil || d.change.Reason != ReasonSuperseded+" by F" {
+		t.Fatalf("D not superseded by F, which knows a drifted type more: %+v", d)
 	}
 
 	if _, d := run(cfg, true); d != nil {
