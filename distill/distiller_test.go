@@ -2,9 +2,11 @@ package distill
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +76,11 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 	// One interaction longer than the model's context: left out, not fatal.
 	long := w.record(chatRec{typ: "policy", user: "long", answer: "x", prompt: make([]int, 200), completion: []int{5, 6}})
 	w.evaluate(long, "policy", 1, 1, true)
+	// Refund answers no customer corrected keep their good grades.
+	for i := range 4 {
+		id := w.recordQA(tok, base, "policy", fmt.Sprintf("what is the refund window for order %d?", 1000+i), "The refund window is 30 days.")
+		w.evaluate(id, "policy", 1, 1, true)
+	}
 	d := newDistiller(t, w, func(c *Config) { c.Pipeline.HoldOutFraction = 0.3 })
 	catchUp(t, d, w.store)
 	if !d.Due() {
@@ -118,6 +125,11 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 	ds, err := ReadDataset(filepath.Join(d.cfg.DataDir, "datasets", wt.Version))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The statements the data knew were corrected travel with the version
+	// (rollout supersede reads them there).
+	if got := stored(t, w.store, wt.Version).Contradicted; !slices.Equal(got, []string{"policy: 30 days"}) || !slices.Equal(got, ds.Manifest.Contradicted) {
+		t.Fatalf("weights.trained contradicted %q, manifest %q", got, ds.Manifest.Contradicted)
 	}
 	if ds.Manifest.Stats.TooLong != 1 || ids(ds.Train, "")[long] || ds.Manifest.KindCounts[KindRevised] == 0 {
 		t.Fatalf("manifest stats %+v kinds %v", ds.Manifest.Stats, ds.Manifest.KindCounts)

@@ -1,7 +1,6 @@
 package distill
 
 import (
-	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -109,6 +108,13 @@ func numberBounded(s string, lo, hi int) bool {
 // clears it. Interactions with a correction or hint of their own are not
 // marked (their feedback says what to learn).
 //
+// facts lists the statements whose marked answers the self-evaluation
+// graded good (reward at least good, for at least half of them), sorted:
+// what was right and no longer is, a changed fact ("policy: 30 days"),
+// not a wrong answer the model repeats and its graders already fail
+// ("11" to many arithmetic questions). weights.trained carries them as
+// contradicted (rollout supersede).
+//
 // The self-evaluation cannot know that the world changed: after a
 // policy drift, the answers no customer corrected keep their good
 // grades while stating the old fact. As anchors, positive examples and
@@ -118,7 +124,7 @@ func numberBounded(s string, lo, hi int) bool {
 // questions with the new value, for "policy regressed"; every
 // candidate that had learnt it showed a lower policy score than its
 // parent).
-func contradicted(graded []*Interaction) (marked map[string]bool, facts []string) {
+func contradicted(graded []*Interaction, good float64) (marked map[string]bool, facts []string) {
 	type corr struct {
 		pos           uint64
 		typ, old, new string
@@ -172,14 +178,24 @@ func contradicted(graded []*Interaction) (marked map[string]bool, facts []string
 		}
 	}
 	marked = map[string]bool{}
-	known := map[string]bool{}
+	grades := map[string][2]int{} // statement -> its marked answers graded good, all of them
 	for _, f := range found {
 		if f.it.Correction == "" && f.it.Hint == "" && float64(stating[[2]string{f.typ, f.span}]) >= contradictionShare*float64(total[f.typ]) {
 			marked[f.it.ID] = true
-			known[f.typ+": "+f.span] = true
+			g := grades[f.typ+": "+f.span]
+			if f.it.Eval != nil && f.it.Eval.Reward >= good {
+				g[0]++
+			}
+			g[1]++
+			grades[f.typ+": "+f.span] = g
 		}
 	}
-	facts = slices.Sorted(maps.Keys(known))
+	for fact, g := range grades {
+		if 2*g[0] >= g[1] {
+			facts = append(facts, fact)
+		}
+	}
+	slices.Sort(facts)
 	return marked, facts
 }
 

@@ -283,7 +283,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		typeBaseline[t] = mean(h[max(0, len(h)-cfg.BaselineWindow):])
 	}
 
-	contra, facts := contradicted(graded)
+	contra, facts := contradicted(graded, cfg.GoodReward)
 
 	ds := &Dataset{Manifest: Manifest{WindowFrom: from, WindowTo: to, ExamplesPerType: map[string]int{},
 		KindCounts: map[string]int{}, HoldOutPerType: map[string]int{}, Baselines: typeBaseline, Contradicted: facts}}

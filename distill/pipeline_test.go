@@ -260,8 +260,22 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	for _, it := range replay(t, w.store, Retention{}).Snapshot() {
 		all = append(all, &it)
 	}
-	if c, facts := contradicted(all); c[fifty] || !c[old[0]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
+	if c, facts := contradicted(all, 0.5); c[fifty] || !c[old[0]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
 		t.Fatalf("an arithmetic answer stating 50 (2 of 26) marked %v; a policy answer stating 30 days marked %v; facts %q", c[fifty], c[old[0]], facts)
+	}
+	// A recurring wrong answer that the graders already fail is marked,
+	// but it is no changed fact.
+	var elevens []string
+	for range 4 {
+		elevens = append(elevens, rec("arithmetic", "The answer is 11.", 0))
+	}
+	w.feedback(elevens[0], "12", "")
+	all = nil
+	for _, it := range replay(t, w.store, Retention{}).Snapshot() {
+		all = append(all, &it)
+	}
+	if c, facts := contradicted(all, 0.5); !c[elevens[1]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
+		t.Fatalf("a failed answer stating 11 (4 of 30) marked %v; facts %q, want only the policy's", c[elevens[1]], facts)
 	}
 	// The policy changes back: a correction states 30 days as right.
 	back := rec("policy", "The refund window is 60 days.", 1)
@@ -271,7 +285,7 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	for _, it := range replay(t, w.store, Retention{}).Snapshot() {
 		graded = append(graded, &it)
 	}
-	c, facts := contradicted(graded)
+	c, facts := contradicted(graded, 0.5)
 	if c[old[0]] || c[inWindow[0]] || !c[again] || !slices.Equal(facts, []string{"policy: 60 days"}) {
 		t.Fatalf("after the change back: 30 days marked %v/%v, 60 days marked %v; want false, false, true; facts %q", c[old[0]], c[inWindow[0]], c[again], facts)
 	}
