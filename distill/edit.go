@@ -108,12 +108,14 @@ func numberBounded(s string, lo, hi int) bool {
 // clears it. Interactions with a correction or hint of their own are not
 // marked (their feedback says what to learn).
 //
-// facts lists the statements whose marked answers the self-evaluation
-// graded good (reward at least good, for at least half of them), sorted:
-// what was right and no longer is, a changed fact ("policy: 30 days"),
-// not a wrong answer the model repeats and its graders already fail
-// ("11" to many arithmetic questions). weights.trained carries them as
-// contradicted (rollout supersede).
+// facts lists the statements that two corrections replaced with the same
+// span and whose marked answers the self-evaluation graded good (reward
+// at least good, for at least half of them), sorted: what was right and
+// no longer is, a changed fact ("policy: 30 days", corrected to "60 days"
+// again and again), not a wrong answer the model repeats and its graders
+// already fail ("11" to many arithmetic questions) nor one customer's
+// correction of an answer that is right elsewhere ("35"). weights.trained
+// carries them as contradicted (rollout supersede).
 //
 // The self-evaluation cannot know that the world changed: after a
 // policy drift, the answers no customer corrected keep their good
@@ -145,7 +147,9 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].pos < cs[j].pos })
 	wrong := map[string]map[string]bool{}
+	agree := map[corr]int{} // (type, old, new) -> corrections, pos zero
 	for _, c := range cs {
+		agree[corr{typ: c.typ, old: c.old, new: c.new}]++
 		if wrong[c.typ] == nil {
 			wrong[c.typ] = map[string]bool{}
 		}
@@ -190,8 +194,14 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 			grades[f.typ+": "+f.span] = g
 		}
 	}
+	agreed := map[string]bool{} // "type: old" replaced by the same new span at least twice
+	for c, n := range agree {
+		if n >= 2 {
+			agreed[c.typ+": "+c.old] = true
+		}
+	}
 	for fact, g := range grades {
-		if 2*g[0] >= g[1] {
+		if 2*g[0] >= g[1] && agreed[fact] {
 			facts = append(facts, fact)
 		}
 	}

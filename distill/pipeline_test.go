@@ -227,6 +227,21 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	corrected := rec("policy", "The refund window is 30 days.", 1)
 	w.feedback(corrected, "60 days", "")
 	w.evaluate(corrected, "policy", 2, -1, true)
+	snapshot := func() []*Interaction {
+		var all []*Interaction
+		for _, it := range replay(t, w.store, Retention{}).Snapshot() {
+			all = append(all, &it)
+		}
+		return all
+	}
+	// One customer's correction marks the answers, but a changed fact
+	// takes two that agree.
+	if c, facts := contradicted(snapshot(), 0.5); !c[inWindow[0]] || len(facts) != 0 {
+		t.Fatalf("after one correction: marked %v, facts %q; want marked, no fact", c[inWindow[0]], facts)
+	}
+	corrected2 := rec("policy", "The refund window is 30 days.", 1)
+	w.feedback(corrected2, "60 days", "")
+	w.evaluate(corrected2, "policy", 2, -1, true)
 	to, _ := w.store.LastPosition(context.Background())
 	cfg := PipelineConfig{HoldOutFraction: 0.3, MinHoldOutPerType: 1, AnchorsPerType: 8}
 	ds, err := BuildDataset(context.Background(), replay(t, w.store, Retention{}).Snapshot(), from, to, cfg)
@@ -256,10 +271,7 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	fifty := rec("arithmetic", "The answer is 50.", 1)
 	wrongFifty := rec("arithmetic", "The answer is 50.", 1)
 	w.feedback(wrongFifty, "35", "")
-	var all []*Interaction
-	for _, it := range replay(t, w.store, Retention{}).Snapshot() {
-		all = append(all, &it)
-	}
+	all := snapshot()
 	if c, facts := contradicted(all, 0.5); c[fifty] || !c[old[0]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
 		t.Fatalf("an arithmetic answer stating 50 (2 of 26) marked %v; a policy answer stating 30 days marked %v; facts %q", c[fifty], c[old[0]], facts)
 	}
@@ -270,22 +282,17 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 		elevens = append(elevens, rec("arithmetic", "The answer is 11.", 0))
 	}
 	w.feedback(elevens[0], "12", "")
-	all = nil
-	for _, it := range replay(t, w.store, Retention{}).Snapshot() {
-		all = append(all, &it)
-	}
-	if c, facts := contradicted(all, 0.5); !c[elevens[1]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
-		t.Fatalf("a failed answer stating 11 (4 of 30) marked %v; facts %q, want only the policy's", c[elevens[1]], facts)
+	w.feedback(elevens[1], "12", "")
+	if c, facts := contradicted(snapshot(), 0.5); !c[elevens[2]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
+		t.Fatalf("a failed answer stating 11 (4 of 30, corrected twice to 12) marked %v; facts %q, want only the policy's", c[elevens[2]], facts)
 	}
 	// The policy changes back: a correction states 30 days as right.
-	back := rec("policy", "The refund window is 60 days.", 1)
-	w.feedback(back, "30 days", "")
-	again := rec("policy", "The refund window is 60 days.", 1)
-	var graded []*Interaction
-	for _, it := range replay(t, w.store, Retention{}).Snapshot() {
-		graded = append(graded, &it)
+	for range 2 {
+		back := rec("policy", "The refund window is 60 days.", 1)
+		w.feedback(back, "30 days", "")
 	}
-	c, facts := contradicted(graded, 0.5)
+	again := rec("policy", "The refund window is 60 days.", 1)
+	c, facts := contradicted(snapshot(), 0.5)
 	if c[old[0]] || c[inWindow[0]] || !c[again] || !slices.Equal(facts, []string{"policy: 60 days"}) {
 		t.Fatalf("after the change back: 30 days marked %v/%v, 60 days marked %v; want false, false, true; facts %q", c[old[0]], c[inWindow[0]], c[again], facts)
 	}
