@@ -115,11 +115,16 @@ var errUnknownModel = errors.New("gateway: unknown model")
 // when the request has neither.
 func (rt *Router) Route(model, stickyKey string, known func(string) bool) (version string, err error) {
 	if model == ModelName {
-		rt.mu.Lock()
-		defer rt.mu.Unlock()
-		r := rt.r
-		if r.Candidate != "" && r.Weight > 0 && rt.assign(stickyKey) {
-			return r.Candidate, nil
+		r := rt.Rollout()
+		if r.Candidate != "" && r.Weight > 0 {
+			// Assignment writes the router's memory.
+			rt.mu.Lock()
+			r = rt.r
+			onCandidate := r.Candidate != "" && r.Weight > 0 && rt.assign(stickyKey)
+			rt.mu.Unlock()
+			if onCandidate {
+				return r.Candidate, nil
+			}
 		}
 		if r.Stable == "" {
 			return "", errUnknownModel
