@@ -33,7 +33,10 @@
 // its step has Config.GiveWayAfter evaluations and it is held (reason
 // no_advance) or, at the last comparative step, no reward test would show
 // a win by MaxPerArm even one standard error better than measured
-// (reason futile).
+// (reason futile). A candidate is superseded at once (rolled back,
+// reason "superseded by V", Config.Supersede) when a waiting one learnt
+// corrections and knows of a changed fact in a task type that it was not
+// trained with (weights.trained contradicted).
 //
 // At any time (also during a pause) the candidate is rolled back at once
 // (rollout.rolled_back: stable serves everything again) when
@@ -46,7 +49,8 @@
 //
 // Only one rollout runs at a time. A candidate accepted while one runs
 // waits; when the slot frees, Config.Order picks the one that starts: by
-// default the one that answers the most of its hold-out's corrected
+// default, among those that know every changed fact's type the newest
+// knows, the one that answers the most of its hold-out's corrected
 // questions as corrected (weights.trained's correction check; the newest
 // among equals), or the newest, or the oldest; the waiting ones trained
 // before it are marked superseded. Each runs against whatever is stable when it starts (so a
