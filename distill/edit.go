@@ -108,14 +108,17 @@ func numberBounded(s string, lo, hi int) bool {
 // clears it. Interactions with a correction or hint of their own are not
 // marked (their feedback says what to learn).
 //
-// facts lists the statements that two corrections replaced with the same
-// span and whose marked answers the self-evaluation graded good (reward
-// at least good, for at least half of them), sorted: what was right and
-// no longer is, a changed fact ("policy: 30 days", corrected to "60 days"
-// again and again), not a wrong answer the model repeats and its graders
-// already fail ("11" to many arithmetic questions) nor one customer's
-// correction of an answer that is right elsewhere ("35"). weights.trained
-// carries them as contradicted (rollout supersede).
+// facts lists the changed facts, sorted: statements that at least two
+// and at least half of their type's corrections replaced ("30 days",
+// alone or within "the refund window is 30 days") and whose marked
+// answers the self-evaluation graded good (reward at least good, for at
+// least half of them). That is what was right and no longer is ("policy:
+// 30 days" after the window became 60 days), not a wrong answer the
+// model repeats and its graders already fail ("11" to many arithmetic
+// questions), nor an answer right for some questions that a few of the
+// type's many corrections replaced ("35", "11" in arithmetic: both made
+// a running canary give way in bench runs). weights.trained carries them
+// as contradicted (rollout supersede).
 //
 // The self-evaluation cannot know that the world changed: after a
 // policy drift, the answers no customer corrected keep their good
@@ -147,9 +150,9 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].pos < cs[j].pos })
 	wrong := map[string]map[string]bool{}
-	agree := map[corr]int{} // (type, old, new) -> corrections, pos zero
+	perType := map[string]int{} // type -> corrections
 	for _, c := range cs {
-		agree[corr{typ: c.typ, old: c.old, new: c.new}]++
+		perType[c.typ]++
 		if wrong[c.typ] == nil {
 			wrong[c.typ] = map[string]bool{}
 		}
@@ -194,14 +197,15 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 			grades[f.typ+": "+f.span] = g
 		}
 	}
-	agreed := map[string]bool{} // "type: old" replaced by the same new span at least twice
-	for c, n := range agree {
-		if n >= 2 {
-			agreed[c.typ+": "+c.old] = true
-		}
-	}
 	for fact, g := range grades {
-		if 2*g[0] >= g[1] && agreed[fact] {
+		typ, span, _ := strings.Cut(fact, ": ")
+		n := 0 // the type's corrections that replaced a span stating it
+		for _, c := range cs {
+			if c.typ == typ && statesSpan(c.old, span) {
+				n++
+			}
+		}
+		if 2*g[0] >= g[1] && n >= 2 && 2*n >= perType[typ] {
 			facts = append(facts, fact)
 		}
 	}

@@ -286,6 +286,17 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	if c, facts := contradicted(snapshot(), 0.5); !c[elevens[2]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
 		t.Fatalf("a failed answer stating 11 (4 of 30, corrected twice to 12) marked %v; facts %q, want only the policy's", c[elevens[2]], facts)
 	}
+	// An answer right for some questions, graded good, that two of the
+	// type's five corrections replaced is marked but no changed fact.
+	var thirtyFives []string
+	for range 4 {
+		thirtyFives = append(thirtyFives, rec("arithmetic", "The answer is 35.", 1))
+	}
+	w.feedback(thirtyFives[0], "36", "")
+	w.feedback(thirtyFives[1], "36", "")
+	if c, facts := contradicted(snapshot(), 0.5); !c[thirtyFives[2]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
+		t.Fatalf("a good answer stating 35 corrected by 2 of 5 arithmetic corrections: marked %v, facts %q; want marked, only the policy's fact", c[thirtyFives[2]], facts)
+	}
 	// The policy changes back: a correction states 30 days as right.
 	for range 2 {
 		back := rec("policy", "The refund window is 60 days.", 1)
