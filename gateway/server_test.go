@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -265,5 +266,40 @@ func TestRouterQuotaShare(t *testing.T) {
 	}
 	if keyless < 8 || keyless > 12 {
 		t.Fatalf("keyless: %d of 200 at 5%%", keyless)
+	}
+}
+
+// BenchmarkRoute: routing cost per request with no rollout, and during a
+// 4% rollout for new and for returning conversations (the quota's
+// memory); parallel, as the gateway calls it.
+func BenchmarkRoute(b *testing.B) {
+	known := func(string) bool { return false }
+	for _, c := range []struct {
+		name      string
+		candidate string
+		keys      int // distinct conversations cycled through; 0: a new one per request
+	}{{"stable-only", "", 1000}, {"rollout-new", "v2", 0}, {"rollout-returning", "v2", 1000}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := NewRouter("v1")
+			r.SetRollout("v1", c.candidate, 0.04)
+			keys := make([]string, max(c.keys, 1))
+			for i := range keys {
+				keys[i] = fmt.Sprintf("conv-%d", i)
+			}
+			var n atomic.Int64
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					key := keys[int(i)%len(keys)]
+					if c.keys == 0 {
+						key = "new-" + strconv.FormatInt(i, 10)
+					}
+					if _, err := r.Route(ModelName, key, known); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 	}
 }
