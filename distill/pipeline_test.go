@@ -275,27 +275,26 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	if c, facts := contradicted(all, 0.5); c[fifty] || !c[old[0]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
 		t.Fatalf("an arithmetic answer stating 50 (2 of 26) marked %v; a policy answer stating 30 days marked %v; facts %q", c[fifty], c[old[0]], facts)
 	}
-	// A recurring wrong answer that the graders already fail is marked,
-	// but it is no changed fact.
-	var elevens []string
-	for range 4 {
-		elevens = append(elevens, rec("arithmetic", "The answer is 11.", 0))
-	}
-	w.feedback(elevens[0], "12", "")
-	w.feedback(elevens[1], "12", "")
-	if c, facts := contradicted(snapshot(), 0.5); !c[elevens[2]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
-		t.Fatalf("a failed answer stating 11 (4 of 30, corrected twice to 12) marked %v; facts %q, want only the policy's", c[elevens[2]], facts)
-	}
-	// An answer right for some questions, graded good, that two of the
-	// type's five corrections replaced is marked but no changed fact.
-	var thirtyFives []string
-	for range 4 {
-		thirtyFives = append(thirtyFives, rec("arithmetic", "The answer is 35.", 1))
-	}
-	w.feedback(thirtyFives[0], "36", "")
-	w.feedback(thirtyFives[1], "36", "")
-	if c, facts := contradicted(snapshot(), 0.5); !c[thirtyFives[2]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
-		t.Fatalf("a good answer stating 35 corrected by 2 of 5 arithmetic corrections: marked %v, facts %q; want marked, only the policy's fact", c[thirtyFives[2]], facts)
+	// Four arithmetic answers stating the same number, graded c.reward,
+	// two of them corrected to the same other number: marked, but no
+	// changed fact when the graders already fail them (11: a wrong
+	// answer the model repeats), nor when two of the type's five
+	// corrections replaced an answer graded good (35: right for some
+	// questions).
+	for _, c := range []struct {
+		number, correction string
+		reward             float64
+	}{{"11", "12", 0}, {"35", "36", 1}} {
+		var ids []string
+		for range 4 {
+			ids = append(ids, rec("arithmetic", "The answer is "+c.number+".", c.reward))
+		}
+		w.feedback(ids[0], c.correction, "")
+		w.feedback(ids[1], c.correction, "")
+		if marked, facts := contradicted(snapshot(), 0.5); !marked[ids[2]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
+			t.Fatalf("answers stating %s (reward %v), two corrected to %s: marked %v, facts %q; want marked, only the policy's fact",
+				c.number, c.reward, c.correction, marked[ids[2]], facts)
+		}
 	}
 	// The policy changes back: a correction states 30 days as right.
 	for range 2 {
