@@ -101,8 +101,9 @@ type Config struct {
 	// its slot to the next candidate whenever cycles were frequent.
 	GiveWayAfter int `yaml:"give_way_after"`
 	// Order picks the waiting candidate that starts when no rollout runs:
-	// "best" (default: among those that know what the newest knows
-	// (Supersede), the one that answers the most of its hold-out's
+	// "best" (default: among those that know every task type with a
+	// changed fact the newest knows (Supersede), the one that answers the
+	// most of its hold-out's
 	// corrected questions as corrected, weights.trained's correction
 	// check, counted as right/(n+1); the newest among equals), "newest"
 	// (the last trained, whose data is the most recent) or "oldest"
@@ -117,18 +118,23 @@ type Config struct {
 	// candidate is rolled back (reason superseded) as soon as a waiting
 	// one learnt corrections (its offline correction check answers more
 	// corrected hold-out questions as corrected than its parent) and
-	// knows of a task type whose statements a customer's correction
-	// contradicts that the running one was not trained with
-	// (weights.trained contradicted: "policy: 30 days" is of type policy),
-	// unless the rollout is paused or its tests already decide; and Order
-	// "best" chooses only among the waiting candidates that know every
-	// such type the newest knows. After a drift the candidate trained
-	// before it held the only slot for 500-900 conversations in the bench
-	// while fixes waited. Tried first and replaced: superseding any
-	// candidate whose check showed nothing learnt (a pre-drift candidate
-	// that had learnt one unrelated correction then held the slot), and
-	// comparing the contradicted statements themselves (each new wording
-	// of the same correction superseded the running fix).
+	// knows of a task type with a changed fact that the running one was
+	// not trained with (weights.trained contradicted: statements that at
+	// least two and half of the type's corrections replaced and that the
+	// self-evaluation had graded good; "policy: 30 days" is of type
+	// policy), unless the rollout is paused or its tests already decide;
+	// and Order "best" chooses only among the waiting candidates that
+	// know every such type the newest knows. After a drift the candidate
+	// trained before it held the only slot for 500-900 conversations in
+	// the bench while fixes waited. Tried first and replaced, each in a
+	// bench run: superseding any candidate whose check showed nothing
+	// learnt (a pre-drift candidate that had learnt one unrelated
+	// correction then held the slot); comparing the statements
+	// themselves (each new wording of the same correction superseded the
+	// running fix); and counting wrong arithmetic answers the tiny model
+	// repeats ("11") or one correction of an answer right elsewhere
+	// ("35") as changed facts (each superseded a canary, once a fix at
+	// 50%).
 	Supersede string `yaml:"supersede"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`
