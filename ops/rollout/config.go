@@ -103,9 +103,9 @@ type Config struct {
 	// Order picks the waiting candidate that starts when no rollout runs:
 	// "best" (default: among those that know every task type with a
 	// changed fact the newest knows (Supersede), the one that answers the
-	// most of its hold-out's
-	// corrected questions as corrected, weights.trained's correction
-	// check, counted as right/(n+1); the newest among equals), "newest"
+	// most of its hold-out's corrected questions as corrected,
+	// weights.trained's correction check, counted as right/(n+1); the
+	// newest among equals), "newest"
 	// (the last trained, whose data is the most recent) or "oldest"
 	// (every candidate in training order). The waiting candidates trained
 	// before the one that starts are marked superseded and never start.
