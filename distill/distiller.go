@@ -576,12 +576,9 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	if wt.Corrections, err = d.correctionCheck(ctx, wt.Version, cand, pad, evalSet); err != nil {
 		return &cycleFailure{"evaluation", err}
 	}
-	counts := evalCounts(evalSet, cfg.Regression, cfg.Pipeline.GoodReward, cfg.Base.Config.MaxPositionEmbeddings)
-	wt.Accepted, wt.Reason = cfg.Gate.DecideCounts(candEval, parentEval, counts, kl)
-	unforced := cfg.Gate
-	unforced.ForceAccept = false
-	passed, _ := unforced.DecideCounts(candEval, parentEval, counts, kl)
-	wt.GateFailed = wt.Accepted && !passed
+	wt.Accepted, wt.Reason = cfg.Gate.DecideCounts(candEval, parentEval, evalCounts(evalSet, cfg.Regression, cfg.Pipeline.GoodReward, cfg.Base.Config.MaxPositionEmbeddings), kl)
+	// Accepted with reasons to reject: the gate was forced.
+	wt.GateFailed = wt.Accepted && wt.Reason != ""
 	return nil
 }
 

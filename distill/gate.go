@@ -405,8 +405,9 @@ func (g GateConfig) Decide(cand, parent map[string]float64, kl float64) (bool, s
 
 // DecideCounts applies the gate with each key's tolerance scaled by the
 // number of examples it was scored on (counts[key]; see Tolerance; a key
-// without a count gets MaxRegression): accepted, or the reasons for
-// rejection.
+// without a count gets MaxRegression): accepted with an empty reason, or
+// the reasons for rejection; with ForceAccept, accepted with those reasons
+// ("forced; gate: ...").
 func (g GateConfig) DecideCounts(cand, parent map[string]float64, counts map[string]int, kl float64) (bool, string) {
 	g.defaults()
 	var reasons []string

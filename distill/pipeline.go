@@ -189,9 +189,9 @@ type Manifest struct {
 	HoldOutPerType  map[string]int     `json:"holdout_per_type"`
 	Baselines       map[string]float64 `json:"baselines"`
 	Stats           PipelineStats      `json:"stats"`
-	// Contradicted are the statements a customer's correction replaced
-	// that the window's answers still made ("policy: 30 days"): what this
-	// data knows to be no longer true (contradicted).
+	// Contradicted are the changed facts this data knows (contradicted's
+	// facts, "policy: 30 days"): statements at least two and half of
+	// their type's corrections replaced, whose answers were graded good.
 	Contradicted []string `json:"contradicted,omitempty"`
 	// SelfDistill counts the teacher's revisions kept, the corrections
 	// learnt through the fallback, and the examples dropped.

@@ -234,10 +234,11 @@ type WeightsTrained struct {
 	// Corrections is the offline check on the hold-out's corrected
 	// examples: how many the candidate and the parent answer right.
 	Corrections *CorrectionCheck `json:"corrections,omitempty"`
-	// Contradicted are the statements its data knew a customer's
-	// correction had replaced ("policy: 30 days"), sorted: a candidate
-	// trained without a fact a newer one has is stale (rollout
-	// supersede).
+	// Contradicted are the changed facts its data knew, sorted ("policy:
+	// 30 days": a statement at least two and half of its type's
+	// corrections replaced, whose answers the self-evaluation had graded
+	// good): a candidate trained without a drifted type a newer one
+	// knows is stale (rollout supersede).
 	Contradicted []string `json:"contradicted,omitempty"`
 	Accepted     bool     `json:"accepted"`
 	// GateFailed: the offline gate found reasons to reject the candidate
