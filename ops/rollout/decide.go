@@ -291,7 +291,7 @@ func (s *State) harmSign(ev evidence) bool {
 	if s.cfg.HoldMargin < 0 || !ev.looked {
 		return false
 	}
-	if s.active.gateFailed {
+	if s.active.trained.gateFailed {
 		// Accepted only because the offline gate was forced: it has shown
 		// harm already, offline.
 		return true
@@ -352,7 +352,7 @@ func (s *State) superseder() (pending, bool) {
 		return pending{}, false
 	}
 	for i := len(s.waiting) - 1; i >= 0; i-- {
-		if p := s.waiting[i]; learnt(p.corrections) && newerTypes(p.facts, a.facts) {
+		if p := s.waiting[i]; learnt(p.corrections) && newerTypes(p.facts, a.trained.facts) {
 			return p, true
 		}
 	}
@@ -386,12 +386,12 @@ func newerTypes(facts, known []string) bool {
 	return false
 }
 
-// checkText describes a correction check.
+// checkText describes a candidate's correction check.
 func checkText(c *events.CorrectionCheck) string {
 	if c == nil {
-		return "no corrected hold-out questions"
+		return "had no corrected hold-out questions"
 	}
-	return fmt.Sprintf("%d of %d, its parent %d", c.Candidate, c.N, c.Parent)
+	return fmt.Sprintf("answers %d of %d corrected hold-out questions as corrected (its parent %d)", c.Candidate, c.N, c.Parent)
 }
 
 // stepReady reports whether the current step has its minimum evidence:
@@ -435,8 +435,8 @@ func (s *State) next() pending {
 // startDetail says why p starts.
 func startDetail(p pending, others int, order string) string {
 	d := fmt.Sprintf("%d more candidate(s) waiting; order %s", others, order)
-	if c := p.corrections; c != nil {
-		d += fmt.Sprintf("; answers %d of %d corrected hold-out questions as corrected (its parent %d)", c.Candidate, c.N, c.Parent)
+	if p.corrections != nil {
+		d += "; " + checkText(p.corrections)
 	}
 	return d
 }
@@ -487,8 +487,8 @@ func (s *State) decide() *decision {
 	if a.anomaly == nil && (!quick.looked || (quick.failed == "" && quick.reward.Hi >= 0 && quick.typeLoss == "" && !(quick.stratOK && quick.strat.Hi < 0))) {
 		if p, ok := s.superseder(); ok {
 			ev := s.evidence(true)
-			ev.Detail = fmt.Sprintf("%s was trained knowing %q no longer hold, %s knowing %q; %s answers %d of %d corrected hold-out questions as corrected (its parent %d); %s: %s",
-				p.version, p.facts, a.candidate, a.facts, p.version, p.corrections.Candidate, p.corrections.N, p.corrections.Parent, a.candidate, checkText(a.corrections))
+			ev.Detail = fmt.Sprintf("%s was trained knowing %q no longer hold, %s knowing %q; %s %s; %s %s",
+				p.version, p.facts, a.candidate, a.trained.facts, p.version, checkText(p.corrections), a.candidate, checkText(a.trained.corrections))
 			return rollback(ReasonSuperseded+" by "+p.version, ev.RolloutEvidence)
 		}
 		if a.paused || !quick.looked || !s.stepReady() {

@@ -84,11 +84,10 @@ type active struct {
 	all, cur              [2]arm // whole rollout; current step
 	evals                 map[string]obs
 	anomaly               *events.AnomalyDetected
-	gateFailed            bool // the offline gate was forced (Config.HoldMargin)
-	// corrections and facts are its weights.trained correction check and
-	// contradicted statements (Config.Supersede).
-	corrections *events.CorrectionCheck
-	facts       []string
+	// trained is what the candidate's weights.trained said (its gate was
+	// forced: Config.HoldMargin; its correction check and changed facts:
+	// Config.Supersede).
+	trained pending
 }
 
 // Finished is a rollout that ended.
@@ -353,8 +352,7 @@ func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
 	// Candidates trained before the one that starts will not start any
 	// more: superseded.
 	if i := slices.IndexFunc(s.waiting, func(p pending) bool { return p.version == c.Candidate }); i >= 0 {
-		s.active.gateFailed = s.waiting[i].gateFailed
-		s.active.corrections, s.active.facts = s.waiting[i].corrections, s.waiting[i].facts
+		s.active.trained = s.waiting[i]
 		for _, p := range s.waiting[:i] {
 			s.setStatus(p.version, "superseded", "")
 		}
