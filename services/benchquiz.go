@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"citizen/model"
@@ -131,12 +132,7 @@ func pairQuiz(version string, n int, base, other []workplace.Question) (*QuizChe
 // render writes the quiz as report lines.
 func (q *QuizCheck) render(b *strings.Builder) {
 	fmt.Fprintf(b, "\nquiz: base vs %s on the same %d fresh questions per type of the final world (greedy):\n", q.Version, q.Questions)
-	types := make([]string, 0, len(q.Types))
-	for t := range q.Types {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	for _, t := range types {
+	for _, t := range slices.Sorted(maps.Keys(q.Types)) {
 		x := q.Types[t]
 		fmt.Fprintf(b, "  %-16s %.2f -> %.2f  %+.1f points (paired SE %.1f)\n", t, x.Base.Rate, x.Version.Rate, x.Points, x.SE)
 	}
