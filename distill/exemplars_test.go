@@ -44,9 +44,7 @@ func TestMemoryExemplarsFeedTheTeacher(t *testing.T) {
 
 	// The teacher's context carries them; the student's does not.
 	w := newWorld(t)
-	id := w.recordQA(tok, base, "order_status", "where is order 7?", "Order is lost.")
-	w.evaluate(id, "order_status", 1, -1, true)
-	w.feedback(id, "", "check the tracking page")
+	w.correctedQA(tok, base, "order_status", "where is order 7?", "Order is lost.", "", "check the tracking page")
 	calls := 0
 	d := newDistiller(t, w, func(c *Config) {
 		c.Exemplars = func(ctx context.Context, ex Example) ([]Exemplar, error) {
@@ -93,12 +91,8 @@ func TestMemoryExemplarsFeedTheTeacher(t *testing.T) {
 func TestExemplarsOnlyForHints(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
-	hinted := w.recordQA(tok, base, "policy", "what is the refund window for order 7?", "The refund window is 30 days.")
-	w.evaluate(hinted, "policy", 1, -1, true)
-	w.feedback(hinted, "", "the refund window changed")
-	corrected := w.recordQA(tok, base, "policy", "what is the refund window for order 8?", "The refund window is 30 days.")
-	w.evaluate(corrected, "policy", 1, -1, true)
-	w.feedback(corrected, "60 days", "")
+	hinted := w.correctedQA(tok, base, "policy", "what is the refund window for order 7?", "The refund window is 30 days.", "", "the refund window changed")
+	corrected := w.correctedQA(tok, base, "policy", "what is the refund window for order 8?", "The refund window is 30 days.", "60 days", "")
 	var asked []string
 	d := newDistiller(t, w, func(c *Config) {
 		c.Exemplars = func(ctx context.Context, ex Example) ([]Exemplar, error) {

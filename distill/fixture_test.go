@@ -110,6 +110,16 @@ func (w *world) recordQA(tok *tokenizer.Tokenizer, m *model.Model, typ, user, an
 	return w.record(chatRec{typ: typ, user: user, answer: answer, prompt: prompt, completion: comp, logprobs: lps[0][len(prompt):]})
 }
 
+// correctedQA records answer (recordQA), graded wrong (reward -1), with a
+// customer's feedback: correction and hint.
+func (w *world) correctedQA(tok *tokenizer.Tokenizer, m *model.Model, typ, user, answer, correction, hint string) string {
+	w.t.Helper()
+	id := w.recordQA(tok, m, typ, user, answer)
+	w.evaluate(id, typ, 1, -1, true)
+	w.feedback(id, correction, hint)
+	return id
+}
+
 // newWorldData writes a cycle's worth of graded interactions in the new
 // world: the refund window is now 60 days, so the base's "30 days" gets a
 // bad reward and the customer's correction; other types are graded as

@@ -122,12 +122,8 @@ func TestEditAnswerPutsTheCorrectionInPlace(t *testing.T) {
 func TestSpanCorrectionIsLearntAsTheEditedAnswer(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
-	edited := w.recordQA(tok, base, "policy", "I bought a lamp 80 days ago. Can I still return it?", "No, the refund window is 30 days.")
-	w.evaluate(edited, "policy", 1, -1, true)
-	w.feedback(edited, "60 days", "")
-	whole := w.recordQA(tok, base, "policy", "I bought a lamp 52 days ago. Can I still return it?", "No, the refund window is 30 days.")
-	w.evaluate(whole, "policy", 1, -1, true)
-	w.feedback(whole, "Yes, the refund window is 60 days.", "")
+	edited := w.correctedQA(tok, base, "policy", "I bought a lamp 80 days ago. Can I still return it?", "No, the refund window is 30 days.", "60 days", "")
+	w.correctedQA(tok, base, "policy", "I bought a lamp 52 days ago. Can I still return it?", "No, the refund window is 30 days.", "Yes, the refund window is 60 days.", "")
 	d := newDistiller(t, w, func(c *Config) {
 		c.Objective = DefaultObjective()
 		c.CorrectionTemplate = "{correction}"
@@ -179,9 +175,7 @@ func revisedDataset(t *testing.T, d *Distiller) (*Dataset, int) {
 func TestInvertedRewardsLearnNoCorrection(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
-	id := w.recordQA(tok, base, "policy", "I bought a lamp 80 days ago. Can I still return it?", "No, the refund window is 30 days.")
-	w.evaluate(id, "policy", 1, -1, true)
-	w.feedback(id, "60 days", "")
+	w.correctedQA(tok, base, "policy", "I bought a lamp 80 days ago. Can I still return it?", "No, the refund window is 30 days.", "60 days", "")
 	for _, invert := range []bool{false, true} {
 		d := newDistiller(t, w, func(c *Config) {
 			c.Objective = DefaultObjective()
