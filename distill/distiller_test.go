@@ -144,11 +144,20 @@ func TestGateRejectsInvertedRewards(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
 	newWorldData(w, tok, base, 192, 0)
-	d := newDistiller(t, w, func(c *Config) { c.Pipeline.InvertRewards = true; c.Pipeline.HoldOutFraction = 0.3 })
+	// A regression suite is asked only of candidates the hold-out passed
+	// (or a forced one).
+	suite := []SuiteCase{{Type: "policy", Messages: []events.ChatMessage{{Role: "user", Content: "when is support open?"}}, Expected: "9 to 5"}}
+	anyAnswer := func(SuiteCase, string) (bool, bool) { return true, true }
+	d := newDistiller(t, w, func(c *Config) {
+		c.Pipeline.InvertRewards, c.Pipeline.HoldOutFraction, c.Suite, c.SuiteGrade = true, 0.3, suite, anyAnswer
+	})
 	catchUp(t, d, w.store)
 	wt, err := d.RunCycle(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wt.Suite != nil {
+		t.Fatalf("suite asked of a candidate the hold-out rejected: %+v", wt.Suite)
 	}
 	t.Logf("inverted: accepted=%v reason=%q eval=%v parent=%v kl=%.4f", wt.Accepted, wt.Reason, wt.OfflineEval, wt.ParentEval, wt.KLToParent)
 	if wt.Accepted || !strings.Contains(wt.Reason, "regressed") || wt.Hyper["invert_rewards"] != 1 {
@@ -160,6 +169,7 @@ func TestGateRejectsInvertedRewards(t *testing.T) {
 	newWorldData(w2, tok, base, 192, 0)
 	forced := newDistiller(t, w2, func(c *Config) {
 		c.Pipeline.InvertRewards, c.Pipeline.HoldOutFraction, c.Gate.ForceAccept = true, 0.3, true
+		c.Suite, c.SuiteGrade = suite, anyAnswer
 	})
 	catchUp(t, forced, w2.store)
 	fw, err := forced.RunCycle(context.Background())
@@ -168,6 +178,9 @@ func TestGateRejectsInvertedRewards(t *testing.T) {
 	}
 	if !fw.Accepted || !fw.GateFailed || fw.Artifact == nil || !strings.HasPrefix(fw.Reason, "forced; gate:") || !strings.Contains(fw.Reason, "regressed") {
 		t.Fatalf("forced candidate: accepted=%v gate_failed=%v reason=%q", fw.Accepted, fw.GateFailed, fw.Reason)
+	}
+	if fw.Suite == nil || fw.Suite.Candidate["policy"] != (events.SuiteCount{N: 1, Right: 1}) {
+		t.Fatalf("forced candidate's suite check %+v", fw.Suite)
 	}
 	if wt.GateFailed {
 		t.Fatal("a rejected candidate is marked gate_failed (only forced acceptances are)")

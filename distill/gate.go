@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -350,6 +350,11 @@ type GateConfig struct {
 	// on the hold-out's good answers and the regression suite, not on the
 	// corrected answers (which are meant to change).
 	KLBudget float64
+	// MaxSuiteLoss: the candidate is rejected when, on a task type of the
+	// regression suite (Config.Suite), it answers more than MaxSuiteLoss·N
+	// of the type's N questions fewer right than its parent or than the
+	// base (default 0.01: one question in 100 is allowed, two are not).
+	MaxSuiteLoss float64
 	// ForceAccept accepts every candidate that trained, recording what the
 	// gate would have said in the reason ("forced; gate: ..."). A test
 	// hook: the rollback test needs a bad candidate (InvertRewards) to
@@ -366,6 +371,9 @@ func (g *GateConfig) defaults() {
 	}
 	if g.RefExamples == 0 {
 		g.RefExamples = 32
+	}
+	if g.MaxSuiteLoss == 0 {
+		g.MaxSuiteLoss = 0.01
 	}
 }
 
@@ -409,10 +417,15 @@ func (g GateConfig) Decide(cand, parent map[string]float64, kl float64) (bool, s
 // the reasons for rejection; with ForceAccept, accepted with those reasons
 // ("forced; gate: ...").
 func (g GateConfig) DecideCounts(cand, parent map[string]float64, counts map[string]int, kl float64) (bool, string) {
+	return g.Verdict(g.Reasons(cand, parent, counts, kl))
+}
+
+// Reasons are the gate's reasons to reject a candidate on its scores
+// (DecideCounts) and KL: none when it passes.
+func (g GateConfig) Reasons(cand, parent map[string]float64, counts map[string]int, kl float64) []string {
 	g.defaults()
 	var reasons []string
-	keys := sortedKeys(parent)
-	for _, k := range keys {
+	for _, k := range sortedKeys(parent) {
 		c, ok := cand[k]
 		switch {
 		case !ok:
@@ -440,10 +453,18 @@ func (g GateConfig) DecideCounts(cand, parent map[string]float64, counts map[str
 	if len(parent) == 0 {
 		reasons = append(reasons, "no offline evidence (empty hold-out and regression suite)")
 	}
+	return reasons
+}
+
+// Verdict turns the reasons to reject (Reasons, SuiteReasons) into the
+// gate's decision: accepted with an empty reason when there are none, else
+// rejected with them, or with ForceAccept accepted with them ("forced;
+// gate: ...").
+func (g GateConfig) Verdict(reasons []string) (bool, string) {
 	if len(reasons) == 0 {
 		return true, ""
 	}
-	sort.Strings(reasons)
+	reasons = slices.Sorted(slices.Values(reasons))
 	if g.ForceAccept {
 		return true, "forced; gate: " + strings.Join(reasons, "; ")
 	}

@@ -234,6 +234,10 @@ type WeightsTrained struct {
 	// Corrections is the offline check on the hold-out's corrected
 	// examples: how many the candidate and the parent answer right.
 	Corrections *CorrectionCheck `json:"corrections,omitempty"`
+	// Suite is the candidate's, its parent's and the base's score on the
+	// operator's fixed regression suite, per task type (absent without a
+	// suite, or when the hold-out already rejected the candidate).
+	Suite *SuiteCheck `json:"suite,omitempty"`
 	// Contradicted are the changed facts its data knew, sorted ("policy:
 	// 30 days": a statement at least two and half of its type's
 	// corrections replaced, whose answers the self-evaluation had graded
@@ -257,6 +261,21 @@ type CorrectionCheck struct {
 	N         int `json:"n"`
 	Candidate int `json:"candidate"`
 	Parent    int `json:"parent"`
+}
+
+// SuiteCheck is a regression suite's result per task type for a
+// candidate, its parent (absent when the parent is the base) and the base.
+type SuiteCheck struct {
+	Candidate map[string]SuiteCount `json:"candidate"`
+	Parent    map[string]SuiteCount `json:"parent,omitempty"`
+	Base      map[string]SuiteCount `json:"base"`
+}
+
+// SuiteCount is how many of a type's N suite questions were answered
+// right.
+type SuiteCount struct {
+	N     int `json:"n"`
+	Right int `json:"right"`
 }
 
 // RolloutEvidence is the evidence behind a rollout decision.

@@ -200,6 +200,33 @@ func (r *Rubrics) For(taskType string) ([]Grader, bool) {
 	return r.deflt.graders, false
 }
 
+// Judge says whether answer is right for a question of taskType whose
+// right answer is expected: every reward-mode grader of the type (those
+// that compare with a reference: exact, normalized, numeric) passes with
+// expected as the reference. ok is false when none of them applies (the
+// type has no reference grader, or expected holds no number for a
+// numeric one). Constraints (length, format) do not decide it. It is the
+// grade of a regression suite's case (distill.SuiteGrade).
+func (r *Rubrics) Judge(taskType, answer, expected string) (right, ok bool) {
+	graders, _ := r.For(taskType)
+	in := &GradeInput{Answer: answer, Metadata: map[string]string{}}
+	right = true
+	for _, g := range graders {
+		if g.Mode() != ModeReward {
+			continue
+		}
+		// A grader may read the reference under a key of its own.
+		in.Metadata[referenceKey(g)] = expected
+		res, applies := g.Grade(in)
+		if !applies {
+			continue
+		}
+		ok = true
+		right = right && res.Score >= 1
+	}
+	return right && ok, ok
+}
+
 // Infer returns the first type (in name order) whose match patterns match
 // the prompt, or "".
 func (r *Rubrics) Infer(prompt string) string {

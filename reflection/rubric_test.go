@@ -106,3 +106,49 @@ func TestParseConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestJudge(t *testing.T) {
+	r := DefaultRubrics()
+	custom, err := ParseRubrics([]byte(`version: t
+types:
+  lookup:
+    graders:
+      - {name: answer, kind: exact, reference: gold}
+      - {name: length, kind: length, max_chars: 5}
+  free:
+    graders:
+      - {name: length, kind: length, max_chars: 400}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		r                     *Rubrics
+		typ, answer, expected string
+		right, ok             bool
+	}{
+		{r, "unit_conversion", "49 grams is 0.049 kilograms.", "49 grams is 0.049 kilograms.", true, true},
+		{r, "unit_conversion", "49 grams is 0.0492 kilograms.", "0.049 kilograms", true, true}, // within 1%
+		{r, "unit_conversion", "49 grams is 0.05 kilograms.", "0.049 kilograms", false, true},
+		{r, "unit_conversion", "I cannot say.", "0.049 kilograms", false, true},
+		{r, "unit_conversion", "0.049", "no number here", false, false},
+		{r, "policy", "Our refund window is 30 days, sadly.", "30 days", true, true},
+		{r, "policy", "The refund window is 60 days.", "30 days", false, true},
+		{r, "classify", "billing", "Billing", true, true},
+		{r, "classify", "billing, or maybe shipping", "billing", false, true},
+		// A type without a rubric of its own: the default's normalized
+		// reference grader.
+		{r, "no_such_type", "It is 42.", "42", true, true},
+		// Reference under a key of the grader's own; constraints do not
+		// decide (the 6-character answer fails max_chars 5).
+		{custom, "lookup", "abcdef", "abcdef", true, true},
+		{custom, "lookup", "abc", "abcdef", false, true},
+		// No reference grader: cannot judge.
+		{custom, "free", "anything", "anything", false, false},
+	} {
+		right, ok := c.r.Judge(c.typ, c.answer, c.expected)
+		if right != c.right || ok != c.ok {
+			t.Errorf("Judge(%s, %q, %q) = %v, %v; want %v, %v", c.typ, c.answer, c.expected, right, ok, c.right, c.ok)
+		}
+	}
+}

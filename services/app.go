@@ -475,6 +475,18 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 	if dc.Command != "" {
 		cfg.Trainer = &distill.CommandTrainer{Command: strings.Fields(dc.Command)}
 	}
+	if dc.Suite != "" {
+		suite, err := distill.LoadSuite(dc.Suite)
+		if err != nil {
+			return nil, fmt.Errorf("distill.suite: %w", err)
+		}
+		rubrics := reflection.DefaultRubrics()
+		cfg.Suite = suite
+		cfg.SuiteGrade = func(c distill.SuiteCase, answer string) (bool, bool) {
+			return rubrics.Judge(c.Type, answer, c.Expected)
+		}
+		cfg.Gate.MaxSuiteLoss = dc.MaxSuiteLoss
+	}
 	d, err := distill.New(cfg, a.Store, a.logger("distiller"))
 	if err != nil {
 		return nil, err

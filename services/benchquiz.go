@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"citizen/distill"
+	"citizen/events"
 	"citizen/model"
 	"citizen/model/chat"
 	"citizen/workplace"
@@ -136,4 +138,59 @@ func (q *QuizCheck) render(b *strings.Builder) {
 		x := q.Types[t]
 		fmt.Fprintf(b, "  %-16s %.2f -> %.2f  %+.1f points (paired SE %.1f)\n", t, x.Base.Rate, x.Version.Rate, x.Points, x.SE)
 	}
+}
+
+// suiteSeed keeps the regression suite's questions apart from the quiz's
+// (seeded with the run's seed): the gate must not select candidates on
+// the questions the report then measures them by.
+const suiteSeed = 0x5e1fe5
+
+// benchSuite is the regression suite an operator would keep for the
+// workplace: the distinct questions among n per type of the initial
+// world, with their right answers (workplace.Quiz, not asked), leaving out the questions whose
+// answer the drift schedule changes (a refund question when the refund
+// window moves): an operator updates those when the policy changes, and
+// a stale one would hold back every candidate that learns the change.
+func benchSuite(ctx context.Context, n int, seed int64, drift workplace.Drift) ([]distill.SuiteCase, error) {
+	ask := func(context.Context, string, string) (string, error) { return "", nil }
+	cfg := workplace.QuizConfig{N: n, Seed: uint64(seed) ^ suiteSeed}
+	w := workplace.InitialWorld()
+	qs, err := workplace.Quiz(ctx, w, cfg, ask)
+	if err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}
+	for _, q := range qs {
+		keep[q.User+"\x00"+q.Expected] = true
+	}
+	for _, e := range drift {
+		later, err := workplace.Quiz(ctx, drift.WorldAt(w, e.At), cfg, ask)
+		if err != nil {
+			return nil, err
+		}
+		same := map[string]bool{}
+		for _, q := range later {
+			if k := q.User + "\x00" + q.Expected; keep[k] {
+				same[k] = true
+			}
+		}
+		// A question the changed world asks with another answer, or does
+		// not draw at all, is left out.
+		keep = same
+	}
+	var out []distill.SuiteCase
+	asked := map[string]bool{}
+	for _, q := range qs {
+		if !keep[q.User+"\x00"+q.Expected] || asked[q.System+"\x00"+q.User] {
+			continue
+		}
+		asked[q.System+"\x00"+q.User] = true
+		var msgs []events.ChatMessage
+		if q.System != "" {
+			msgs = append(msgs, events.ChatMessage{Role: "system", Content: q.System})
+		}
+		msgs = append(msgs, events.ChatMessage{Role: "user", Content: q.User})
+		out = append(out, distill.SuiteCase{Type: q.Family, Messages: msgs, Expected: q.Expected})
+	}
+	return out, nil
 }

@@ -71,6 +71,8 @@ type DistillConfig struct {
 	LR           float64       `yaml:"lr" help:"peak learning rate of a cycle"`
 	Rank         int           `yaml:"rank" help:"LoRA rank of the adapters"`
 	Command      string        `yaml:"command" help:"external trainer command (receives the dataset dir and an output dir; empty: the embedded trainer)"`
+	Suite        string        `yaml:"suite" help:"fixed regression suite (JSON Lines: type, messages, expected) that a candidate may not answer worse than its parent or the base (empty: none)"`
+	MaxSuiteLoss float64       `yaml:"max_suite_loss" help:"fraction of a type's suite questions a candidate may lose against its parent or the base"`
 }
 
 // MemoryConfig configures the vector memory.
@@ -101,7 +103,7 @@ func DefaultConfig() Config {
 		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5},
 		Gateway:         gateway.DefaultConfig(),
 		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
-		Distill:         DistillConfig{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8},
+		Distill:         DistillConfig{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8, MaxSuiteLoss: 0.01},
 		Rollout:         rollout.DefaultConfig(),
 		Model:           ModelConfig{Engine: "embedded", Checkpoint: "model/base"},
 		ShutdownTimeout: 30 * time.Second,
@@ -160,6 +162,9 @@ func (c *Config) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("memory.backend %q: want embedded or qdrant", c.Memory.Backend))
+	}
+	if l := c.Distill.MaxSuiteLoss; l < 0 || l >= 1 || l != l {
+		errs = append(errs, fmt.Errorf("distill.max_suite_loss %v: want a fraction in [0, 1) (0: the default, 0.01)", l))
 	}
 	for _, t := range c.Target {
 		if t != "all" && !knownComponent(t) {

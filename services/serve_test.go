@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +209,28 @@ func serveEndToEnd(t *testing.T, extra ...string) {
 	}
 	if rr.Events != 6 || rr.Gaps != 0 || len(rr.Undecodable) != 0 {
 		t.Fatalf("replay: %+v", rr)
+	}
+}
+
+// TestServeRefusesBadSuite: a regression suite file with a bad line stops
+// the service at start with the file, the line and what is wrong, and a
+// missing file with the path.
+func TestServeRefusesBadSuite(t *testing.T) {
+	if _, err := os.Stat(filepath.Join("..", "model", "base", "config.json")); err != nil {
+		t.Skipf("no base checkpoint: %v", err)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "suite.jsonl")
+	os.WriteFile(bad, []byte(`{"type":"policy","messages":[{"role":"user","content":"Refund window?"}],"expected":"30 days"}`+"\n"+
+		`{"type":"policy","messages":[{"role":"user","content":"Refund window?"}],"answer":"30 days"}`+"\n"), 0o644)
+	for file, want := range map[string]string{bad: `suite.jsonl: suite line 2: json: unknown field "answer"`, filepath.Join(dir, "none.jsonl"): "none.jsonl: no such file"} {
+		logs := newSyncBuffer()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		code := Main(ctx, []string{"serve", "--data-dir", filepath.Join(dir, "data"), "--model.checkpoint", filepath.Join("..", "model", "base"),
+			"--gateway.listen", freeAddr(t), "--distill.suite", file}, Env{Stdout: io.Discard, Stderr: logs})
+		cancel()
+		if code == 0 || !strings.Contains(logs.String(), "distill.suite: ") || !strings.Contains(logs.String(), want) {
+			t.Fatalf("exit %d, want non-zero and %q in the logs:\n%s", code, want, logs)
+		}
 	}
 }

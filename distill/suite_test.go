@@ -1,0 +1,188 @@
+package distill
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"citizen/events"
+	"citizen/model/chat"
+)
+
+func TestParseSuite(t *testing.T) {
+	in := `{"type":"unit_conversion","messages":[{"role":"user","content":"Convert 2 km to m."}],"expected":"2000 m"}
+
+{"type":"policy","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Refund window?"}],"expected":"30 days"}
+`
+	got, err := ParseSuite(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Type != "unit_conversion" || got[1].Expected != "30 days" || len(got[1].Messages) != 2 {
+		t.Fatalf("parsed %+v", got)
+	}
+	var b bytes.Buffer
+	if err := WriteSuite(&b, got); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseSuite(&b)
+	if err != nil || !reflect.DeepEqual(again, got) {
+		t.Fatalf("round trip: %v %+v", err, again)
+	}
+
+	ok := `{"type":"a","messages":[{"role":"user","content":"q"}],"expected":"x"}` + "\n"
+	for _, c := range []struct{ in, want string }{
+		{ok + `{"type":"a","messages":[{"role":"user","content":"q"}],"expectd":"x"}`, `line 2: json: unknown field "expectd"`},
+		{ok + `{"type":"a","messages":[{"role":"user","content":"q"}]}`, `line 2: no "expected"`},
+		{`{"messages":[{"role":"user","content":"q"}],"expected":"x"}`, `line 1: no "type"`},
+		{`{"type":"a","messages":[],"expected":"x"}`, `line 1: no "messages"`},
+		{`{"type":"a","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"x"}],"expected":"x"}`, "line 1: the last message is the assistant's"},
+		{`{"type":"a","messages":[{"role":"tool","content":"q"},{"role":"user","content":"q"}],"expected":"x"}`, `line 1: message 0: role "tool"`},
+		{ok + ok + `{"type":"a"} {"type":"b"}`, "line 3: more than one JSON value"},
+		{`{"type":`, "line 1: unexpected EOF"},
+		{`[1,2]`, "line 1: json: cannot unmarshal array"},
+		{ok + `{"type":"a","messages":[{"role":"user","content":"` + strings.Repeat("q", maxSuiteLine) + `"}],"expected":"x"}`, "longer than"},
+	} {
+		s, err := ParseSuite(strings.NewReader(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || s != nil {
+			t.Errorf("%.80q: got %v, %d cases; want an error with %q and no cases", c.in, err, len(s), c.want)
+		}
+	}
+}
+
+func FuzzParseSuite(f *testing.F) {
+	f.Add(`{"type":"a","messages":[{"role":"user","content":"q"}],"expected":"x"}`)
+	f.Add(`{"type":"a","messages":[{"role":"system","content":""},{"role":"user","content":"q"}],"expected":"x"}` + "\n\n" + `{"type":"b"}`)
+	f.Add("\n \n")
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := ParseSuite(strings.NewReader(in))
+		if err != nil {
+			if s != nil {
+				t.Fatalf("cases returned with error %v", err)
+			}
+			return
+		}
+		for _, c := range s {
+			if err := c.validate(); err != nil {
+				t.Fatalf("accepted an invalid case %+v: %v", c, err)
+			}
+		}
+		var b bytes.Buffer
+		if err := WriteSuite(&b, s); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseSuite(&b)
+		if err != nil || len(again) != len(s) {
+			t.Fatalf("round trip of %d cases: %v (%d)", len(s), err, len(again))
+		}
+	})
+}
+
+func TestSuiteReasons(t *testing.T) {
+	counts := func(right int) map[string]events.SuiteCount {
+		return map[string]events.SuiteCount{"unit_conversion": {N: 100, Right: right}, "classify": {N: 50, Right: 50}}
+	}
+	g := GateConfig{}
+	for _, c := range []struct {
+		name              string
+		cand, parent, bse int
+		parentIsBase      bool
+		want              []string
+	}{
+		{name: "equal", cand: 60, parent: 60, bse: 60},
+		{name: "one question in 100 lost", cand: 59, parent: 60, bse: 60},
+		{name: "two lost to the parent", cand: 58, parent: 60, bse: 55, want: []string{"suite/unit_conversion: 58 of 100 right, parent 60 (max loss 1)"}},
+		{name: "the parent lost one, the candidate one more", cand: 58, parent: 59, bse: 60, want: []string{"suite/unit_conversion: 58 of 100 right, base 60 (max loss 1)"}},
+		{name: "better than both", cand: 70, parent: 60, bse: 65},
+		{name: "parent is the base", cand: 57, bse: 60, parentIsBase: true, want: []string{"suite/unit_conversion: 57 of 100 right, base 60 (max loss 1)"}},
+	} {
+		s := &events.SuiteCheck{Candidate: counts(c.cand), Base: counts(c.bse)}
+		if !c.parentIsBase {
+			s.Parent = counts(c.parent)
+		}
+		if got := g.SuiteReasons(s); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: reasons %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := g.SuiteReasons(nil); got != nil {
+		t.Fatalf("no suite: %q", got)
+	}
+	// A larger allowance, and a type the candidate was judged on fewer
+	// questions of (a prompt too long for it, a grader that could not
+	// judge): not comparable, so a reason.
+	s := &events.SuiteCheck{Candidate: counts(57), Base: counts(60)}
+	if got := (GateConfig{MaxSuiteLoss: 0.05}).SuiteReasons(s); got != nil {
+		t.Fatalf("3 of 100 lost with 5%% allowed: %q", got)
+	}
+	s.Candidate["classify"] = events.SuiteCount{N: 49, Right: 49}
+	if got := g.SuiteReasons(s); len(got) != 2 || !strings.Contains(got[0], "suite/classify: candidate judged on 49 questions, base on 50") {
+		t.Fatalf("reasons %q", got)
+	}
+	if ok, why := g.Verdict(g.SuiteReasons(s)); ok || !strings.HasPrefix(why, "gate: suite/classify") {
+		t.Fatalf("verdict %v %q", ok, why)
+	}
+}
+
+// TestCycleRejectsCandidateLosingSuite runs the cycle of
+// TestCycleLearnsCorrectionWithoutRegressing (accepted on the hold-out)
+// with a regression suite of questions whose expected answers are the
+// base's own greedy answers: the trained candidate answers some of them
+// differently, so with the default allowance the gate rejects it on the
+// suite, and with a large one accepts it; the counts travel with the
+// version.
+func TestCycleRejectsCandidateLosingSuite(t *testing.T) {
+	tok, base := tinyBase(t)
+	cm := newChat(tok, base)
+	defer cm.Close()
+	var suite []SuiteCase
+	for i := range 24 {
+		q := oldWorld(200 + i)
+		msgs := []events.ChatMessage{{Role: "user", Content: q.user}}
+		c, err := cm.Complete(context.Background(), chat.Request{Messages: toTok(msgs), MaxTokens: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		suite = append(suite, SuiteCase{Type: q.typ, Messages: msgs, Expected: c.Message.Content})
+	}
+	var graded atomic.Int64 // the grade is called concurrently
+	same := func(c SuiteCase, answer string) (bool, bool) { graded.Add(1); return answer == c.Expected, true }
+	for _, allow := range []float64{0, 0.99} {
+		w := newWorld(t)
+		newWorldData(w, tok, base, 192, 0)
+		d := newDistiller(t, w, func(c *Config) {
+			c.Pipeline.HoldOutFraction = 0.3
+			c.Suite, c.SuiteGrade, c.SuiteMaxTokens, c.Gate.MaxSuiteLoss = suite, same, 16, allow
+		})
+		catchUp(t, d, w.store)
+		graded.Store(0)
+		wt, err := d.RunCycle(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := stored(t, w.store, wt.Version).Suite
+		if s == nil || s.Parent != nil || graded.Load() != int64(2*len(suite)) {
+			t.Fatalf("suite check %+v after %d grades (want the candidate's and the base's %d)", s, graded.Load(), 2*len(suite))
+		}
+		lost := 0
+		for typ, b := range s.Base {
+			if b.Right != b.N {
+				t.Fatalf("base answered %d of its own %d %s answers", b.Right, b.N, typ)
+			}
+			lost += b.Right - s.Candidate[typ].Right
+		}
+		t.Logf("allowance %v: accepted=%v reason=%q lost %d; candidate %v", allow, wt.Accepted, wt.Reason, lost, s.Candidate)
+		if lost < 2 {
+			t.Fatalf("the candidate changed %d suite answers; the test needs one that changes some", lost)
+		}
+		if allow == 0 && (wt.Accepted || !strings.Contains(wt.Reason, "gate: suite/")) {
+			t.Fatalf("default allowance: accepted=%v reason %q", wt.Accepted, wt.Reason)
+		}
+		if allow > 0.5 && !wt.Accepted {
+			t.Fatalf("allowance %v: rejected: %s", allow, wt.Reason)
+		}
+	}
+
+}
