@@ -427,7 +427,7 @@ func (d *Distiller) hyper() map[string]float64 {
 		"lora_rank": float64(c.LoRA.Rank), "lora_alpha": c.LoRA.Alpha, "lr": c.Hyper.LR, "batch_seqs": float64(c.Hyper.BatchSeqs),
 		"max_steps": float64(c.Hyper.MaxSteps), "min_steps": float64(c.Hyper.MinSteps), "epochs": c.Hyper.Epochs, "importance_cap": c.Objective.ImportanceCap,
 		"kl_coef": c.Objective.KLCoef, "self_distill_weight": c.Objective.SelfDistillWeight, "fallback_weight": c.Objective.FallbackWeight,
-		"edit_weight":      c.Objective.EditWeight,
+		"edit_weight": c.Objective.EditWeight, "one_off_weight": c.Objective.OneOffWeight,
 		"anchor_weight":    c.Pipeline.AnchorWeight,
 		"anchors_per_type": float64(c.Pipeline.AnchorsPerType), "holdout_fraction": c.Pipeline.HoldOutFraction,
 		"max_regression": c.Gate.MaxRegression, "kl_budget": c.Gate.KLBudget, "seed": float64(c.Hyper.Seed),
@@ -774,12 +774,25 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			}
 		}
 	}
+	oneOffs := 0
 	for _, ex := range toRevise(ds.Train, limit, hints) {
+		// A correction that replaces no changed fact is learnt at
+		// OneOffWeight whatever its kind (Objective.OneOffWeight).
+		oneOff := ex.Correction != "" && !replacesFact(&ex, ds.Manifest.Replaced)
+		if oneOff {
+			oneOffs++
+		}
+		weigh := func(r *Example, w float64) {
+			if oneOff {
+				w = cfg.Objective.OneOffWeight
+			}
+			// The objective multiplies by SelfDistillWeight.
+			r.Weight = w / cfg.Objective.SelfDistillWeight
+		}
 		if edited, ok := d.editedAnswer(&ex); ok {
 			r := ex
-			// The objective weighs it EditWeight, not SelfDistillWeight.
 			r.Kind, r.Advantage, r.BehaviourLogprobs = KindRevised, 0, nil
-			r.Weight = cfg.Objective.EditWeight / cfg.Objective.SelfDistillWeight
+			weigh(&r, cfg.Objective.EditWeight)
 			r.Answer = events.ChatMessage{Role: "assistant", Content: edited}
 			r.CompletionTokens = ex.TargetTokens
 			revised = append(revised, r)
@@ -825,7 +838,8 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			ok = false
 		}
 		r := ex
-		r.Kind, r.Advantage, r.Weight, r.BehaviourLogprobs = KindRevised, 0, 1, nil
+		r.Kind, r.Advantage, r.BehaviourLogprobs = KindRevised, 0, nil
+		weigh(&r, cfg.Objective.SelfDistillWeight)
 		if ok && len(ex.PromptTokens)+len(c.Tokens) > cfg.Pipeline.MaxSeqLen {
 			ok = false
 		}
@@ -841,8 +855,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			content, _ := d.correctedAnswer(&ex)
 			r.Answer = events.ChatMessage{Role: "assistant", Content: content}
 			r.CompletionTokens = ex.TargetTokens
-			// The objective weighs it FallbackWeight, not SelfDistillWeight.
-			r.Weight = cfg.Objective.FallbackWeight / cfg.Objective.SelfDistillWeight
+			weigh(&r, cfg.Objective.FallbackWeight)
 			fallback++
 		default:
 			dropped++
@@ -851,9 +864,23 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		revised = append(revised, r)
 	}
 	ds.Train = append(ds.Train, revised...)
-	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "edited": edits, "correction_fallback": fallback, "dropped": dropped, "hints_unchecked": unchecked}
-	log.Info("self-distillation", "revised", kept, "edited", edits, "correction_fallback", fallback, "dropped", dropped, "hints_unchecked", unchecked)
+	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "edited": edits, "correction_fallback": fallback, "dropped": dropped, "hints_unchecked": unchecked, "one_off": oneOffs}
+	log.Info("self-distillation", "revised", kept, "edited", edits, "correction_fallback", fallback, "dropped", dropped, "hints_unchecked", unchecked, "one_off", oneOffs)
 	return nil
+}
+
+// replacesFact reports whether ex's correction replaces a statement most
+// of its type's corrections replaced (facts, Manifest.Replaced: "policy:
+// 30 days"): the recorded answer states it and the correction does not,
+// whether the correction is the new value ("60 days") or a whole answer.
+func replacesFact(ex *Example, facts []string) bool {
+	answer, correction := normText(ex.Answer.Content), normText(ex.Correction)
+	for _, f := range facts {
+		if typ, span, _ := strings.Cut(f, ": "); typ == ex.Type && statesSpan(answer, span) && !statesSpan(correction, span) {
+			return true
+		}
+	}
+	return false
 }
 
 // editedAnswer is ex's recorded answer with its correction in place of

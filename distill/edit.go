@@ -120,6 +120,11 @@ func numberBounded(s string, lo, hi int) bool {
 // a running canary give way in bench runs). weights.trained carries them
 // as contradicted (rollout supersede).
 //
+// replaced lists the statements of the same form without the grade
+// condition: what most of a type's corrections (at least two) replaced,
+// right before or not. The corrections that replace one are taught at
+// the self-distillation weights (Objective.OneOffWeight).
+//
 // The self-evaluation cannot know that the world changed: after a
 // policy drift, the answers no customer corrected keep their good
 // grades while stating the old fact. As anchors, positive examples and
@@ -129,7 +134,7 @@ func numberBounded(s string, lo, hi int) bool {
 // questions with the new value, for "policy regressed"; every
 // candidate that had learnt it showed a lower policy score than its
 // parent).
-func contradicted(graded []*Interaction, good float64) (marked map[string]bool, facts []string) {
+func contradicted(graded []*Interaction, good float64) (marked map[string]bool, facts, replaced []string) {
 	type corr struct {
 		pos           uint64
 		typ, old, new string
@@ -146,7 +151,7 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 		cs = append(cs, corr{feedbackPosition(it), it.Type(), normText(it.Answer.Content[lo:hi]), normText(repl)})
 	}
 	if len(cs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].pos < cs[j].pos })
 	wrong := map[string]map[string]bool{}
@@ -197,20 +202,29 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 			grades[f.typ+": "+f.span] = g
 		}
 	}
-	for fact, g := range grades {
-		typ, span, _ := strings.Cut(fact, ": ")
+	for st, k := range stating {
+		if float64(k) < contradictionShare*float64(total[st[0]]) {
+			continue
+		}
+		typ, span := st[0], st[1]
 		n := 0 // the type's corrections that replaced a span stating it
 		for _, c := range cs {
 			if c.typ == typ && statesSpan(c.old, span) {
 				n++
 			}
 		}
-		if 2*g[0] >= g[1] && n >= 2 && 2*n >= perType[typ] {
+		if n < 2 || 2*n < perType[typ] {
+			continue
+		}
+		fact := typ + ": " + span
+		replaced = append(replaced, fact)
+		if g := grades[fact]; 2*g[0] >= g[1] && g[1] > 0 {
 			facts = append(facts, fact)
 		}
 	}
 	slices.Sort(facts)
-	return marked, facts
+	slices.Sort(replaced)
+	return marked, facts, replaced
 }
 
 // contradictionShare is the share of a type's answers that must state a

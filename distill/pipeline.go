@@ -193,6 +193,11 @@ type Manifest struct {
 	// facts, "policy: 30 days"): statements at least two and half of
 	// their type's corrections replaced, whose answers were graded good.
 	Contradicted []string `json:"contradicted,omitempty"`
+	// Replaced are the statements most of their type's corrections (at
+	// least two) replaced, graded good or not (contradicted's replaced):
+	// the corrections that replace one are taught at the
+	// self-distillation weights, the others at Objective.OneOffWeight.
+	Replaced []string `json:"replaced,omitempty"`
 	// SelfDistill counts the teacher's revisions kept, the corrections
 	// learnt through the fallback, and the examples dropped.
 	SelfDistill map[string]int    `json:"self_distill,omitempty"`
@@ -283,10 +288,10 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		typeBaseline[t] = mean(h[max(0, len(h)-cfg.BaselineWindow):])
 	}
 
-	contra, facts := contradicted(graded, cfg.GoodReward)
+	contra, facts, replaced := contradicted(graded, cfg.GoodReward)
 
 	ds := &Dataset{Manifest: Manifest{WindowFrom: from, WindowTo: to, ExamplesPerType: map[string]int{},
-		KindCounts: map[string]int{}, HoldOutPerType: map[string]int{}, Baselines: typeBaseline, Contradicted: facts}}
+		KindCounts: map[string]int{}, HoldOutPerType: map[string]int{}, Baselines: typeBaseline, Contradicted: facts, Replaced: replaced}}
 	st := &ds.Manifest.Stats
 
 	// Hold-out: by hash over every usable graded interaction.

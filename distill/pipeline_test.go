@@ -236,7 +236,7 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	}
 	// One customer's correction marks the answers, but a changed fact
 	// takes two that agree.
-	if c, facts := contradicted(snapshot(), 0.5); !c[inWindow[0]] || len(facts) != 0 {
+	if c, facts, _ := contradicted(snapshot(), 0.5); !c[inWindow[0]] || len(facts) != 0 {
 		t.Fatalf("after one correction: marked %v, facts %q; want marked, no fact", c[inWindow[0]], facts)
 	}
 	corrected2 := rec("policy", "The refund window is 30 days.", 1)
@@ -272,7 +272,7 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	wrongFifty := rec("arithmetic", "The answer is 50.", 1)
 	w.feedback(wrongFifty, "35", "")
 	all := snapshot()
-	if c, facts := contradicted(all, 0.5); c[fifty] || !c[old[0]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
+	if c, facts, _ := contradicted(all, 0.5); c[fifty] || !c[old[0]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
 		t.Fatalf("an arithmetic answer stating 50 (2 of 26) marked %v; a policy answer stating 30 days marked %v; facts %q", c[fifty], c[old[0]], facts)
 	}
 	// Four arithmetic answers stating the same number, graded c.reward,
@@ -291,9 +291,17 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 		}
 		w.feedback(ids[0], c.correction, "")
 		w.feedback(ids[1], c.correction, "")
-		if marked, facts := contradicted(snapshot(), 0.5); !marked[ids[2]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
+		marked, facts, replaced := contradicted(snapshot(), 0.5)
+		if !marked[ids[2]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
 			t.Fatalf("answers stating %s (reward %v), two corrected to %s: marked %v, facts %q; want marked, only the policy's fact",
 				c.number, c.reward, c.correction, marked[ids[2]], facts)
+		}
+		// What most of the type's corrections replaced, graded good or
+		// not: 11 (two of the three arithmetic corrections), not 35 (two
+		// of five).
+		want := map[string][]string{"11": {"arithmetic: 11", "policy: 30 days"}, "35": {"policy: 30 days"}}[c.number]
+		if !slices.Equal(replaced, want) {
+			t.Fatalf("after the corrections of %s: replaced %q, want %q", c.number, replaced, want)
 		}
 	}
 	// The policy changes back: a correction states 30 days as right.
@@ -302,7 +310,7 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 		w.feedback(back, "30 days", "")
 	}
 	again := rec("policy", "The refund window is 60 days.", 1)
-	c, facts := contradicted(snapshot(), 0.5)
+	c, facts, _ := contradicted(snapshot(), 0.5)
 	if c[old[0]] || c[inWindow[0]] || !c[again] || !slices.Equal(facts, []string{"policy: 60 days"}) {
 		t.Fatalf("after the change back: 30 days marked %v/%v, 60 days marked %v; want false, false, true; facts %q", c[old[0]], c[inWindow[0]], c[again], facts)
 	}

@@ -118,12 +118,19 @@ func TestEditAnswerPutsTheCorrectionInPlace(t *testing.T) {
 // the teacher: "60 days" against "No, the refund window is 30 days."
 // gives "No, the refund window is 60 days.", never the teacher's "Yes,
 // ..." (which would contain the correction and be wrong). A correction
-// that is a whole other answer still goes to the teacher.
+// that is a whole other answer still goes to the teacher. A correction
+// that replaces no statement most of its type's corrections replaced is
+// learnt at OneOffWeight.
 func TestSpanCorrectionIsLearntAsTheEditedAnswer(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
 	edited := w.correctedQA(tok, base, "policy", "I bought a lamp 80 days ago. Can I still return it?", "No, the refund window is 30 days.", "60 days", "")
 	w.correctedQA(tok, base, "policy", "I bought a lamp 52 days ago. Can I still return it?", "No, the refund window is 30 days.", "Yes, the refund window is 60 days.", "")
+	// A second correction of the same statement: most of the type's
+	// corrections replace "30 days", so they are taught at full weight.
+	w.correctedQA(tok, base, "policy", "What is the refund window?", "The refund window is 30 days.", "60 days", "")
+	// A one-off correction: the right sum for one question.
+	oneOff := w.correctedQA(tok, base, "arithmetic", "what is 2 plus 2?", "The answer is 5.", "4", "")
 	d := newDistiller(t, w, func(c *Config) {
 		c.Objective = DefaultObjective()
 		c.CorrectionTemplate = "{correction}"
@@ -131,13 +138,17 @@ func TestSpanCorrectionIsLearntAsTheEditedAnswer(t *testing.T) {
 	catchUp(t, d, w.store)
 	ds, before := revisedDataset(t, d)
 	sd := ds.Manifest.SelfDistill
-	if sd["edited"] != 1 || sd["revised"]+sd["correction_fallback"]+sd["dropped"] != 1 {
-		t.Fatalf("self-distillation %v: want one edit and one answer from the teacher (revised, fallback or dropped)", sd)
+	if sd["edited"] != 3 || sd["revised"]+sd["correction_fallback"]+sd["dropped"] != 1 || sd["one_off"] != 1 ||
+		!slices.Equal(ds.Manifest.Replaced, []string{"policy: 30 days"}) {
+		t.Fatalf("self-distillation %v, replaced %q: want three edits (one of them one-off) and one answer from the teacher (revised, fallback or dropped)", sd, ds.Manifest.Replaced)
 	}
-	var got *Example
+	var got, gotOneOff *Example
 	for i := range ds.Train[before:] {
-		if r := &ds.Train[before+i]; r.Interaction == edited {
+		switch r := &ds.Train[before+i]; r.Interaction {
+		case edited:
 			got = r
+		case oneOff:
+			gotOneOff = r
 		}
 	}
 	if got == nil || got.Kind != KindRevised || got.Answer.Content != "No, the refund window is 60 days." {
@@ -150,6 +161,9 @@ func TestSpanCorrectionIsLearntAsTheEditedAnswer(t *testing.T) {
 	o := d.cfg.Objective
 	if w := got.Weight * o.SelfDistillWeight; w != o.EditWeight || o.EditWeight != 12 {
 		t.Fatalf("edited revision weighs %v (objective %+v); want EditWeight 12", w, o)
+	}
+	if gotOneOff == nil || gotOneOff.Answer.Content != "The answer is 4." || gotOneOff.Weight*o.SelfDistillWeight != o.OneOffWeight || o.OneOffWeight != 1 {
+		t.Fatalf("one-off correction's revision %+v; want the edited answer at OneOffWeight 1", gotOneOff)
 	}
 }
 
