@@ -20,12 +20,17 @@
 //     truncated importance ratios against the recorded behaviour logprobs,
 //     self-distillation from corrections and hints (the teacher sees the
 //     note and, for a hint, optionally exemplars from memory; the student
-//     does not), a k3 KL term to the stable version on the examples that
+//     does not; a one-off correction, one that replaces no statement most
+//     of its type's corrections replaced, weighs only OneOffWeight), a k3
+//     KL term to the stable version on the examples that
 //     keep what it said (not on corrected ones), and anchor replay;
 //   - training cycles (Distiller): trigger by count of new graded
 //     interactions or time, train through a Trainer (EmbeddedTrainer in Go,
 //     CommandTrainer for an external trainer), the offline gate (per-type
-//     hold-out and regression suite vs the parent, KL budget), weight
+//     hold-out and regression examples vs the parent, KL budget, then the
+//     operator's fixed regression suite of questions with right answers,
+//     answered greedily, vs the parent and the base: SuiteCase, LoadSuite,
+//     GateConfig.SuiteReasons), weight
 //     artifacts under <data>/weights/<version>/ with sha256, and the
 //     weights.trained event with full lineage; a failing cycle is recorded
 //     with Accepted=false and its reason, and the next cycle still runs;

@@ -85,7 +85,7 @@ func TestSuiteReasons(t *testing.T) {
 	counts := func(right int) map[string]events.SuiteCount {
 		return map[string]events.SuiteCount{"unit_conversion": {N: 100, Right: right}, "classify": {N: 50, Right: 50}}
 	}
-	g := GateConfig{}
+	g := GateConfig{MaxSuiteLoss: 0.01}
 	for _, c := range []struct {
 		name              string
 		cand, parent, bse int
@@ -106,6 +106,15 @@ func TestSuiteReasons(t *testing.T) {
 		if got := g.SuiteReasons(s); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: reasons %q, want %q", c.name, got, c.want)
 		}
+	}
+	// The default allows two questions in 100.
+	s2 := &events.SuiteCheck{Candidate: counts(58), Base: counts(60)}
+	if got := (GateConfig{}).SuiteReasons(s2); got != nil {
+		t.Fatalf("2 of 100 lost with the default: %q", got)
+	}
+	s2.Candidate = counts(57)
+	if got := (GateConfig{}).SuiteReasons(s2); len(got) != 1 {
+		t.Fatalf("3 of 100 lost with the default: %q", got)
 	}
 	if got := g.SuiteReasons(nil); got != nil {
 		t.Fatalf("no suite: %q", got)

@@ -103,7 +103,7 @@ func DefaultConfig() Config {
 		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5},
 		Gateway:         gateway.DefaultConfig(),
 		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
-		Distill:         DistillConfig{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8, MaxSuiteLoss: 0.01},
+		Distill:         DistillConfig{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8, MaxSuiteLoss: 0.02},
 		Rollout:         rollout.DefaultConfig(),
 		Model:           ModelConfig{Engine: "embedded", Checkpoint: "model/base"},
 		ShutdownTimeout: 30 * time.Second,
@@ -164,7 +164,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("memory.backend %q: want embedded or qdrant", c.Memory.Backend))
 	}
 	if l := c.Distill.MaxSuiteLoss; l < 0 || l >= 1 || l != l {
-		errs = append(errs, fmt.Errorf("distill.max_suite_loss %v: want a fraction in [0, 1) (0: the default, 0.01)", l))
+		errs = append(errs, fmt.Errorf("distill.max_suite_loss %v: want a fraction in [0, 1) (0: the default, 0.02)", l))
 	}
 	for _, t := range c.Target {
 		if t != "all" && !knownComponent(t) {
