@@ -14,23 +14,25 @@ import (
 const maxCorrectionChecks = 32
 
 // correctionCheck asks the candidate and the parent (nil: the base) the
-// hold-out's corrected questions, greedily, and counts the answers that
-// state the correction as the corrected answer would (correctedAnswer:
-// the recorded answer with the correction in place of the span it
-// corrects, or the correction itself): the most recent maxCorrectionChecks
-// of them. It is evidence for choosing among waiting candidates
+// hold-out's corrected questions whose correction replaces a statement
+// most of its type's corrections replaced (replaced, Manifest.Replaced:
+// what the cycle teaches at full weight; a one-off correction is not
+// expected to be learnt), greedily, and counts the answers that state the
+// correction as the corrected answer would (correctedAnswer: the recorded
+// answer with the correction in place of the span it corrects, or the
+// correction itself): the most recent maxCorrectionChecks of them. It is evidence for choosing among waiting candidates
 // (rollout.Config.Order "best"), not part of the gate's decision: on a
 // few examples one answer more or less is noise, and a candidate is
 // trained on the parent's stable version, whose corrections it must not
 // lose, which the log-likelihood scores already check.
-func (d *Distiller) correctionCheck(ctx context.Context, version string, cand, parent *model.Adapter, hold []Example) (*events.CorrectionCheck, error) {
+func (d *Distiller) correctionCheck(ctx context.Context, version string, cand, parent *model.Adapter, hold []Example, replaced []string) (*events.CorrectionCheck, error) {
 	cfg := d.cfg
 	if cfg.Chat == nil {
 		return nil, nil
 	}
 	var asked []*Example
 	for i := range hold {
-		if hold[i].Correction != "" && len(hold[i].Answer.ToolCalls) == 0 {
+		if hold[i].Correction != "" && len(hold[i].Answer.ToolCalls) == 0 && replacesFact(&hold[i], replaced) {
 			asked = append(asked, &hold[i])
 		}
 	}

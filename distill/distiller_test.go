@@ -429,6 +429,8 @@ func TestRunStopsWhenShutdownCutsACycle(t *testing.T) {
 // greedy answer states the corrected answer: here the correction is what
 // the model says anyway for one question and something it never says for
 // the other, and the candidate is a zero adapter (the base's answers).
+// It asks only the corrections of a replaced statement ("policy: 30
+// days").
 func TestCorrectionCheckCounts(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
@@ -440,16 +442,21 @@ func TestCorrectionCheckCounts(t *testing.T) {
 	}
 	said := c.Message.Content
 	target, _ := answerTokens(tok, msgs, said)
+	old := events.ChatMessage{Role: "assistant", Content: "The refund window is 30 days."}
 	hold := []Example{
-		{Type: "policy", Messages: msgs, Correction: said, TargetTokens: target},
-		{Type: "policy", Messages: msgs, Correction: "zebra quartz", TargetTokens: target},
-		{Type: "policy", Messages: msgs}, // no correction: not asked
+		{Type: "policy", Messages: msgs, Answer: old, Correction: said, TargetTokens: target},
+		{Type: "policy", Messages: msgs, Answer: old, Correction: "zebra quartz", TargetTokens: target},
+		{Type: "policy", Messages: msgs, Answer: old}, // no correction: not asked
+		// One-off corrections (they replace no statement most of the
+		// type's corrections replaced): not asked.
+		{Type: "policy", Messages: msgs, Answer: events.ChatMessage{Role: "assistant", Content: "Order 2 is lost."}, Correction: said, TargetTokens: target},
+		{Type: "arithmetic", Messages: msgs, Answer: old, Correction: said, TargetTokens: target},
 	}
 	zero, err := model.NewAdapter("zero", base.Config, DefaultLoRA(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := d.correctionCheck(context.Background(), "v", zero, nil, hold)
+	got, err := d.correctionCheck(context.Background(), "v", zero, nil, hold, []string{"policy: 30 days"})
 	if err != nil {
 		t.Fatal(err)
 	}
