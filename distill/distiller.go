@@ -776,8 +776,9 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 	}
 	oneOffs := 0
 	for _, ex := range toRevise(ds.Train, limit, hints) {
-		// A correction that replaces no changed fact is learnt at
-		// OneOffWeight whatever its kind (Objective.OneOffWeight).
+		// A one-off correction (it replaces no statement of
+		// Manifest.Replaced) is learnt at Objective.OneOffWeight, whether
+		// as an edit, a revision or a fallback.
 		oneOff := ex.Correction != "" && !replacesFact(&ex, ds.Manifest.Replaced)
 		if oneOff {
 			oneOffs++
