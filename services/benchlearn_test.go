@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"citizen/distill"
+	"citizen/events"
 	"citizen/reflection"
 	"citizen/workplace"
 )
@@ -75,10 +76,15 @@ func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 // no acknowledged interaction is lost. Whether the rollback itself comes
 // before the run ends depends on how much evidence the 4% canary gathers
 // on a loaded machine; the test logs it, the report's verdict states it.
+//
+// The run has a regression suite (--suite 20): the forced candidate is
+// asked all of it, through the service's wiring (distill.suite, the
+// shipped rubrics' graders), and its counts travel with the version.
 func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	ckpt := benchCheckpoint(t)
+	out := t.TempDir()
 	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 3000, Seed: 4, Drift: "",
-		FeedbackRate: 0.5, Window: 200, Out: t.TempDir(), Checkpoint: ckpt, BadCandidate: true, MinNewGraded: 200}, io.Discard)
+		FeedbackRate: 0.5, Window: 200, Out: out, Checkpoint: ckpt, BadCandidate: true, MinNewGraded: 200, Suite: 20}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +111,38 @@ func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	}
 	if rep.Lost != 0 {
 		t.Fatalf("%d of %d acknowledged interactions are not in the store", rep.Lost, rep.Acknowledged)
+	}
+	suite, err := distill.LoadSuite(filepath.Join(out, "suite.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.DataDir = filepath.Join(out, "data")
+	st, err := OpenStore(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	evs, err := st.ReadStream(context.Background(), events.VersionStream(b.Version), 0, events.Forward, 1)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("version stream of %s: %v, %d events", b.Version, err, len(evs))
+	}
+	p, err := events.Decode(&evs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := p.(*events.WeightsTrained)
+	judged := 0
+	if wt.Suite != nil {
+		for typ, c := range wt.Suite.Candidate {
+			judged += c.N
+			if base := wt.Suite.Base[typ]; base.N != c.N {
+				t.Errorf("suite type %s: candidate judged on %d, base on %d", typ, c.N, base.N)
+			}
+		}
+	}
+	if !wt.GateFailed || judged != len(suite) || len(suite) < 60 {
+		t.Fatalf("forced candidate %s: gate_failed %v, suite %+v judged %d of %d questions", b.Version, wt.GateFailed, wt.Suite, judged, len(suite))
 	}
 }
 
