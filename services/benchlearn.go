@@ -346,17 +346,6 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	// Live traffic: short cycles (at most MaxSteps optimizer steps) so
 	// that a correction reaches a candidate within a minute or two.
 	cfg.Distill.MaxSteps = c.MaxSteps
-	// The rollout's evidence sized to the bench's traffic (thousands of
-	// conversations, not millions): a 4% canary until MinPerArm (30)
-	// evaluations per arm, then 50% until the reward tests decide. A
-	// candidate that shows a sign of harm at the end of its first step
-	// is held there (rollout.Config.HoldMargin) until the tests decide,
-	// a newer candidate waits, or MaxHold runs out, so a short first step
-	// does not let a bad candidate through (with 30 per arm and no
-	// holding, bad candidates usually reached 50% before the tests could
-	// tell). 4%, not 5%: the router keeps each step's share within one
-	// conversation of its weight (gateway.Router), so a 4% canary serves
-	// at most ⌈0.04·N⌉ of N conversations: at most 5% from N = 100 on.
 	if c.Suite > 0 {
 		suite, err := benchSuite(ctx, c.Suite, c.Seed, drift)
 		if err != nil {
@@ -372,6 +361,17 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 		}
 		fmt.Fprintf(progress, "bench learn: regression suite of %d questions in %s\n", len(suite), cfg.Distill.Suite)
 	}
+	// The rollout's evidence sized to the bench's traffic (thousands of
+	// conversations, not millions): a 4% canary until MinPerArm (30)
+	// evaluations per arm, then 50% until the reward tests decide. A
+	// candidate that shows a sign of harm at the end of its first step
+	// is held there (rollout.Config.HoldMargin) until the tests decide,
+	// a newer candidate waits, or MaxHold runs out, so a short first step
+	// does not let a bad candidate through (with 30 per arm and no
+	// holding, bad candidates usually reached 50% before the tests could
+	// tell). 4%, not 5%: the router keeps each step's share within one
+	// conversation of its weight (gateway.Router), so a 4% canary serves
+	// at most ⌈0.04·N⌉ of N conversations: at most 5% from N = 100 on.
 	cfg.Rollout.Steps = c.Steps
 	cfg.Rollout.MinPerArm = c.MinPerArm
 	cfg.Rollout.MinPerType = 2

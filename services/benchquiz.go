@@ -147,10 +147,11 @@ const suiteSeed = 0x5e1fe5
 
 // benchSuite is the regression suite an operator would keep for the
 // workplace: the distinct questions among n per type of the initial
-// world, with their right answers (workplace.Quiz, not asked), leaving out the questions whose
-// answer the drift schedule changes (a refund question when the refund
-// window moves): an operator updates those when the policy changes, and
-// a stale one would hold back every candidate that learns the change.
+// world, with their right answers (workplace.Quiz, not asked), leaving
+// out the questions whose answer the drift schedule changes (a refund
+// question when the refund window moves): an operator updates those when
+// the policy changes, and a stale one would hold back every candidate
+// that learns the change.
 func benchSuite(ctx context.Context, n int, seed int64, drift workplace.Drift) ([]distill.SuiteCase, error) {
 	ask := func(context.Context, string, string) (string, error) { return "", nil }
 	cfg := workplace.QuizConfig{N: n, Seed: uint64(seed) ^ suiteSeed}
