@@ -124,17 +124,17 @@ const suiteParallel = 16
 // answers to a fixed suite are asked once per process.
 type suiteCache struct {
 	mu sync.Mutex
-	m  map[string]map[string]events.SuiteCount // version ("" base) -> type
+	m  map[string]map[string]events.SuiteCount // version or "base" -> type
 }
 
-// suiteScore answers every case greedily with adapter a (nil: the base;
-// name caches the result when not empty) and counts per type the cases
-// the grader judged (N) and those answered right (Right).
-func (d *Distiller) suiteScore(ctx context.Context, name string, a *model.Adapter, cache bool) (map[string]events.SuiteCount, error) {
+// suiteScore answers every case greedily with adapter a (nil: the base)
+// and counts per type the cases the grader judged (N) and those answered
+// right (Right). A non-empty key (a version, "base") caches the result.
+func (d *Distiller) suiteScore(ctx context.Context, a *model.Adapter, key string) (map[string]events.SuiteCount, error) {
 	cfg := d.cfg
-	if cache {
+	if key != "" {
 		d.suite.mu.Lock()
-		r, ok := d.suite.m[name]
+		r, ok := d.suite.m[key]
 		d.suite.mu.Unlock()
 		if ok {
 			return r, nil
@@ -199,12 +199,12 @@ func (d *Distiller) suiteScore(ctx context.Context, name string, a *model.Adapte
 		}
 		out[cfg.Suite[i].Type] = n
 	}
-	if cache {
+	if key != "" {
 		d.suite.mu.Lock()
 		if d.suite.m == nil {
 			d.suite.m = map[string]map[string]events.SuiteCount{}
 		}
-		d.suite.m[name] = out
+		d.suite.m[key] = out
 		d.suite.mu.Unlock()
 	}
 	return out, nil
@@ -218,17 +218,17 @@ func (d *Distiller) suiteCheck(ctx context.Context, cand, parent *model.Adapter,
 	if len(cfg.Suite) == 0 || cfg.Chat == nil {
 		return nil, nil
 	}
-	c, err := d.suiteScore(ctx, "", cand, false)
+	c, err := d.suiteScore(ctx, cand, "")
 	if err != nil {
 		return nil, err
 	}
-	b, err := d.suiteScore(ctx, "", nil, true)
+	b, err := d.suiteScore(ctx, nil, parentName(""))
 	if err != nil {
 		return nil, err
 	}
 	out := &events.SuiteCheck{Candidate: c, Base: b}
 	if parent != nil {
-		if out.Parent, err = d.suiteScore(ctx, parentVersion, parent, true); err != nil {
+		if out.Parent, err = d.suiteScore(ctx, parent, parentVersion); err != nil {
 			return nil, err
 		}
 	}
