@@ -20,11 +20,12 @@ const maxCorrectionChecks = 32
 // expected to be learnt), greedily, and counts the answers that state the
 // correction as the corrected answer would (correctedAnswer: the recorded
 // answer with the correction in place of the span it corrects, or the
-// correction itself): the most recent maxCorrectionChecks of them. It is evidence for choosing among waiting candidates
-// (rollout.Config.Order "best"), not part of the gate's decision: on a
-// few examples one answer more or less is noise, and a candidate is
-// trained on the parent's stable version, whose corrections it must not
-// lose, which the log-likelihood scores already check.
+// correction itself): the most recent maxCorrectionChecks of them. It is
+// evidence for choosing among waiting candidates (rollout.Config.Order
+// "best"), not part of the gate's decision: on a few examples one answer
+// more or less is noise, and a candidate is trained on the parent's stable
+// version, whose corrections it must not lose, which the log-likelihood
+// scores already check.
 func (d *Distiller) correctionCheck(ctx context.Context, version string, cand, parent *model.Adapter, hold []Example, replaced []string) (*events.CorrectionCheck, error) {
 	cfg := d.cfg
 	if cfg.Chat == nil {

@@ -105,10 +105,10 @@ type Config struct {
 	// changed fact the newest knows (Supersede), the one that answers the
 	// most of its hold-out's corrected questions as corrected,
 	// weights.trained's correction check, counted as right/(n+1); the
-	// newest among equals), "newest"
-	// (the last trained, whose data is the most recent) or "oldest"
-	// (every candidate in training order). The waiting candidates trained
-	// before the one that starts are marked superseded and never start.
+	// newest among equals), "newest" (the last trained, whose data is the
+	// most recent) or "oldest" (every candidate in training order). The
+	// waiting candidates trained before the one that starts are marked
+	// superseded and never start.
 	// After a drift the candidates trained before it have nothing to
 	// offer, and those trained after it differ: in a bench run the newest
 	// when the slot freed answered 8 of 30 fresh refund questions right,

@@ -249,9 +249,10 @@ func (s *State) typeTests(c, st *arm, ev *evidence, put func(string, moments, mo
 // with the two arms' pooled variance (at least tau²/4) for both: a
 // type's rewards on a few candidate evaluations are often all equal
 // (every answer right, or every one wrong), and the candidate's own
-// variance estimate, zero then, would make any difference look certain. Under the null
-// hypothesis of no difference both arms have the same variance, which
-// the pooled estimate (mostly the stable arm's many evaluations) knows.
+// variance estimate, zero then, would make any difference look certain.
+// Under the null hypothesis of no difference both arms have the same
+// variance, which the pooled estimate (mostly the stable arm's many
+// evaluations) knows.
 func typeVar(cand, stab moments, tau float64) float64 {
 	return pooledVar(cand, stab, tau) * (1/float64(cand.n) + 1/float64(stab.n))
 }
