@@ -266,6 +266,16 @@ type BadCandidateCheck struct {
 // BehaviourCheck is answer length and tool use of the promoted versions
 // (conversations they served) against the base in the same run and,
 // with --baseline, against the promoted versions of a run without faults.
+//
+// Each figure is a mean over the types of the per-type means: answer
+// length and tool use depend mostly on the type (an order_status
+// conversation makes one tool call, the others none; a JSON answer is
+// three times an arithmetic one), so a plain mean over conversations
+// moves with the mix of types a version happened to serve. In the fifth
+// session's runs the promoted versions' plain tool-call rate rose from
+// 0.166 to 0.177 under timeouts while every type's rate stayed exactly
+// what it was (order_status 1.0, the rest 0): the promoted versions had
+// served 17.7% order_status conversations instead of 16.6%.
 type BehaviourCheck struct {
 	PromotedConvs    int      `json:"promoted_conversations"`
 	PromotedChars    float64  `json:"promoted_answer_chars"`
@@ -274,6 +284,63 @@ type BehaviourCheck struct {
 	BaseTools        float64  `json:"base_tool_calls_per_conversation"`
 	BaselinePromoted *float64 `json:"baseline_promoted_answer_chars,omitempty"`
 	BaselineTools    *float64 `json:"baseline_promoted_tool_calls_per_conversation,omitempty"`
+	// Per type: the promoted versions' and the base's conversations,
+	// mean answer characters and tool calls.
+	PromotedByType map[string]TypeBehaviour `json:"promoted_by_type,omitempty"`
+	BaseByType     map[string]TypeBehaviour `json:"base_by_type,omitempty"`
+	// BaselineByType is the run without faults' PromotedByType.
+	BaselineByType map[string]TypeBehaviour `json:"baseline_promoted_by_type,omitempty"`
+}
+
+// TypeBehaviour is one type's conversations, mean answer length and tool
+// calls per conversation.
+type TypeBehaviour struct {
+	Convs int     `json:"conversations"`
+	Chars float64 `json:"answer_chars"`
+	Tools float64 `json:"tool_calls_per_conversation"`
+}
+
+// behaviourByType sums records into per-type means.
+type behaviourByType map[string]*TypeBehaviour
+
+func (b behaviourByType) add(r workplace.Record) {
+	t := b[r.Type]
+	if t == nil {
+		t = &TypeBehaviour{}
+		b[r.Type] = t
+	}
+	t.Convs++
+	t.Chars += float64(len(r.Answer))
+	t.Tools += float64(r.ToolCalls)
+}
+
+// means turns the sums into means.
+func (b behaviourByType) means() map[string]TypeBehaviour {
+	out := map[string]TypeBehaviour{}
+	for k, t := range b {
+		out[k] = TypeBehaviour{Convs: t.Convs, Chars: t.Chars / float64(t.Convs), Tools: t.Tools / float64(t.Convs)}
+	}
+	return out
+}
+
+// typeMeans returns the mean over types of the per-type answer length and
+// tool calls (each type weighs the same) and the conversations counted.
+// With only, the types not in only are left out.
+func typeMeans(by, only map[string]TypeBehaviour) (chars, tools float64, convs int) {
+	n := 0
+	for k, t := range by {
+		if _, ok := only[k]; only != nil && !ok {
+			continue
+		}
+		chars += t.Chars
+		tools += t.Tools
+		convs += t.Convs
+		n++
+	}
+	if n > 0 {
+		chars, tools = chars/float64(n), tools/float64(n)
+	}
+	return chars, tools, convs
 }
 
 // MustShow is one of issue 8's checks with its verdict.
@@ -449,7 +516,11 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 			return nil, fmt.Errorf("bench learn: baseline: %w", err)
 		}
 		if b.Behaviour.PromotedConvs > 0 {
+			if b.Behaviour.PromotedByType == nil {
+				return nil, fmt.Errorf("bench learn: baseline %s has no per-type behaviour (written before it was measured per type): run the baseline again", c.Baseline)
+			}
 			rep.Behaviour.BaselinePromoted, rep.Behaviour.BaselineTools = &b.Behaviour.PromotedChars, &b.Behaviour.PromotedTools
+			rep.Behaviour.BaselineByType = b.Behaviour.PromotedByType
 		}
 	}
 	rep.mustShow()
@@ -902,35 +973,34 @@ func (rep *LearnReport) checks(c LearnConfig, drift workplace.Drift, recs []work
 			rep.Lost++
 		}
 	}
-	// Behaviour of the promoted versions.
+	rep.behaviour(recs)
+}
+
+// behaviour measures the promoted versions' and the base's answer length
+// and tool use per type (BehaviourCheck).
+func (rep *LearnReport) behaviour(recs []workplace.Record) {
 	promoted := map[string]bool{}
 	for _, v := range rep.Versions {
 		if v.Kind == "promoted" {
 			promoted[v.Version] = true
 		}
 	}
-	var pc, pt, bcn, bcc, btt float64
+	prom, base := behaviourByType{}, behaviourByType{}
 	for _, r := range recs {
 		if r.Dropped || r.Error != "" {
 			continue
 		}
 		v := servedBy(r)
 		if promoted[v] {
-			rep.Behaviour.PromotedConvs++
-			pc += float64(len(r.Answer))
-			pt += float64(r.ToolCalls)
+			prom.add(r)
 		} else if v == "base" {
-			bcn++
-			bcc += float64(len(r.Answer))
-			btt += float64(r.ToolCalls)
+			base.add(r)
 		}
 	}
-	if k := float64(rep.Behaviour.PromotedConvs); k > 0 {
-		rep.Behaviour.PromotedChars, rep.Behaviour.PromotedTools = pc/k, pt/k
-	}
-	if bcn > 0 {
-		rep.Behaviour.BaseChars, rep.Behaviour.BaseTools = bcc/bcn, btt/bcn
-	}
+	bh := &rep.Behaviour
+	bh.PromotedByType, bh.BaseByType = prom.means(), base.means()
+	bh.PromotedChars, bh.PromotedTools, bh.PromotedConvs = typeMeans(bh.PromotedByType, nil)
+	bh.BaseChars, bh.BaseTools, _ = typeMeans(bh.BaseByType, nil)
 }
 
 // mustShow states issue 8's checks as pass, fail or n/a.
@@ -1043,25 +1113,24 @@ func (rep *LearnReport) mustShow() {
 	case bh.PromotedConvs == 0:
 		add("behaviour under tool faults", "n/a", "no version was promoted in this run: nothing to compare (base %.1f answer chars, %.2f tool calls/conversation)", bh.BaseChars, bh.BaseTools)
 	default:
+		// Both sides averaged over the types both served.
+		refBy, what := bh.BaseByType, "this run's base"
+		if bh.BaselineByType != nil {
+			refBy, what = bh.BaselineByType, "the promoted versions of the run without faults"
+		}
+		pc, pt, _ := typeMeans(bh.PromotedByType, refBy)
+		rc, rt, _ := typeMeans(refBy, bh.PromotedByType)
 		ok := true
 		var parts []string
 		if c.ToolFailRate > 0 {
-			ref, what := bh.BaseChars, "this run's base"
-			if bh.BaselinePromoted != nil {
-				ref, what = *bh.BaselinePromoted, "the promoted versions of the run without faults"
-			}
-			ok = ok && bh.PromotedChars >= ref
-			parts = append(parts, fmt.Sprintf("answer chars %.1f vs %.1f (%s)", bh.PromotedChars, ref, what))
+			ok = ok && pc >= rc
+			parts = append(parts, fmt.Sprintf("answer chars %.1f vs %.1f", pc, rc))
 		}
 		if c.ToolTimeoutRate > 0 {
-			ref, what := bh.BaseTools, "this run's base"
-			if bh.BaselineTools != nil {
-				ref, what = *bh.BaselineTools, "the promoted versions of the run without faults"
-			}
-			ok = ok && bh.PromotedTools <= ref
-			parts = append(parts, fmt.Sprintf("tool calls/conversation %.2f vs %.2f (%s)", bh.PromotedTools, ref, what))
+			ok = ok && pt <= rt
+			parts = append(parts, fmt.Sprintf("tool calls/conversation %.3f vs %.3f", pt, rt))
 		}
-		add("behaviour under tool faults", verdict(ok), "promoted versions over %d conversations: %s", bh.PromotedConvs, strings.Join(parts, "; "))
+		add("behaviour under tool faults", verdict(ok), "promoted versions over %d conversations vs %s, each a mean over types of the per-type means: %s", bh.PromotedConvs, what, strings.Join(parts, "; "))
 	}
 	// 5. Replay.
 	if len(rep.Replay) == 0 {

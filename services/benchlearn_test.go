@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -183,6 +184,72 @@ func TestLearnReportTally(t *testing.T) {
 	_, rewards, ok := strings.Cut(text, "mean reward of the served mix")
 	if !ok || !strings.Contains(rewards, "0.60") || !strings.Contains(text, "policy 0.50/2 r0.60") {
 		t.Errorf("the report does not show the mean rewards:\n%s", text)
+	}
+}
+
+// The behaviour check compares per-type means averaged over types: a
+// promoted version that served more order_status conversations (one tool
+// call each) than the base does not raise the tool-call rate; one that
+// calls the tool twice per order does, and one whose policy answers got
+// shorter fails the length check.
+func TestBehaviourCheckPerType(t *testing.T) {
+	rec := func(typ, v, answer string, tools int) workplace.Record {
+		return workplace.Record{Type: typ, Answer: answer, ToolCalls: tools, Versions: []string{v}}
+	}
+	run := func(fail, timeout float64, recs ...workplace.Record) *LearnReport {
+		rep := &LearnReport{Config: LearnConfig{ToolFailRate: fail, ToolTimeoutRate: timeout},
+			Versions: []VersionEvent{{Kind: "promoted", Version: "d0002"}}}
+		rep.behaviour(recs)
+		rep.mustShow()
+		return rep
+	}
+	verdict := func(rep *LearnReport) MustShow {
+		for _, m := range rep.MustShow {
+			if m.Name == "behaviour under tool faults" {
+				return m
+			}
+		}
+		t.Fatal("no behaviour check")
+		return MustShow{}
+	}
+	base := []workplace.Record{
+		rec("order_status", "base", "It ships today.", 1),
+		rec("policy", "base", "The refund window is 30 days.", 0),
+		rec("policy", "base", "The refund window is 30 days.", 0),
+		rec("policy", "base", "The refund window is 30 days.", 0),
+	}
+	mix := append(slices.Clone(base),
+		rec("order_status", "d0002", "It ships today.", 1),
+		rec("order_status", "d0002", "It ships today.", 1),
+		rec("policy", "d0002", "The refund window is 30 days.", 0),
+		rec("order_status", "d0001", "It ships today.", 5), // neither promoted nor the base
+	)
+	rep := run(0.1, 0.1, mix...)
+	if m := verdict(rep); m.Status != "pass" || !strings.Contains(m.Detail, "tool calls/conversation 0.500 vs 0.500") {
+		t.Errorf("same per-type behaviour, more order_status conversations: %+v", m)
+	}
+	if b := rep.Behaviour; b.PromotedConvs != 3 || b.PromotedByType["order_status"].Convs != 2 || b.BaseByType["policy"].Chars != 29 {
+		t.Errorf("behaviour %+v", b)
+	}
+	spam := append(slices.Clone(base),
+		rec("order_status", "d0002", "It ships today.", 2),
+		rec("policy", "d0002", "The refund window is 30 days.", 0),
+	)
+	if m := verdict(run(0, 0.1, spam...)); m.Status != "fail" {
+		t.Errorf("two tool calls per order: %+v", m)
+	}
+	if m := verdict(run(0.1, 0, spam...)); m.Status != "pass" {
+		t.Errorf("tool failures only, same answers: %+v", m)
+	}
+	short := append(slices.Clone(base),
+		rec("order_status", "d0002", "It ships today.", 1),
+		rec("policy", "d0002", "30 days.", 0),
+	)
+	if m := verdict(run(0.1, 0, short...)); m.Status != "fail" {
+		t.Errorf("shorter policy answers under tool failures: %+v", m)
+	}
+	if m := verdict(run(0, 0, short...)); m.Status != "n/a" {
+		t.Errorf("a run without faults: %+v", m)
 	}
 }
 
