@@ -3,6 +3,8 @@ package distill
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"citizen/memory"
 	"citizen/model"
 	"citizen/model/chat"
+	"citizen/model/tokenizer"
 	"citizen/workplace"
 )
 
@@ -32,7 +35,13 @@ import (
 //     CITIZEN_BENCH_TO into a fresh Distiller configured as bench learn
 //     configures it (memory exemplars with CITIZEN_BENCH_EXEMPLARS=1) and
 //     runs one cycle with this tree's code: what the cycle that started
-//     at that point would have trained, evaluated the same way.
+//     at that point would have trained, evaluated the same way, with the
+//     candidate's exact KL to the base over its arithmetic and
+//     unit_conversion training examples. CITIZEN_BENCH_FLIPS=1 also lists
+//     the answers base and candidate disagree on, and the base's
+//     top-1/top-2 margins of the right answers the candidate kept and
+//     lost; CITIZEN_BENCH_RANDOM=1 evaluates, instead of the candidate,
+//     an adapter of random direction with the same KL (randomLike).
 
 func benchDir(t *testing.T) string {
 	dir := os.Getenv("CITIZEN_BENCH_DIR")
@@ -48,6 +57,7 @@ type driftedAccuracy struct {
 	correct, asked map[string]int
 	said60         int
 	samples        []string
+	questions      []workplace.Question
 }
 
 func (a driftedAccuracy) String() string {
@@ -86,7 +96,7 @@ func evalDrifted(ctx context.Context, t *testing.T, cm *chat.Model, adapter stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc := driftedAccuracy{correct: map[string]int{}, asked: map[string]int{}}
+	acc := driftedAccuracy{correct: map[string]int{}, asked: map[string]int{}, questions: qs}
 	for _, q := range qs {
 		acc.asked[q.Key]++
 		if q.Correct {
@@ -238,6 +248,157 @@ func TestBenchReplayCycle(t *testing.T) {
 		}
 		cfg.Exemplars = MemoryExemplars(ix, emb, 2, 0.5)
 	}
+	cand := replayOnce(ctx, t, cfg, st, indexer, to, base)
+	if kl, err := MeanKL(ctx, base, cand, nil, otherExamples(t, cfg, cand.Name), 0.5); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("KL(candidate ‖ base) over its arithmetic and unit_conversion training examples: %.5f", kl)
+	}
+	if os.Getenv("CITIZEN_BENCH_RANDOM") == "1" {
+		cand = randomLike(ctx, t, cfg, base, cand)
+	}
+	if err := cm.Engine.RegisterAdapter("replayed", cand); err != nil {
+		t.Fatal(err)
+	}
+	acc := evalDrifted(ctx, t, cm, "replayed", benchEvalN(), 7)
+	t.Logf("replayed %s: %s", cand.Name, acc)
+	if os.Getenv("CITIZEN_BENCH_FLIPS") == "1" {
+		logFlips(ctx, t, cm, acc)
+	}
+	for _, s := range acc.samples {
+		t.Logf("    %s", s)
+	}
+}
+
+// logFlips logs the questions the base and the candidate (acc) answered
+// differently and, for the arithmetic and unit_conversion answers the base
+// got right, its smallest top-1 over top-2 logprob margin along its greedy
+// answer: the distribution over those the candidate kept and those it lost.
+func logFlips(ctx context.Context, t *testing.T, cm *chat.Model, acc driftedAccuracy) {
+	b := evalDrifted(ctx, t, cm, "", benchEvalN(), 7)
+	// The base's smallest top-1 over top-2 logprob margin along its
+	// greedy answer, for the answers it got right: those the
+	// candidate kept and those it lost.
+	kept, lost := map[string][]float64{}, map[string][]float64{}
+	for i, q := range acc.questions {
+		bq := b.questions[i]
+		if bq.Correct != q.Correct && q.Key != "policy/refund" {
+			t.Logf("    flip %-15s base %-5v %q: %q -> %q (expected %q)", q.Key, bq.Correct, q.User, bq.Answer, q.Answer, q.Expected)
+		}
+		if !bq.Correct || (q.Key != "arithmetic" && q.Key != "unit_conversion") {
+			continue
+		}
+		var msgs []tokenizer.Message
+		if bq.System != "" {
+			msgs = append(msgs, tokenizer.Message{Role: "system", Content: bq.System})
+		}
+		msgs = append(msgs, tokenizer.Message{Role: "user", Content: bq.User})
+		c, err := cm.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: 64, TopLogprobs: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := math.Inf(1)
+		for _, tk := range c.Tokens {
+			if len(tk.TopLogprobs) == 2 {
+				m = min(m, float64(tk.TopLogprobs[0].Logprob-tk.TopLogprobs[1].Logprob))
+			}
+		}
+		if q.Correct {
+			kept[q.Key] = append(kept[q.Key], m)
+		} else {
+			lost[q.Key] = append(lost[q.Key], m)
+		}
+	}
+	for _, k := range sortedKeys(kept) {
+		share := func(ms []float64, below float64) string {
+			n := 0
+			for _, m := range ms {
+				if m < below {
+					n++
+				}
+			}
+			return fmt.Sprintf("%d/%d", n, len(ms))
+		}
+		sort.Float64s(kept[k])
+		sort.Float64s(lost[k])
+		med := func(ms []float64) float64 {
+			if len(ms) == 0 {
+				return math.NaN()
+			}
+			return ms[len(ms)/2]
+		}
+		t.Logf("    margins %-15s kept: median %.2f, under 0.5 %s, under 1 %s | lost: median %.2f, under 0.5 %s, under 1 %s",
+			k, med(kept[k]), share(kept[k], 0.5), share(kept[k], 1), med(lost[k]), share(lost[k], 0.5), share(lost[k], 1))
+	}
+}
+
+// randomLike returns an adapter of random direction (A as initialised,
+// B Gaussian) whose exact KL to the base, over the cycle's arithmetic and
+// unit_conversion training examples, matches cand's: a perturbation as
+// large as the trained one on the types the fix was not meant to change,
+// but in no learnt direction.
+func randomLike(ctx context.Context, t *testing.T, cfg Config, base *model.Model, cand *model.Adapter) *model.Adapter {
+	exs := otherExamples(t, cfg, cand.Name)
+	target, err := MeanKL(ctx, base, cand, nil, exs, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := cfg.LoRA
+	if lc.Rank == 0 {
+		lc = DefaultLoRA()
+	}
+	r, err := model.NewAdapter("random", base.Config, lc, 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fresh adapter's B entries are its zeros (A is drawn uniform).
+	isB := make([]bool, len(r.Params))
+	noise := make([]float64, len(r.Params))
+	rng := rand.New(rand.NewPCG(5, 5))
+	for i, p := range r.Params {
+		isB[i], noise[i] = p == 0, rng.NormFloat64()
+	}
+	scale := 1e-3
+	var kl float64
+	for range 8 { // KL grows about as the square of the scale
+		for i := range r.Params {
+			if isB[i] {
+				r.Params[i] = float32(scale * noise[i])
+			}
+		}
+		if kl, err = MeanKL(ctx, base, r, nil, exs, 0.5); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(kl-target) < 0.05*target {
+			break
+		}
+		scale *= math.Sqrt(target / kl)
+	}
+	t.Logf("random adapter: KL %.5f (candidate %.5f) over %d arithmetic and unit_conversion examples, B scale %.3g", kl, target, len(exs), scale)
+	return r
+}
+
+// otherExamples are version's training examples of the types a policy
+// fix is not meant to change (arithmetic, unit_conversion), graded good
+// so that MeanKL counts them.
+func otherExamples(t *testing.T, cfg Config, version string) []Example {
+	ds, err := ReadDataset(filepath.Join(cfg.DataDir, "datasets", version))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exs []Example
+	for _, ex := range ds.Train {
+		if ex.Type == "arithmetic" || ex.Type == "unit_conversion" {
+			ex.Reward = 1
+			exs = append(exs, ex)
+		}
+	}
+	return exs
+}
+
+// replayOnce replays the store up to position to into a fresh Distiller
+// and runs one cycle.
+func replayOnce(ctx context.Context, t *testing.T, cfg Config, st events.Store, indexer *memory.Indexer, to uint64, base *model.Model) *model.Adapter {
 	d, err := New(cfg, st, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
@@ -295,17 +456,11 @@ func TestBenchReplayCycle(t *testing.T) {
 		t.Fatalf("no artifact: %s", wt.Reason)
 	}
 	cand, err := LoadVersion(wt, base.Config)
+	_ = cand
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cm.Engine.RegisterAdapter("replayed", cand); err != nil {
-		t.Fatal(err)
-	}
-	acc := evalDrifted(ctx, t, cm, "replayed", benchEvalN(), 7)
-	t.Logf("replayed %s: %s", wt.Version, acc)
-	for _, s := range acc.samples {
-		t.Logf("    %s", s)
-	}
+	return cand
 }
 
 // setObjective changes cfg's objective, starting from the default.
