@@ -70,12 +70,14 @@
 // share of conversations (conversation id from metadata "conversation_id",
 // else the user): each step's new conversations are drawn against a quota,
 // so the candidate serves its share within one conversation, and a
-// conversation keeps its version for the candidate's whole rollout (see
+// conversation keeps its version for the candidate's whole rollout, across
+// restarts: the assignments are rebuilt from the recorded interactions (see
 // Router).
 // "citizen@<version>" pins a served version; anything else is 404
 // model_not_found. Router.SetRollout(stable, candidate, weight) sets the
-// state directly; Server.Start also follows rollout.* events from the store
-// (Router.Apply), so the rollout controller only appends events. The
+// state directly; Server.Start also follows rollout.* and
+// interaction.recorded events from the store (Router.Apply), so the rollout
+// controller only appends events. The
 // version is returned in X-Citizen-Model-Version and in the "model" field
 // ("citizen@<version>") and is recorded.
 //

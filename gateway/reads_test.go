@@ -283,6 +283,101 @@ func TestRouterFollowsRolloutEvents(t *testing.T) {
 	waitFor(Rollout{Stable: "v2"})
 }
 
+// A gateway started on the store of one that served half a rollout (a
+// restart, or another replica) sends every conversation to the version
+// that answered it: the assignments are rebuilt from the recorded
+// interactions. At 50% a fresh assignment would move about half of them.
+func TestRouterRemembersAssignmentsFromTheStore(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	ev, err := events.Encode(&events.RolloutStarted{RolloutChange: events.RolloutChange{RolloutID: "r1", Stable: "v1", Candidate: "v2", Weight: 0.5}},
+		events.Meta{Stream: events.RolloutStream("r1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.mem.Append(ctx, ev.Stream, events.Any, ev); err != nil {
+		t.Fatal(err)
+	}
+	waitRouter := func(r *Router, ok func() bool) {
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("router %+v, %d keys remembered", r.Rollout(), r.remembered())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitRouter(e.srv.Router(), func() bool { return e.srv.Router().Rollout().Candidate == "v2" })
+	const n = 60
+	first := map[string]string{}
+	count := map[string]int{}
+	for i := range n {
+		conv := fmt.Sprintf("conv-%d", i)
+		resp, body := e.post("/v1/chat/completions", keyA, map[string]any{"model": "citizen", "messages": userMsg("x"), "metadata": map[string]string{"conversation_id": conv}})
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		first[conv] = resp.Header.Get("X-Citizen-Model-Version")
+		count[first[conv]]++
+	}
+	// A pinned request does not assign its conversation.
+	if resp, _ := e.post("/v1/chat/completions", keyA, map[string]any{"model": "citizen@v2", "messages": userMsg("x"), "metadata": map[string]string{"conversation_id": "pinned"}}); resp.StatusCode != 200 {
+		t.Fatal(resp.StatusCode)
+	}
+	if count["v2"] < n/2-1 || count["v2"] > n/2+1 {
+		t.Fatalf("first gateway: %v", count)
+	}
+
+	again := newEnv(t, func(c *Config, d *Deps) { d.Store = e.store })
+	r := again.srv.Router()
+	waitRouter(r, func() bool { return r.Rollout().Candidate == "v2" && r.remembered() == n })
+	for conv, v := range first {
+		resp, _ := again.post("/v1/chat/completions", keyA, map[string]any{"model": "citizen", "messages": userMsg("x"), "metadata": map[string]string{"conversation_id": conv}})
+		if got := resp.Header.Get("X-Citizen-Model-Version"); got != v {
+			t.Errorf("%s: %s before the restart, %s after", conv, v, got)
+		}
+	}
+	// The step's quota continues from the recorded assignments: new
+	// conversations bring the candidate's share back to half.
+	for i := range 20 {
+		resp, _ := again.post("/v1/chat/completions", keyA, map[string]any{"model": "citizen", "messages": userMsg("x"), "metadata": map[string]string{"conversation_id": fmt.Sprintf("new-%d", i)}})
+		count[resp.Header.Get("X-Citizen-Model-Version")]++
+	}
+	if count["v2"] < (n+20)/2-1 || count["v2"] > (n+20)/2+1 {
+		t.Fatalf("after the restart: %v of %d conversations", count, n+20)
+	}
+}
+
+// Observe remembers only the public model's interactions answered by the
+// stable or the candidate, during a rollout, for keys not yet assigned.
+func TestRouterObserve(t *testing.T) {
+	r := NewRouter("v1")
+	r.Observe(ModelName, "v1", "c0", "") // no rollout
+	r.SetRollout("v1", "v2", 0.05)
+	r.Observe(ModelName, "v2", "c1", "")
+	r.Observe(ModelName, "v1", "", "bob") // the user is the key without a conversation
+	r.Observe("citizen@v2", "v2", "c2", "")
+	r.Observe(ModelName, "v9", "c3", "")
+	r.Observe(ModelName, "v2", "", "")
+	if got := r.remembered(); got != 2 {
+		t.Fatalf("%d keys remembered, want 2 (c1, bob)", got)
+	}
+	known := func(string) bool { return false }
+	if v, _ := r.Route(ModelName, "c1", known); v != "v2" {
+		t.Errorf("c1 on %s, want the candidate it was observed on", v)
+	}
+	if v, _ := r.Route(ModelName, "bob", known); v != "v1" {
+		t.Errorf("bob on %s", v)
+	}
+	r.Observe(ModelName, "v1", "c1", "") // an arm is never overwritten
+	if v, _ := r.Route(ModelName, "c1", known); v != "v2" {
+		t.Errorf("c1 moved to %s", v)
+	}
+	if err := r.Apply(&events.Event{Type: events.TypeInteractionRecorded, Data: []byte("{")}); err == nil {
+		t.Error("an undecodable interaction during a rollout: no error")
+	}
+}
+
 func TestKeyFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.json")
 	fk, err := OpenFileKeys(path)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"hash/fnv"
 	"strconv"
@@ -40,13 +41,21 @@ type Rollout struct {
 // arm until the candidate changes (steps do not move conversations between
 // versions); a rollback or promotion moves everything to the new stable.
 //
-// The memory is per process (at most maxAssignedKeys keys per rollout;
-// beyond that a new key falls back to the hash rule, unremembered). After a
-// restart, or on another gateway replica, a conversation is assigned again
-// (with probability ~weight to the candidate), so a load balancer in front
-// of several gateways should keep a conversation on one replica; every
-// interaction records the version that answered it either way. Safe for
-// concurrent use; the rollout controller (or FollowRollouts) updates it.
+// The memory is rebuilt from the store: FollowRollouts replays rollout.*
+// and interaction.recorded events in store order, and a recorded
+// interaction of the public model (not a pinned version) that the
+// candidate or the stable answered during the rollout sets its key's arm
+// when the router has none for it (Observe), counting toward the step's
+// quota. So a gateway that restarts mid-rollout keeps every conversation
+// on the version that answered it, and replicas following one store learn
+// each other's assignments within the subscription's delay (a
+// conversation whose requests alternate between replicas faster than that
+// can still be assigned twice; a load balancer should keep a conversation
+// on one replica). Requests without a key are not remembered, so after a
+// restart the step's quota counts only keyed conversations. At most
+// maxAssignedKeys keys are remembered per rollout; beyond that a new key
+// falls back to the hash rule, unremembered. Safe for concurrent use; the
+// rollout controller (or FollowRollouts) updates it.
 type Router struct {
 	mu      sync.RWMutex
 	r       Rollout
@@ -181,11 +190,69 @@ func StickyFraction(key string) float64 {
 	return float64(x>>11) / (1 << 53)
 }
 
-// Apply updates the routing state from a rollout.* event; other events are
+// remembered returns how many sticky keys have an arm in this rollout.
+func (rt *Router) remembered() int {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	return len(rt.arms)
+}
+
+// recordedRoute is the part of an interaction.recorded payload that says
+// how it was routed.
+type recordedRoute struct {
+	User         string `json:"user"`
+	Conversation string `json:"conversation"`
+	Model        string `json:"model"`
+	ModelVersion string `json:"model_version"`
+}
+
+// Observe remembers, during a rollout, the arm of a recorded interaction's
+// sticky key (its conversation, else its user) when the router has none
+// for it: the candidate's if the candidate answered it, the stable's if
+// the stable did. Interactions of a pinned version ("citizen@v"), of
+// other versions, without a key, or outside a rollout change nothing.
+func (rt *Router) Observe(model, version, conversation, user string) {
+	key := conversation
+	if key == "" {
+		key = user
+	}
+	if model != ModelName || key == "" {
+		return
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	r := rt.r
+	if r.Candidate == "" || (version != r.Candidate && version != r.Stable) {
+		return
+	}
+	if _, ok := rt.arms[key]; ok || len(rt.arms) >= maxAssignedKeys {
+		return
+	}
+	arm := version == r.Candidate
+	rt.arms[key] = arm
+	rt.newKeys++
+	if arm {
+		rt.newCand++
+	}
+}
+
+// Apply updates the routing state from a rollout.* event, or its memory of
+// assignments from an interaction.recorded one (Observe); other events are
 // ignored. started/advanced/resumed set candidate and weight; paused keeps
 // the current assignment (the weight stays where it was); promoted makes the
 // candidate stable; rolled_back sends everything back to stable.
 func (rt *Router) Apply(ev *events.Event) error {
+	if ev.Type == events.TypeInteractionRecorded {
+		if rt.Rollout().Candidate == "" {
+			return nil // nothing to remember: skip the decoding
+		}
+		var rec recordedRoute
+		if err := json.Unmarshal(ev.Data, &rec); err != nil {
+			return err
+		}
+		rt.Observe(rec.Model, rec.ModelVersion, rec.Conversation, rec.User)
+		return nil
+	}
 	if !strings.HasPrefix(ev.Type, "rollout.") {
 		return nil
 	}
@@ -214,10 +281,12 @@ func (rt *Router) Apply(ev *events.Event) error {
 	return nil
 }
 
-// FollowRollouts replays and then follows rollout.* events from store into
-// rt until ctx is cancelled. Undecodable events are skipped.
+// FollowRollouts replays and then follows rollout.* and
+// interaction.recorded events from store into rt (Apply) until ctx is
+// cancelled. Undecodable events are skipped.
 func (rt *Router) FollowRollouts(ctx context.Context, store events.Store) error {
-	f := events.Filter{StreamPrefixes: []string{events.RolloutStream("")}}
+	f := events.Filter{Types: []string{events.TypeRolloutStarted, events.TypeRolloutAdvanced, events.TypeRolloutPaused,
+		events.TypeRolloutResumed, events.TypeRolloutPromoted, events.TypeRolloutRolledBack, events.TypeInteractionRecorded}}
 	return store.Subscribe(ctx, 0, f, func(_ context.Context, ev events.Event) error {
 		_ = rt.Apply(&ev)
 		return nil
