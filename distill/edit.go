@@ -189,10 +189,13 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 			}
 		}
 	}
+	recurring := func(typ, span string) bool {
+		return float64(stating[[2]string{typ, span}]) >= contradictionShare*float64(total[typ])
+	}
 	marked = map[string]bool{}
 	grades := map[string][2]int{} // statement -> its marked answers graded good, all of them
 	for _, f := range found {
-		if f.it.Correction == "" && f.it.Hint == "" && float64(stating[[2]string{f.typ, f.span}]) >= contradictionShare*float64(total[f.typ]) {
+		if f.it.Correction == "" && f.it.Hint == "" && recurring(f.typ, f.span) {
 			marked[f.it.ID] = true
 			g := grades[f.typ+": "+f.span]
 			if f.it.Eval != nil && f.it.Eval.Reward >= good {
@@ -202,11 +205,11 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 			grades[f.typ+": "+f.span] = g
 		}
 	}
-	for st, k := range stating {
-		if float64(k) < contradictionShare*float64(total[st[0]]) {
+	for st := range stating {
+		typ, span := st[0], st[1]
+		if !recurring(typ, span) {
 			continue
 		}
-		typ, span := st[0], st[1]
 		n := 0 // the type's corrections that replaced a span stating it
 		for _, c := range cs {
 			if c.typ == typ && statesSpan(c.old, span) {

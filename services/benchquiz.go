@@ -160,9 +160,12 @@ func benchSuite(ctx context.Context, n int, seed int64, drift workplace.Drift) (
 	if err != nil {
 		return nil, err
 	}
+	// A question is its system and user message; with its answer, a case.
+	question := func(q workplace.Question) string { return q.System + "\x00" + q.User }
+	answered := func(q workplace.Question) string { return question(q) + "\x00" + q.Expected }
 	keep := map[string]bool{}
 	for _, q := range qs {
-		keep[q.User+"\x00"+q.Expected] = true
+		keep[answered(q)] = true
 	}
 	for _, e := range drift {
 		later, err := workplace.Quiz(ctx, drift.WorldAt(w, e.At), cfg, ask)
@@ -171,7 +174,7 @@ func benchSuite(ctx context.Context, n int, seed int64, drift workplace.Drift) (
 		}
 		same := map[string]bool{}
 		for _, q := range later {
-			if k := q.User + "\x00" + q.Expected; keep[k] {
+			if k := answered(q); keep[k] {
 				same[k] = true
 			}
 		}
@@ -182,10 +185,10 @@ func benchSuite(ctx context.Context, n int, seed int64, drift workplace.Drift) (
 	var out []distill.SuiteCase
 	asked := map[string]bool{}
 	for _, q := range qs {
-		if !keep[q.User+"\x00"+q.Expected] || asked[q.System+"\x00"+q.User] {
+		if !keep[answered(q)] || asked[question(q)] {
 			continue
 		}
-		asked[q.System+"\x00"+q.User] = true
+		asked[question(q)] = true
 		var msgs []events.ChatMessage
 		if q.System != "" {
 			msgs = append(msgs, events.ChatMessage{Role: "system", Content: q.System})
