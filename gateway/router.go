@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -200,10 +202,57 @@ func (rt *Router) remembered() int {
 // recordedRoute is the part of an interaction.recorded payload that says
 // how it was routed.
 type recordedRoute struct {
-	User         string `json:"user"`
-	Conversation string `json:"conversation"`
-	Model        string `json:"model"`
-	ModelVersion string `json:"model_version"`
+	User, Conversation, Model, ModelVersion string
+}
+
+// routeOf reads the routing fields of an interaction.recorded payload,
+// stopping at model_version: events.InteractionRecorded declares user,
+// conversation and model before it, so the gateway's encoder has written
+// whichever of them are set by then, and the messages, token ids and
+// logprobs after it are never scanned: 3.0 µs per 2.2 KB interaction
+// instead of 11.6 µs for a full decoding (0.03 instead of 0.12 of a core
+// at 10,000 interactions/s during a rollout; BenchmarkRouterApplyRecorded).
+// Another producer that wrote conversation after model_version would have
+// it ignored (its user is then the sticky key); the fuzz test holds the
+// gateway's own encoding to the full decoding.
+func routeOf(data []byte) (recordedRoute, error) {
+	var r recordedRoute
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return r, fmt.Errorf("gateway: interaction.recorded payload is not a JSON object")
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return r, err
+		}
+		var dst *string
+		switch t {
+		case "user":
+			dst = &r.User
+		case "conversation":
+			dst = &r.Conversation
+		case "model":
+			dst = &r.Model
+		case "model_version":
+			dst = &r.ModelVersion
+		}
+		if dst == nil {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return r, err
+			}
+			continue
+		}
+		if err := dec.Decode(dst); err != nil {
+			return r, err
+		}
+		if dst == &r.ModelVersion {
+			return r, nil
+		}
+	}
+	_, err := dec.Token() // the closing brace
+	return r, err
 }
 
 // Observe remembers, during a rollout, the arm of a recorded interaction's
@@ -246,8 +295,8 @@ func (rt *Router) Apply(ev *events.Event) error {
 		if rt.Rollout().Candidate == "" {
 			return nil // nothing to remember: skip the decoding
 		}
-		var rec recordedRoute
-		if err := json.Unmarshal(ev.Data, &rec); err != nil {
+		rec, err := routeOf(ev.Data)
+		if err != nil {
 			return err
 		}
 		rt.Observe(rec.Model, rec.ModelVersion, rec.Conversation, rec.User)

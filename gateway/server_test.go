@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"citizen/events"
 	"citizen/events/memstore"
 
 	"gopkg.in/yaml.v3"
@@ -302,4 +304,73 @@ func BenchmarkRoute(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkRouterApplyRecorded: what following the store costs the router
+// per recorded interaction (a 60-token prompt, a 40-token answer with its
+// logprobs): nothing without a rollout, a decoding of the routing fields
+// during one.
+func BenchmarkRouterApplyRecorded(b *testing.B) {
+	rec := &events.InteractionRecorded{InteractionID: "chatcmpl-1", Tenant: "t", User: "alice", Model: ModelName, ModelVersion: "v2",
+		Messages:     []events.ChatMessage{{Role: "system", Content: strings.Repeat("You answer briefly. ", 5)}, {Role: "user", Content: strings.Repeat("What is the refund window? ", 4)}},
+		PromptTokens: make([]int, 60)}
+	ch := events.Choice{Message: events.ChatMessage{Role: "assistant", Content: strings.Repeat("The refund window is 30 days. ", 5)}, FinishReason: "stop",
+		CompletionTokens: make([]int, 40)}
+	for i := range 40 {
+		ch.Logprobs = append(ch.Logprobs, events.TokenLogprob{Token: 1000 + i, Logprob: -0.25})
+	}
+	rec.Choices = []events.Choice{ch}
+	for _, c := range []struct{ name, candidate string }{{"no-rollout", ""}, {"rollout", "v2"}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := NewRouter("v1")
+			r.SetRollout("v1", c.candidate, 0.04)
+			evs := make([]events.Event, 1000)
+			for i := range evs {
+				rec.Conversation = fmt.Sprintf("conv-%d", i)
+				ev, err := events.Encode(rec, events.Meta{Stream: "interaction-" + rec.Conversation})
+				if err != nil {
+					b.Fatal(err)
+				}
+				evs[i] = ev
+			}
+			b.SetBytes(int64(len(evs[0].Data)))
+			b.ResetTimer()
+			for i := range b.N {
+				if err := r.Apply(&evs[i%len(evs)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// routeOf reads the same routing fields as a full decoding of any
+// interaction the gateway's encoder writes, whatever their values (the
+// messages after them may hold anything), and never panics on other bytes.
+func FuzzRouteOf(f *testing.F) {
+	f.Add("alice", "conv-1", ModelName, "v2", `{"x":"}"}`, []byte(`{"user":"a","model_version":"v"}`))
+	f.Add("", "", "citizen@v1", "v1", "\"\\\x00", []byte(`{"model":1}`))
+	f.Add("ü", "c\"", "", "", "", []byte(`[`))
+	f.Fuzz(func(t *testing.T, user, conv, model, version, content string, raw []byte) {
+		rec := &events.InteractionRecorded{InteractionID: "i", Tenant: "t", User: user, Conversation: conv, Model: model, ModelVersion: version,
+			Metadata: map[string]string{"conversation_id": conv, content: content}, Messages: []events.ChatMessage{{Role: "user", Content: content}}}
+		ev, err := events.Encode(rec, events.Meta{Stream: "interaction-i"})
+		if err != nil {
+			t.Skip(err)
+		}
+		var want struct {
+			User         string `json:"user"`
+			Conversation string `json:"conversation"`
+			Model        string `json:"model"`
+			ModelVersion string `json:"model_version"`
+		}
+		if err := json.Unmarshal(ev.Data, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := routeOf(ev.Data)
+		if err != nil || got != (recordedRoute{want.User, want.Conversation, want.Model, want.ModelVersion}) {
+			t.Fatalf("routeOf(%s) = %+v, %v; want %+v", ev.Data, got, err, want)
+		}
+		_, _ = routeOf(raw)
+	})
 }
