@@ -348,17 +348,17 @@ func TestRouterRemembersAssignmentsFromTheStore(t *testing.T) {
 	}
 }
 
-// Observe remembers only the public model's interactions answered by the
+// observe remembers only the public model's interactions answered by the
 // stable or the candidate, during a rollout, for keys not yet assigned.
 func TestRouterObserve(t *testing.T) {
 	r := NewRouter("v1")
-	r.Observe(ModelName, "v1", "c0", "") // no rollout
+	r.observe(ModelName, "v1", "c0", "") // no rollout
 	r.SetRollout("v1", "v2", 0.05)
-	r.Observe(ModelName, "v2", "c1", "")
-	r.Observe(ModelName, "v1", "", "bob") // the user is the key without a conversation
-	r.Observe("citizen@v2", "v2", "c2", "")
-	r.Observe(ModelName, "v9", "c3", "")
-	r.Observe(ModelName, "v2", "", "")
+	r.observe(ModelName, "v2", "c1", "")
+	r.observe(ModelName, "v1", "", "bob") // the user is the key without a conversation
+	r.observe("citizen@v2", "v2", "c2", "")
+	r.observe(ModelName, "v9", "c3", "")
+	r.observe(ModelName, "v2", "", "")
 	if got := r.remembered(); got != 2 {
 		t.Fatalf("%d keys remembered, want 2 (c1, bob)", got)
 	}
@@ -369,7 +369,7 @@ func TestRouterObserve(t *testing.T) {
 	if v, _ := r.Route(ModelName, "bob", known); v != "v1" {
 		t.Errorf("bob on %s", v)
 	}
-	r.Observe(ModelName, "v1", "c1", "") // an arm is never overwritten
+	r.observe(ModelName, "v1", "c1", "") // an arm is never overwritten
 	if v, _ := r.Route(ModelName, "c1", known); v != "v2" {
 		t.Errorf("c1 moved to %s", v)
 	}

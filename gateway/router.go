@@ -47,7 +47,7 @@ type Rollout struct {
 // and interaction.recorded events in store order, and a recorded
 // interaction of the public model (not a pinned version) that the
 // candidate or the stable answered during the rollout sets its key's arm
-// when the router has none for it (Observe), counting toward the step's
+// when the router has none for it (observe), counting toward the step's
 // quota. So a gateway that restarts mid-rollout keeps every conversation
 // on the version that answered it, and replicas following one store learn
 // each other's assignments within the subscription's delay (a
@@ -255,12 +255,12 @@ func routeOf(data []byte) (recordedRoute, error) {
 	return r, err
 }
 
-// Observe remembers, during a rollout, the arm of a recorded interaction's
+// observe remembers, during a rollout, the arm of a recorded interaction's
 // sticky key (its conversation, else its user) when the router has none
 // for it: the candidate's if the candidate answered it, the stable's if
 // the stable did. Interactions of a pinned version ("citizen@v"), of
 // other versions, without a key, or outside a rollout change nothing.
-func (rt *Router) Observe(model, version, conversation, user string) {
+func (rt *Router) observe(model, version, conversation, user string) {
 	key := conversation
 	if key == "" {
 		key = user
@@ -286,7 +286,7 @@ func (rt *Router) Observe(model, version, conversation, user string) {
 }
 
 // Apply updates the routing state from a rollout.* event, or its memory of
-// assignments from an interaction.recorded one (Observe); other events are
+// assignments from an interaction.recorded one (observe); other events are
 // ignored. started/advanced/resumed set candidate and weight; paused keeps
 // the current assignment (the weight stays where it was); promoted makes the
 // candidate stable; rolled_back sends everything back to stable.
@@ -299,7 +299,7 @@ func (rt *Router) Apply(ev *events.Event) error {
 		if err != nil {
 			return err
 		}
-		rt.Observe(rec.Model, rec.ModelVersion, rec.Conversation, rec.User)
+		rt.observe(rec.Model, rec.ModelVersion, rec.Conversation, rec.User)
 		return nil
 	}
 	if !strings.HasPrefix(ev.Type, "rollout.") {
