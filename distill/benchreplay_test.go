@@ -262,6 +262,13 @@ func TestBenchReplayCycle(t *testing.T) {
 	}
 	acc := evalDrifted(ctx, t, cm, "replayed", benchEvalN(), 7)
 	t.Logf("replayed %s: %s", cand.Name, acc)
+	wrong := map[string]int{}
+	for _, q := range acc.questions {
+		if q.Key == "policy/refund" && !q.Correct {
+			wrong[q.Expected+" <- "+q.Answer]++
+		}
+	}
+	t.Logf("    wrong refund answers (expected <- answered): %v", wrong)
 	if os.Getenv("CITIZEN_BENCH_FLIPS") == "1" {
 		logFlips(ctx, t, cm, acc)
 	}
