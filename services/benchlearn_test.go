@@ -235,21 +235,24 @@ func TestBehaviourCheckPerType(t *testing.T) {
 		rec("order_status", "d0002", "It ships today.", 2),
 		rec("policy", "d0002", "The refund window is 30 days.", 0),
 	)
-	if m := verdict(run(0, 0.1, spam...)); m.Status != "fail" {
-		t.Errorf("two tool calls per order: %+v", m)
-	}
-	if m := verdict(run(0.1, 0, spam...)); m.Status != "pass" {
-		t.Errorf("tool failures only, same answers: %+v", m)
-	}
 	short := append(slices.Clone(base),
 		rec("order_status", "d0002", "It ships today.", 1),
 		rec("policy", "d0002", "30 days.", 0),
 	)
-	if m := verdict(run(0.1, 0, short...)); m.Status != "fail" {
-		t.Errorf("shorter policy answers under tool failures: %+v", m)
-	}
-	if m := verdict(run(0, 0, short...)); m.Status != "n/a" {
-		t.Errorf("a run without faults: %+v", m)
+	for _, c := range []struct {
+		name          string
+		fail, timeout float64
+		recs          []workplace.Record
+		want          string
+	}{
+		{"two tool calls per order under timeouts", 0, 0.1, spam, "fail"},
+		{"the same answers under tool failures only", 0.1, 0, spam, "pass"},
+		{"shorter policy answers under tool failures", 0.1, 0, short, "fail"},
+		{"a run without faults", 0, 0, short, "n/a"},
+	} {
+		if m := verdict(run(c.fail, c.timeout, c.recs...)); m.Status != c.want {
+			t.Errorf("%s: %+v, want %s", c.name, m, c.want)
+		}
 	}
 }
 
