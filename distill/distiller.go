@@ -1,6 +1,7 @@
 package distill
 
 import (
+	"citizen/internal/statement"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -875,9 +876,9 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 // 30 days"): the recorded answer states it and the correction does not,
 // whether the correction is the new value ("60 days") or a whole answer.
 func replacesFact(ex *Example, facts []string) bool {
-	answer, correction := normText(ex.Answer.Content), normText(ex.Correction)
+	answer, correction := statement.Normalize(ex.Answer.Content), statement.Normalize(ex.Correction)
 	for _, f := range facts {
-		if typ, span, _ := strings.Cut(f, ": "); typ == ex.Type && statesSpan(answer, span) && !statesSpan(correction, span) {
+		if typ, span, _ := strings.Cut(f, ": "); typ == ex.Type && statement.Contains(answer, span) && !statement.Contains(correction, span) {
 			return true
 		}
 	}
@@ -1005,9 +1006,11 @@ func fromTok(m tokenizer.Message) events.ChatMessage {
 	return out
 }
 
-func sameText(a, b string) bool { return normText(a) == normText(b) }
+func sameText(a, b string) bool { return statement.Normalize(a) == statement.Normalize(b) }
 
-func containsFold(s, sub string) bool { return strings.Contains(normText(s), normText(sub)) }
+func containsFold(s, sub string) bool {
+	return strings.Contains(statement.Normalize(s), statement.Normalize(sub))
+}
 
 func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)

@@ -1,6 +1,7 @@
 package distill
 
 import (
+	"citizen/internal/statement"
 	"regexp"
 	"slices"
 	"sort"
@@ -67,7 +68,7 @@ func correctionSpan(answer, correction string) (lo, hi int, repl string, ok bool
 	}
 	var spans [][]int
 	for _, m := range re.FindAllStringIndex(answer, -1) {
-		if numberBounded(answer, m[0], m[1]) {
+		if statement.NumberBounded(answer, m[0], m[1]) {
 			spans = append(spans, m)
 		}
 	}
@@ -83,17 +84,6 @@ func correctionSpan(answer, correction string) (lo, hi int, repl string, ok bool
 		repl = strings.ToUpper(repl[:1]) + repl[1:]
 	}
 	return m[0], m[1], repl, true
-}
-
-// numberBounded reports whether s[lo:hi] cuts no number out of a longer
-// one: no digit (or decimal point or separator) right before it, no digit
-// right after.
-func numberBounded(s string, lo, hi int) bool {
-	digit := func(b byte) bool { return b >= '0' && b <= '9' }
-	if lo > 0 && (digit(s[lo-1]) || s[lo-1] == '.' || s[lo-1] == ',') {
-		return false
-	}
-	return hi >= len(s) || !digit(s[hi])
 }
 
 // contradicted returns the interactions whose answers state what a
@@ -148,7 +138,7 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 		if !ok {
 			continue
 		}
-		cs = append(cs, corr{feedbackPosition(it), it.Type(), normText(it.Answer.Content[lo:hi]), normText(repl)})
+		cs = append(cs, corr{feedbackPosition(it), it.Type(), statement.Normalize(it.Answer.Content[lo:hi]), statement.Normalize(repl)})
 	}
 	if len(cs) == 0 {
 		return nil, nil, nil
@@ -168,11 +158,11 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 	// of its type's answers) is a fact that others contradict: "30 days"
 	// in half the policy answers, not "The answer is 72" or "50" in an
 	// arithmetic answer, which is right for other questions.
-	type statement struct {
+	type stated struct {
 		it        *Interaction
 		typ, span string
 	}
-	var found []statement
+	var found []stated
 	stating := map[[2]string]int{} // (type, span) -> answers stating it
 	total := map[string]int{}
 	for _, it := range graded {
@@ -181,11 +171,11 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 		if len(wrong[typ]) == 0 {
 			continue
 		}
-		a := normText(it.Answer.Content)
+		a := statement.Normalize(it.Answer.Content)
 		for s := range wrong[typ] {
-			if statesSpan(a, s) {
+			if statement.Contains(a, s) {
 				stating[[2]string{typ, s}]++
-				found = append(found, statement{it, typ, s})
+				found = append(found, stated{it, typ, s})
 			}
 		}
 	}
@@ -212,7 +202,7 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 		}
 		n := 0 // the type's corrections that replaced a span stating it
 		for _, c := range cs {
-			if c.typ == typ && statesSpan(c.old, span) {
+			if c.typ == typ && statement.Contains(c.old, span) {
 				n++
 			}
 		}
@@ -234,21 +224,6 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 // corrected span for it to mark the others (contradicted).
 const contradictionShare = 0.1
 
-// statesSpan reports whether text contains span, number-bounded.
-func statesSpan(text, span string) bool {
-	for off := 0; off < len(text); {
-		i := strings.Index(text[off:], span)
-		if i < 0 {
-			return false
-		}
-		if numberBounded(text, off+i, off+i+len(span)) {
-			return true
-		}
-		off += i + 1
-	}
-	return false
-}
-
 // feedbackPosition is the store position of the last feedback event an
 // interaction was built from (0 without one).
 func feedbackPosition(it *Interaction) uint64 {
@@ -260,6 +235,3 @@ func feedbackPosition(it *Interaction) uint64 {
 	}
 	return pos
 }
-
-// normText is text lower-cased with runs of spaces as one.
-func normText(x string) string { return strings.Join(strings.Fields(strings.ToLower(x)), " ") }

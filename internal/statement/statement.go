@@ -1,0 +1,41 @@
+// Package statement owns how answers are matched against statements of
+// fact such as "30 days" or "the refund window is 30 days": text is
+// normalised (lower case, runs of white space as one space) and a
+// statement is found only number-bounded, so that "30 days" is not read
+// in "130 days" nor "3" in "3.5". The distiller derives the statements
+// that customers' corrections contradicted with these rules
+// (distill.contradicted), and the rollout controller scores answers that
+// still state one (ops/rollout) with the same rules.
+package statement
+
+import "strings"
+
+// Normalize lower-cases x and joins its runs of white space with one space.
+func Normalize(x string) string { return strings.Join(strings.Fields(strings.ToLower(x)), " ") }
+
+// Contains reports whether text contains span number-bounded (both as
+// Normalize leaves them).
+func Contains(text, span string) bool {
+	for off := 0; off < len(text); {
+		i := strings.Index(text[off:], span)
+		if i < 0 {
+			return false
+		}
+		if NumberBounded(text, off+i, off+i+len(span)) {
+			return true
+		}
+		off += i + 1
+	}
+	return false
+}
+
+// NumberBounded reports whether s[lo:hi] cuts no number out of a longer
+// one: no digit (or decimal point or separator) right before it, no digit
+// right after.
+func NumberBounded(s string, lo, hi int) bool {
+	digit := func(b byte) bool { return b >= '0' && b <= '9' }
+	if lo > 0 && (digit(s[lo-1]) || s[lo-1] == '.' || s[lo-1] == ',') {
+		return false
+	}
+	return hi >= len(s) || !digit(s[hi])
+}
