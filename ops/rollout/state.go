@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"citizen/events"
+	"citizen/internal/statement"
 )
 
 // Types are the event types the projection reads (Filter).
@@ -31,6 +32,7 @@ type arm struct {
 	reward, length, tools, errs, drops, latency moments
 	types                                       map[string]int
 	typeReward                                  map[string]*moments
+	contradicted                                int // evaluations scored -1 for a contradicted statement
 }
 
 func newArms() [2]arm {
@@ -42,6 +44,7 @@ type obs struct {
 	arm, step                    int
 	taskType                     string
 	reward, length, tools, e, dr float64
+	contradicted                 bool // reward set to -1 (Config.Contradicted)
 }
 
 func (a *arm) add(o obs, sign float64) {
@@ -55,7 +58,13 @@ func (a *arm) add(o obs, sign float64) {
 		if m := a.typeReward[o.taskType]; m != nil {
 			m.remove(o.reward)
 		}
+		if o.contradicted {
+			a.contradicted--
+		}
 		return
+	}
+	if o.contradicted {
+		a.contradicted++
 	}
 	a.reward.add(o.reward)
 	a.length.add(o.length)
@@ -88,6 +97,28 @@ type active struct {
 	// forced: Config.HoldMargin; its correction check and changed facts:
 	// Config.Supersede).
 	trained pending
+	// stated holds, per interaction of either arm whose answer states one
+	// of the candidate's contradicted statements, the task types of the
+	// statements it states (Config.Contradicted).
+	stated map[string][]string
+}
+
+// fact is a contradicted statement of a task type ("policy: 30 days").
+type fact struct{ typ, span string }
+
+// contradicted returns the active candidate's contradicted statements
+// when Config.Contradicted scores them.
+func (s *State) contradicted() []fact {
+	if s.cfg.Contradicted != "score" || s.active == nil {
+		return nil
+	}
+	var out []fact
+	for _, f := range s.active.trained.facts {
+		if typ, span, ok := strings.Cut(f, ": "); ok && span != "" {
+			out = append(out, fact{typ, statement.Normalize(span)})
+		}
+	}
+	return out
 }
 
 // Finished is a rollout that ended.
@@ -180,8 +211,19 @@ func (s *State) Position() uint64 { return s.pos }
 // recordedLite is the part of interaction.recorded the projection needs;
 // decoding only it skips the token ids and logprobs.
 type recordedLite struct {
-	ModelVersion string  `json:"model_version"`
-	LatencyMS    float64 `json:"latency_ms"`
+	InteractionID string  `json:"interaction_id"`
+	ModelVersion  string  `json:"model_version"`
+	LatencyMS     float64 `json:"latency_ms"`
+}
+
+// recordedAnswer is the answer of interaction.recorded, decoded only
+// when the active candidate has contradicted statements.
+type recordedAnswer struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
 }
 
 // Apply folds ev into the state. Events at or before the current position
@@ -204,6 +246,15 @@ func (s *State) Apply(ev *events.Event) error {
 			return err
 		}
 		s.served(r.ModelVersion, r.LatencyMS)
+		if facts := s.contradicted(); len(facts) > 0 && s.armOf(r.ModelVersion) >= 0 {
+			var a recordedAnswer
+			if err := json.Unmarshal(ev.Data, &a); err != nil {
+				return err
+			}
+			if len(a.Choices) > 0 {
+				s.statesFacts(r.InteractionID, a.Choices[0].Message.Content, facts)
+			}
+		}
 		return nil
 	}
 	if !slices.Contains(Types, ev.Type) {
@@ -219,6 +270,9 @@ func (s *State) Apply(ev *events.Event) error {
 	switch x := p.(type) {
 	case *events.InteractionRecorded:
 		s.served(x.ModelVersion, x.LatencyMS)
+		if facts := s.contradicted(); len(facts) > 0 && s.armOf(x.ModelVersion) >= 0 && len(x.Choices) > 0 {
+			s.statesFacts(x.InteractionID, x.Choices[0].Message.Content, facts)
+		}
 	case *events.InteractionEvaluated:
 		s.evaluated(x)
 	case *events.AnomalyDetected:
@@ -285,6 +339,23 @@ func (s *State) served(version string, latency float64) {
 	s.active.cur[i].latency.add(latency)
 }
 
+// statesFacts records which of facts the answer of interaction id states.
+func (s *State) statesFacts(id, answer string, facts []fact) {
+	text := statement.Normalize(answer)
+	var types []string
+	for _, f := range facts {
+		if statement.Contains(text, f.span) && !slices.Contains(types, f.typ) {
+			types = append(types, f.typ)
+		}
+	}
+	if len(types) > 0 {
+		if s.active.stated == nil {
+			s.active.stated = map[string][]string{}
+		}
+		s.active.stated[id] = types
+	}
+}
+
 func (s *State) evaluated(x *events.InteractionEvaluated) {
 	a := s.active
 	i := s.armOf(x.ModelVersion)
@@ -301,6 +372,9 @@ func (s *State) evaluated(x *events.InteractionEvaluated) {
 	}
 	if x.Outcome == "timeout" || x.Outcome == "abandoned" {
 		o.dr = 1
+	}
+	if slices.Contains(a.stated[x.InteractionID], x.TaskType) {
+		o.reward, o.contradicted = -1, true // Config.Contradicted
 	}
 	if old, ok := a.evals[x.InteractionID]; ok {
 		// A later evaluation supersedes the earlier one; it stays in the
