@@ -38,6 +38,14 @@
 // corrections and knows of a changed fact in a task type that it was not
 // trained with (weights.trained contradicted).
 //
+// The candidate's contradicted statements also score the evidence
+// (Config.Contradicted): while it runs, an answer of either arm that
+// states one for its task type ("policy: 30 days", matched as
+// internal/statement does) counts with reward -1, whatever its
+// evaluation. The self-evaluation grades the stable's uncorrected answers
+// as good after the world changed; the customers' corrections, which the
+// distiller turned into those statements, say they are wrong.
+//
 // At any time (also during a pause) the candidate is rolled back at once
 // (rollout.rolled_back: stable serves everything again) when
 //   - an anomaly.detected names the candidate version (Guardrails.AnomalyKinds
