@@ -446,14 +446,3 @@ func truncate(s string, n int) string {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
-
-// referenceKey is the metadata key g reads its reference from ("expected"
-// unless its spec names another).
-func referenceKey(g Grader) string {
-	if b, ok := g.(interface{ reference() string }); ok && b.reference() != "" {
-		return b.reference()
-	}
-	return "expected"
-}
-
-func (b *base) reference() string { return b.spec.Reference }

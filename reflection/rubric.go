@@ -209,14 +209,14 @@ func (r *Rubrics) For(taskType string) ([]Grader, bool) {
 // grade of a regression suite's case (distill.SuiteGrade).
 func (r *Rubrics) Judge(taskType, answer, expected string) (right, ok bool) {
 	graders, _ := r.For(taskType)
-	in := &GradeInput{Answer: answer, Metadata: map[string]string{}}
+	// Without metadata a grader's reference is the correction, whatever
+	// key its spec names (GradeInput.reference).
+	in := &GradeInput{Answer: answer, Correction: expected}
 	right = true
 	for _, g := range graders {
 		if g.Mode() != ModeReward {
 			continue
 		}
-		// A grader may read the reference under a key of its own.
-		in.Metadata[referenceKey(g)] = expected
 		res, applies := g.Grade(in)
 		if !applies {
 			continue
