@@ -1,7 +1,6 @@
 package distill
 
 import (
-	"citizen/internal/statement"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"citizen/events"
+	"citizen/internal/statement"
 	"citizen/model"
 	"citizen/model/chat"
 	"citizen/model/tokenizer"

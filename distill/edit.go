@@ -1,13 +1,13 @@
 package distill
 
 import (
-	"citizen/internal/statement"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"citizen/events"
+	"citizen/internal/statement"
 )
 
 // numberRe matches a number as answers write them ("30", "4.99", "$4.99",
