@@ -878,7 +878,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 func replacesFact(ex *Example, facts []string) bool {
 	answer, correction := statement.Normalize(ex.Answer.Content), statement.Normalize(ex.Correction)
 	for _, f := range facts {
-		if typ, span, _ := strings.Cut(f, ": "); typ == ex.Type && statement.Contains(answer, span) && !statement.Contains(correction, span) {
+		if typ, span, _ := statement.ParseFact(f); typ == ex.Type && statement.Contains(answer, span) && !statement.Contains(correction, span) {
 			return true
 		}
 	}

@@ -187,12 +187,12 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 	for _, f := range found {
 		if f.it.Correction == "" && f.it.Hint == "" && recurring(f.typ, f.span) {
 			marked[f.it.ID] = true
-			g := grades[f.typ+": "+f.span]
+			g := grades[statement.Fact(f.typ, f.span)]
 			if f.it.Eval != nil && f.it.Eval.Reward >= good {
 				g[0]++
 			}
 			g[1]++
-			grades[f.typ+": "+f.span] = g
+			grades[statement.Fact(f.typ, f.span)] = g
 		}
 	}
 	for st := range stating {
@@ -209,7 +209,7 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 		if n < 2 || 2*n < perType[typ] {
 			continue
 		}
-		fact := typ + ": " + span
+		fact := statement.Fact(typ, span)
 		replaced = append(replaced, fact)
 		if g := grades[fact]; 2*g[0] >= g[1] && g[1] > 0 {
 			facts = append(facts, fact)

@@ -10,6 +10,15 @@ package statement
 
 import "strings"
 
+// Fact is how a task type's statement is written where it is recorded
+// (weights.trained contradicted, a dataset manifest's contradicted and
+// replaced): "policy: 30 days".
+func Fact(taskType, span string) string { return taskType + ": " + span }
+
+// ParseFact splits a Fact into its task type and statement (ok false
+// when f has no ": ").
+func ParseFact(f string) (taskType, span string, ok bool) { return strings.Cut(f, ": ") }
+
 // Normalize lower-cases x and joins its runs of white space with one space.
 func Normalize(x string) string { return strings.Join(strings.Fields(strings.ToLower(x)), " ") }
 

@@ -23,4 +23,13 @@ func TestContains(t *testing.T) {
 	if got := Normalize("  The Refund\twindow\n is 30  DAYS. "); got != "the refund window is 30 days." {
 		t.Errorf("Normalize: %q", got)
 	}
+	if f := Fact("policy", "30 days"); f != "policy: 30 days" {
+		t.Errorf("Fact: %q", f)
+	}
+	if typ, span, ok := ParseFact("policy: the refund window is 30 days"); !ok || typ != "policy" || span != "the refund window is 30 days" {
+		t.Errorf("ParseFact: %q %q %v", typ, span, ok)
+	}
+	if _, _, ok := ParseFact("no separator"); ok {
+		t.Error("ParseFact of a text without \": \"")
+	}
 }

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	"citizen/events"
+	"citizen/internal/statement"
 
 	"github.com/google/uuid"
 )
@@ -369,7 +369,7 @@ func (s *State) superseder() (pending, bool) {
 func driftedTypes(facts []string) []string {
 	var types []string
 	for _, f := range facts {
-		t, _, _ := strings.Cut(f, ": ")
+		t, _, _ := statement.ParseFact(f)
 		types = append(types, t)
 	}
 	slices.Sort(types)

@@ -114,7 +114,7 @@ func (s *State) contradicted() []fact {
 	}
 	var out []fact
 	for _, f := range s.active.trained.facts {
-		if typ, span, ok := strings.Cut(f, ": "); ok && span != "" {
+		if typ, span, ok := statement.ParseFact(f); ok && span != "" {
 			out = append(out, fact{typ, statement.Normalize(span)})
 		}
 	}
