@@ -5,7 +5,8 @@
 // in "130 days" nor "3" in "3.5". The distiller derives the statements
 // that customers' corrections contradicted with these rules
 // (distill.contradicted), and the rollout controller scores answers that
-// still state one (ops/rollout) with the same rules.
+// still state one (ops/rollout) with the same rules; Fact is how both
+// write a task type's statement ("policy: 30 days").
 package statement
 
 import "strings"

@@ -97,23 +97,25 @@ type active struct {
 	// forced: Config.HoldMargin; its correction check and changed facts:
 	// Config.Supersede).
 	trained pending
-	// stated holds, per interaction of either arm whose answer states one
-	// of the candidate's contradicted statements, the task types of the
-	// statements it states (Config.Contradicted).
+	// facts are the candidate's contradicted statements when
+	// Config.Contradicted scores them (set when the rollout starts);
+	// stated holds, per interaction of either arm whose answer states one,
+	// the task types of the statements it states.
+	facts  []fact
 	stated map[string][]string
 }
 
 // fact is a contradicted statement of a task type ("policy: 30 days").
 type fact struct{ typ, span string }
 
-// contradicted returns the active candidate's contradicted statements
-// when Config.Contradicted scores them.
-func (s *State) contradicted() []fact {
-	if s.cfg.Contradicted != "score" || s.active == nil {
+// scoredFacts returns the contradicted statements (weights.trained
+// contradicted) that Config.Contradicted scores.
+func (s *State) scoredFacts(contradicted []string) []fact {
+	if s.cfg.Contradicted != "score" {
 		return nil
 	}
 	var out []fact
-	for _, f := range s.active.trained.facts {
+	for _, f := range contradicted {
 		if typ, span, ok := statement.ParseFact(f); ok && span != "" {
 			out = append(out, fact{typ, statement.Normalize(span)})
 		}
@@ -246,13 +248,13 @@ func (s *State) Apply(ev *events.Event) error {
 			return err
 		}
 		s.served(r.ModelVersion, r.LatencyMS)
-		if facts := s.contradicted(); len(facts) > 0 && s.armOf(r.ModelVersion) >= 0 {
+		if len(s.active.facts) > 0 && s.armOf(r.ModelVersion) >= 0 {
 			var a recordedAnswer
 			if err := json.Unmarshal(ev.Data, &a); err != nil {
 				return err
 			}
 			if len(a.Choices) > 0 {
-				s.statesFacts(r.InteractionID, a.Choices[0].Message.Content, facts)
+				s.statesFacts(r.InteractionID, a.Choices[0].Message.Content)
 			}
 		}
 		return nil
@@ -270,8 +272,8 @@ func (s *State) Apply(ev *events.Event) error {
 	switch x := p.(type) {
 	case *events.InteractionRecorded:
 		s.served(x.ModelVersion, x.LatencyMS)
-		if facts := s.contradicted(); len(facts) > 0 && s.armOf(x.ModelVersion) >= 0 && len(x.Choices) > 0 {
-			s.statesFacts(x.InteractionID, x.Choices[0].Message.Content, facts)
+		if s.active != nil && len(s.active.facts) > 0 && s.armOf(x.ModelVersion) >= 0 && len(x.Choices) > 0 {
+			s.statesFacts(x.InteractionID, x.Choices[0].Message.Content)
 		}
 	case *events.InteractionEvaluated:
 		s.evaluated(x)
@@ -339,11 +341,12 @@ func (s *State) served(version string, latency float64) {
 	s.active.cur[i].latency.add(latency)
 }
 
-// statesFacts records which of facts the answer of interaction id states.
-func (s *State) statesFacts(id, answer string, facts []fact) {
+// statesFacts records which of the active candidate's facts the answer of
+// interaction id states.
+func (s *State) statesFacts(id, answer string) {
 	text := statement.Normalize(answer)
 	var types []string
-	for _, f := range facts {
+	for _, f := range s.active.facts {
 		if statement.Contains(text, f.span) && !slices.Contains(types, f.typ) {
 			types = append(types, f.typ)
 		}
@@ -427,6 +430,7 @@ func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
 	// more: superseded.
 	if i := slices.IndexFunc(s.waiting, func(p pending) bool { return p.version == c.Candidate }); i >= 0 {
 		s.active.trained = s.waiting[i]
+		s.active.facts = s.scoredFacts(s.waiting[i].facts)
 		for _, p := range s.waiting[:i] {
 			s.setStatus(p.version, "superseded", "")
 		}
