@@ -65,6 +65,13 @@ type Config struct {
 	SuiteGrade     SuiteGrade
 	SuiteMaxTokens int
 
+	// Rehearsal are conversations of the base's training data (a sample;
+	// services reads <checkpoint>/rehearsal.jsonl). With
+	// Objective.Rehearsal each cycle rehearses Hyper.RehearsalSeqs of them
+	// per step, leaving out the types whose facts the world changed
+	// (rehearsal.go). Rendering them needs Chat's tokenizer.
+	Rehearsal []RehearsalCase
+
 	// Revise checks a teacher's revised answer where a grader can (nil:
 	// only the correction-contained check, and no revisions from hints
 	// unless UncheckedHints).
@@ -146,6 +153,9 @@ func (c *Config) defaults() error {
 	if c.SuiteMaxTokens <= 0 {
 		c.SuiteMaxTokens = 64
 	}
+	if len(c.Rehearsal) > 0 && c.Chat == nil {
+		return errors.New("distill: Config.Rehearsal needs Chat (its tokenizer renders the conversations)")
+	}
 	if len(c.Suite) > 0 && c.SuiteGrade == nil {
 		return errors.New("distill: Config.Suite needs a SuiteGrade to judge the answers")
 	}
@@ -207,6 +217,7 @@ type Distiller struct {
 	notify    chan struct{}
 	lastTrain TrainResult
 	suite     suiteCache
+	rehearsal []Example // Config.Rehearsal rendered
 }
 
 // New returns a Distiller reading and appending to store. logger may be
@@ -221,8 +232,20 @@ func New(cfg Config, store events.Store, logger *slog.Logger) (*Distiller, error
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	var rehearsal []Example
+	if len(cfg.Rehearsal) == 0 || cfg.Hyper.RehearsalSeqs < 0 {
+		cfg.Objective.Rehearsal = false // nothing to rehearse: not in the lineage's objective either
+	} else if cfg.Objective.Rehearsal {
+		var err error
+		if rehearsal, err = rehearsalExamples(cfg.Chat.Tok, cfg.Rehearsal, cfg.Pipeline.MaxSeqLen); err != nil {
+			return nil, err
+		}
+		if len(rehearsal) == 0 {
+			return nil, fmt.Errorf("distill: none of the %d rehearsal conversations fits in %d tokens", len(cfg.Rehearsal), cfg.Pipeline.MaxSeqLen)
+		}
+	}
 	return &Distiller{cfg: cfg, store: store, log: logger.With("component", "distill"), proj: NewProjection(cfg.Retention),
-		st: Status{State: "idle"}, notify: make(chan struct{}, 1), lastCycle: cfg.Now()}, nil
+		st: Status{State: "idle"}, notify: make(chan struct{}, 1), lastCycle: cfg.Now(), rehearsal: rehearsal}, nil
 }
 
 // Projection is the Distiller's graded-chat projection.
@@ -445,6 +468,9 @@ func (d *Distiller) hyper() map[string]float64 {
 	if c.Objective.KLOnCorrected {
 		h["kl_on_corrected"] = 1
 	}
+	if c.Objective.Rehearsal {
+		h["rehearsal_seqs"], h["rehearsal_weight"], h["rehearsal_pool"] = float64(c.Hyper.RehearsalSeqs), c.Objective.RehearsalWeight, float64(len(d.rehearsal))
+	}
 	if c.UncheckedHints {
 		h["unchecked_hints"] = 1
 	}
@@ -513,6 +539,21 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	// A cycle goes through its data Epochs times within MaxSteps: a large
 	// window is cut to the step budget, corrections first.
 	ds.FitBudget(cfg.Hyper.Budget())
+	trainable := 0
+	for _, ex := range ds.Train {
+		if cfg.Objective.uses(ex.Kind) {
+			trainable++
+		}
+	}
+	if trainable == 0 {
+		return &cycleFailure{"pipeline", fmt.Errorf("no trainable examples in window (%+v)", ds.Manifest.Stats)}
+	}
+	if cfg.Objective.Rehearsal {
+		changed := changedTypes(&ds.Manifest, d.proj.Versions())
+		n := cfg.Hyper.steps(trainable) * cfg.Hyper.RehearsalSeqs
+		ds.Rehearsal = rehearsalSample(d.rehearsal, changed, n, wt.Version, cfg.Hyper.Seed)
+		ds.Manifest.RehearsalLeftOut = sortedTrue(changed)
+	}
 	ds.refreshManifest()
 	wt.ExamplesPerType = ds.Manifest.ExamplesPerType
 	wt.Contradicted = ds.Manifest.Contradicted
@@ -522,15 +563,6 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	}
 	if err := VerifyManifest(ctx, d.store, &ds.Manifest); err != nil {
 		return &cycleFailure{"manifest", err}
-	}
-	trainable := 0
-	for _, ex := range ds.Train {
-		if cfg.Objective.uses(ex.Kind) {
-			trainable++
-		}
-	}
-	if trainable == 0 {
-		return &cycleFailure{"pipeline", fmt.Errorf("no trainable examples in window (%+v)", ds.Manifest.Stats)}
 	}
 
 	// Train.

@@ -22,6 +22,10 @@ import (
 //     place of the span it corrects, FallbackWeight for a correction
 //     rendered as the answer).
 //   - Anchors (from the pipeline) are learnt with their weight.
+//   - Rehearsal: the cycle's sample of the base's training conversations
+//     (Dataset.Rehearsal, Config.Rehearsal) is learnt with weight
+//     RehearsalWeight, Hyper.RehearsalSeqs of them beside every step's
+//     batch (rehearsal.go says why).
 //   - KLCoef > 0 adds the k3 KL term to the parent (the stable version) on
 //     the completion tokens of the examples that keep what the parent
 //     said (anchors and recorded answers without feedback), with the
@@ -78,6 +82,14 @@ type Objective struct {
 	// to 0.85); a cycle before the drift, 0.20/0.57 against 0.22/0.58.
 	OneOffWeight float64
 	KLCoef       float64
+	// Rehearsal learns the cycle's rehearsal sample; RehearsalWeight
+	// weighs it (default 10). Replaying bench learn's first post-drift
+	// fix with 8 rehearsal conversations per step (500 fresh questions
+	// per type; base arithmetic 124, unit conversion 305): weight 3,
+	// 113 / 292 and the refund fix at 427 of 500; 5, 114 / 295, 426; 10,
+	// 119 / 299, 421; 20, 117 / 298, 419. Above 10 the fix weakens.
+	Rehearsal       bool
+	RehearsalWeight float64
 	// KLOnCorrected applies the KL term to corrected examples too (see
 	// correctedExample). Off by default: with it, the k3 term (coefficient
 	// 0.5) works against exactly the tokens the revisions teach; replaying
@@ -96,9 +108,11 @@ func correctedExample(ex *Example) bool {
 	return ex.Correction != ""
 }
 
-// klExempt reports whether the KL term leaves ex out.
+// klExempt reports whether the KL term leaves ex out: a corrected
+// example (unless KLOnCorrected), and a rehearsed one, whose answer is
+// the base's training data, not the parent's.
 func (o Objective) klExempt(ex *Example) bool {
-	return o.KLCoef > 0 && !o.KLOnCorrected && correctedExample(ex)
+	return o.KLCoef > 0 && (ex.Kind == KindRehearsal || !o.KLOnCorrected && correctedExample(ex))
 }
 
 // noReference is the reference of a sequence of n tokens that the KL term
@@ -112,14 +126,15 @@ func noReference(n int) []float32 {
 }
 
 // DefaultObjective is policy gradient + self-distillation (with the
-// correction fallback) + the KL term at 0.5. On the learning test's tiny
+// correction fallback) + the KL term at 0.5 + rehearsal (when the
+// distiller has rehearsal cases). On the learning test's tiny
 // model, policy gradient alone lowered the hold-out log-likelihood of
 // another type's good answers by 0.15 nats/token (it fits the training
 // prompts' answers); KLCoef 0.05 left 0.04-0.07 of that (the gate rejected
 // 3 of 5 seeds), 0.5 about 0.02 while the corrected type still gained 0.35
 // (docs/benchmarks/distill.md).
 func DefaultObjective() Objective {
-	return Objective{PolicyGradient: true, SelfDistill: true, CorrectionFallback: true, KLCoef: 0.5}
+	return Objective{PolicyGradient: true, SelfDistill: true, CorrectionFallback: true, KLCoef: 0.5, Rehearsal: true}
 }
 
 func (o *Objective) defaults() {
@@ -138,6 +153,9 @@ func (o *Objective) defaults() {
 	if o.OneOffWeight <= 0 {
 		o.OneOffWeight = 1
 	}
+	if o.RehearsalWeight <= 0 {
+		o.RehearsalWeight = 10
+	}
 }
 
 // Name is a short description for lineage, e.g. "pg+sd+anchors+kl".
@@ -153,6 +171,9 @@ func (o Objective) Name() string {
 	if o.KLCoef > 0 {
 		parts = append(parts, "kl")
 	}
+	if o.Rehearsal {
+		parts = append(parts, "rehearsal")
+	}
 	return strings.Join(parts, "+")
 }
 
@@ -165,6 +186,8 @@ func (o Objective) uses(kind string) bool {
 		return o.SelfDistill
 	case KindAnchor:
 		return true
+	case KindRehearsal:
+		return o.Rehearsal
 	}
 	return false
 }
@@ -186,6 +209,10 @@ func (o Objective) tokenWeights(ex *Example, cur []float32) []float32 {
 	case KindRevised:
 		for j := range w {
 			w[j] = float32(o.SelfDistillWeight * weightOr1(ex.Weight))
+		}
+	case KindRehearsal:
+		for j := range w {
+			w[j] = float32(o.RehearsalWeight * weightOr1(ex.Weight))
 		}
 	default:
 		for j := range w {

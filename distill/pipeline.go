@@ -171,9 +171,13 @@ type PipelineStats struct {
 
 // Dataset is one cycle's data.
 type Dataset struct {
-	Train    []Example
-	HoldOut  []Example
-	Manifest Manifest
+	Train   []Example
+	HoldOut []Example
+	// Rehearsal is the cycle's sample of the base's training
+	// conversations (KindRehearsal; rehearsal.go), in the order the
+	// trainer takes them.
+	Rehearsal []Example
+	Manifest  Manifest
 }
 
 // Manifest describes a dataset and names the store positions it came from.
@@ -200,9 +204,14 @@ type Manifest struct {
 	Replaced []string `json:"replaced,omitempty"`
 	// SelfDistill counts the teacher's revisions kept, the corrections
 	// learnt through the fallback, and the examples dropped.
-	SelfDistill map[string]int    `json:"self_distill,omitempty"`
-	Files       map[string]string `json:"files,omitempty"` // name → sha256
-	Sources     []ManifestEntry   `json:"sources"`
+	SelfDistill map[string]int `json:"self_distill,omitempty"`
+	// Rehearsal counts the rehearsal sample's examples per type;
+	// RehearsalLeftOut are the types the world changed, whose base data
+	// the sample leaves out.
+	Rehearsal        map[string]int    `json:"rehearsal,omitempty"`
+	RehearsalLeftOut []string          `json:"rehearsal_left_out,omitempty"`
+	Files            map[string]string `json:"files,omitempty"` // name → sha256
+	Sources          []ManifestEntry   `json:"sources"`
 }
 
 // ManifestEntry is one example's provenance.
@@ -429,6 +438,13 @@ func (ds *Dataset) refreshManifest() {
 		m.KindCounts[ex.Kind]++
 		m.Sources = append(m.Sources, ManifestEntry{Interaction: ex.Interaction, Kind: ex.Kind, Sources: ex.Sources})
 	}
+	m.Rehearsal = nil
+	for _, ex := range ds.Rehearsal {
+		if m.Rehearsal == nil {
+			m.Rehearsal = map[string]int{}
+		}
+		m.Rehearsal[ex.Type]++
+	}
 }
 
 // FitBudget keeps at most budget training examples (budget <= 0: all),
@@ -642,15 +658,20 @@ const (
 	ManifestFile = "manifest.json"
 )
 
-// Write stores the dataset in dir: train.jsonl, holdout.jsonl (one Example
-// per line) and manifest.json (with the files' sha256).
+// Write stores the dataset in dir: train.jsonl, holdout.jsonl and, when
+// the cycle rehearses, rehearsal.jsonl (one Example per line) and
+// manifest.json (with the files' sha256).
 func (ds *Dataset) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	ds.refreshManifest()
 	ds.Manifest.Files = map[string]string{}
-	for name, exs := range map[string][]Example{TrainFile: ds.Train, HoldOutFile: ds.HoldOut} {
+	files := map[string][]Example{TrainFile: ds.Train, HoldOutFile: ds.HoldOut}
+	if len(ds.Rehearsal) > 0 {
+		files[RehearsalFile] = ds.Rehearsal
+	}
+	for name, exs := range files {
 		sum, err := writeJSONL(filepath.Join(dir, name), exs)
 		if err != nil {
 			return err
@@ -704,7 +725,11 @@ func ReadDataset(dir string) (*Dataset, error) {
 	if err := json.Unmarshal(b, &ds.Manifest); err != nil {
 		return nil, fmt.Errorf("distill: manifest: %w", err)
 	}
-	for name, dst := range map[string]*[]Example{TrainFile: &ds.Train, HoldOutFile: &ds.HoldOut} {
+	files := map[string]*[]Example{TrainFile: &ds.Train, HoldOutFile: &ds.HoldOut}
+	if ds.Manifest.Files[RehearsalFile] != "" {
+		files[RehearsalFile] = &ds.Rehearsal
+	}
+	for name, dst := range files {
 		raw, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return nil, err

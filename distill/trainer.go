@@ -18,15 +18,18 @@ import (
 // Hyper are a cycle's training hyper-parameters. Zero values take the
 // defaults noted.
 type Hyper struct {
-	LR          float64 // peak learning rate (default 1e-3)
-	Steps       int     // optimizer steps; 0: Epochs over the data, clamped to [MinSteps, MaxSteps]
-	Epochs      float64 // default 4
-	MinSteps    int     // default 50
-	MaxSteps    int     // default 200
-	BatchSeqs   int     // sequences per step (default 8)
-	WarmupSteps int     // default 4
-	GradClip    float64 // default 1
-	Seed        uint64
+	LR        float64 // peak learning rate (default 1e-3)
+	Steps     int     // optimizer steps; 0: Epochs over the data, clamped to [MinSteps, MaxSteps]
+	Epochs    float64 // default 4
+	MinSteps  int     // default 50
+	MaxSteps  int     // default 200
+	BatchSeqs int     // sequences per step (default 8)
+	// RehearsalSeqs rehearsal examples join every step's batch (default
+	// 8; negative: none) when the dataset has a rehearsal sample.
+	RehearsalSeqs int
+	WarmupSteps   int     // default 4
+	GradClip      float64 // default 1
+	Seed          uint64
 }
 
 func (h *Hyper) defaults() {
@@ -44,6 +47,9 @@ func (h *Hyper) defaults() {
 	}
 	if h.BatchSeqs == 0 {
 		h.BatchSeqs = 8
+	}
+	if h.RehearsalSeqs == 0 {
+		h.RehearsalSeqs = 8
 	}
 	if h.WarmupSteps == 0 {
 		h.WarmupSteps = 4
@@ -172,6 +178,17 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 	rng := rand.New(rand.NewPCG(h.Seed, 0xd15711))
 	order := rng.Perm(len(exs))
 	next := 0
+	// The rehearsal sample, in its order, RehearsalSeqs per step.
+	var rehearse []*Example
+	if o.Rehearsal {
+		for i := range job.Dataset.Rehearsal {
+			ex := &job.Dataset.Rehearsal[i]
+			if len(ex.CompletionTokens) > 0 && len(ex.PromptTokens)+len(ex.CompletionTokens) <= job.Base.Config.MaxPositionEmbeddings {
+				rehearse = append(rehearse, ex)
+			}
+		}
+	}
+	nextR := 0
 	res := TrainResult{}
 	for s := 0; s < steps; s++ {
 		if err := ctx.Err(); err != nil {
@@ -188,6 +205,14 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 			mb = append(mb, exs[i])
 			if ref != nil {
 				mref = append(mref, ref[i])
+			}
+		}
+		for k := 0; k < h.RehearsalSeqs && len(rehearse) > 0; k++ {
+			ex := rehearse[nextR%len(rehearse)]
+			nextR++
+			mb = append(mb, ex)
+			if ref != nil {
+				mref = append(mref, noReference(len(ex.PromptTokens)+len(ex.CompletionTokens)))
 			}
 		}
 		// The current policy's logprobs for the importance ratios (policy

@@ -1,0 +1,231 @@
+package distill
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+
+	"citizen/events"
+	"citizen/internal/statement"
+	"citizen/model/tokenizer"
+)
+
+// Rehearsal: every cycle rehearses a sample of the base model's own
+// training data beside its window's examples (the pretraining mix of
+// InstructGPT's PPO-ptx), so that the update moves within what the base
+// already knows instead of away from it.
+//
+// Why: any adapter update of the size a fix needs (a changed refund
+// window) flips the answers the embedded base only just gets right: a
+// third of its right arithmetic answers win by under half a nat. A
+// random update of the same KL loses as many, and a KL term, which is
+// quadratic near the parent, barely resists 0.1-nat shifts. Rehearsing
+// the base's training conversations (the right answers it was fitted to)
+// pulls those answers back towards the pretraining optimum. Replaying
+// bench learn's first post-drift fix (500 fresh questions per type;
+// base: arithmetic 124, unit conversion 305): without rehearsal 108 and
+// 288; with 8 rehearsal conversations per step at weight 10, 119 and
+// 299, the refund fix kept (421 vs 429 of 500); docs/benchmarks/learn.md.
+//
+// A type whose facts the world changed (a statement most of its
+// corrections replaced, in this cycle's data or in any version's
+// weights.trained) is left out of the rehearsal: the base's data states
+// the old facts ("the refund window is 30 days"), and rehearsing it would
+// undo the fix.
+
+// KindRehearsal is a conversation of the base's training data, rehearsed
+// against forgetting (Dataset.Rehearsal; not in Train).
+const KindRehearsal = "rehearsal"
+
+// RehearsalCase is one conversation of the base's training data: a task
+// type and messages ending with the assistant's answer, which is what is
+// rehearsed (the earlier turns are its prompt).
+type RehearsalCase struct {
+	Type     string               `json:"type"`
+	Messages []events.ChatMessage `json:"messages"`
+}
+
+// RehearsalFile is the name of a base checkpoint's rehearsal sample
+// (services reads <checkpoint>/rehearsal.jsonl by default) and of a
+// dataset's rehearsed examples.
+const RehearsalFile = "rehearsal.jsonl"
+
+// ParseRehearsal reads rehearsal cases: JSON Lines, one RehearsalCase per
+// line (blank lines are skipped). Every case needs a type and messages
+// ending with an assistant message that has content or tool calls; roles
+// are system, developer, user, assistant or tool; an unknown field is an
+// error. Errors name the line; nothing is returned with one.
+func ParseRehearsal(r io.Reader) ([]RehearsalCase, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxSuiteLine)
+	var out []RehearsalCase
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		var c RehearsalCase
+		if err := dec.Decode(&c); err != nil {
+			return nil, fmt.Errorf("rehearsal line %d: %w", line, err)
+		}
+		if dec.More() {
+			return nil, fmt.Errorf("rehearsal line %d: more than one JSON value", line)
+		}
+		if err := c.validate(); err != nil {
+			return nil, fmt.Errorf("rehearsal line %d: %w", line, err)
+		}
+		out = append(out, c)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("a line longer than %d bytes", maxSuiteLine)
+		}
+		return nil, fmt.Errorf("rehearsal: %w", err)
+	}
+	return out, nil
+}
+
+func (c *RehearsalCase) validate() error {
+	if c.Type == "" {
+		return errors.New(`no "type"`)
+	}
+	if len(c.Messages) == 0 {
+		return errors.New(`no "messages"`)
+	}
+	for i, m := range c.Messages {
+		switch m.Role {
+		case "system", "developer", "user", "assistant", "tool":
+		default:
+			return fmt.Errorf("message %d: role %q (system, developer, user, assistant or tool)", i, m.Role)
+		}
+	}
+	last := c.Messages[len(c.Messages)-1]
+	if last.Role != "assistant" {
+		return fmt.Errorf("the last message is the %s's; a case ends with the answer to rehearse (role assistant)", last.Role)
+	}
+	if last.Content == "" && len(last.ToolCalls) == 0 {
+		return errors.New("the last message (the answer) is empty")
+	}
+	return nil
+}
+
+// LoadRehearsal reads a rehearsal file (ParseRehearsal).
+func LoadRehearsal(path string) ([]RehearsalCase, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	c, err := ParseRehearsal(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// WriteRehearsal writes cases as ParseRehearsal reads them.
+func WriteRehearsal(w io.Writer, cases []RehearsalCase) error {
+	enc := json.NewEncoder(w)
+	for i := range cases {
+		if err := enc.Encode(&cases[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rehearsalExamples renders cases with tok: the last assistant message's
+// tokens (its end token included) are the completion, everything before
+// it the prompt. Cases longer than maxLen tokens are left out.
+func rehearsalExamples(tok *tokenizer.Tokenizer, cases []RehearsalCase, maxLen int) ([]Example, error) {
+	out := make([]Example, 0, len(cases))
+	for i := range cases {
+		c := &cases[i]
+		ids, mask, err := tok.RenderChat(toTok(c.Messages), false)
+		if err != nil {
+			return nil, fmt.Errorf("distill: rehearsal case %d: %w", i, err)
+		}
+		end := len(mask)
+		for end > 0 && !mask[end-1] {
+			end--
+		}
+		start := end
+		for start > 0 && mask[start-1] {
+			start--
+		}
+		if start == 0 || start == end || end > maxLen {
+			continue
+		}
+		out = append(out, Example{Type: c.Type, Kind: KindRehearsal, Messages: c.Messages[:len(c.Messages)-1],
+			Answer: c.Messages[len(c.Messages)-1], PromptTokens: ids[:start:start], CompletionTokens: ids[start:end:end], Weight: 1})
+	}
+	return out, nil
+}
+
+// rehearsalSample draws n of pool's examples (without repeats while the
+// pool lasts) for the cycle named version, leaving out the types in
+// changed; the draw depends only on the version and the seed, so a
+// replayed cycle rehearses the same.
+func rehearsalSample(pool []Example, changed map[string]bool, n int, version string, seed uint64) []Example {
+	var idx []int
+	for i := range pool {
+		if !changed[pool[i].Type] {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 || n <= 0 {
+		return nil
+	}
+	h := fnv.New64a()
+	h.Write([]byte(version))
+	rng := rand.New(rand.NewPCG(h.Sum64(), seed))
+	out := make([]Example, 0, n)
+	for len(out) < n {
+		rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+		for _, i := range idx[:min(len(idx), n-len(out))] {
+			out = append(out, pool[i])
+		}
+	}
+	return out
+}
+
+// changedTypes are the types whose facts the world changed: those of the
+// statements this cycle's corrections replaced or contradicted and of
+// every version's recorded contradicted statements.
+func changedTypes(m *Manifest, versions []VersionInfo) map[string]bool {
+	out := map[string]bool{}
+	add := func(facts []string) {
+		for _, f := range facts {
+			if typ, _, ok := statement.ParseFact(f); ok {
+				out[typ] = true
+			}
+		}
+	}
+	add(m.Replaced)
+	add(m.Contradicted)
+	for _, v := range versions {
+		add(v.Trained.Contradicted)
+	}
+	return out
+}
+
+// sortedTrue lists m's true keys in order.
+func sortedTrue(m map[string]bool) []string {
+	var out []string
+	for k, v := range m {
+		if v {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
