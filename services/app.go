@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -443,6 +444,27 @@ func operatorWrites(c echo.Context) error {
 	return nil
 }
 
+// rehearsal loads distill.rehearsal: by default the embedded checkpoint's
+// rehearsal.jsonl (none when it has none), "off" for none.
+func (a *App) rehearsal() ([]distill.RehearsalCase, error) {
+	path := a.Config.Distill.Rehearsal
+	switch path {
+	case "off":
+		return nil, nil
+	case "":
+		path = filepath.Join(a.Config.Model.Checkpoint, distill.RehearsalFile)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	cases, err := distill.LoadRehearsal(path)
+	if err != nil {
+		return nil, fmt.Errorf("distill.rehearsal: %w", err)
+	}
+	a.logger("distiller").Info("rehearsing the base's training data", "file", path, "conversations", len(cases))
+	return cases, nil
+}
+
 // initDistiller runs training cycles over the graded interactions; it
 // needs the embedded model (the base it trains adapters for and the
 // teacher for self-distillation).
@@ -487,6 +509,11 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 		}
 		cfg.Gate.MaxSuiteLoss = dc.MaxSuiteLoss
 	}
+	rehearsal, err := a.rehearsal()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Rehearsal = rehearsal
 	d, err := distill.New(cfg, a.Store, a.logger("distiller"))
 	if err != nil {
 		return nil, err

@@ -73,6 +73,7 @@ type DistillConfig struct {
 	Command      string        `yaml:"command" help:"external trainer command (receives the dataset dir and an output dir; empty: the embedded trainer)"`
 	Suite        string        `yaml:"suite" help:"fixed regression suite (JSON Lines: type, messages, expected) that a candidate may not answer worse than its parent or the base (empty: none)"`
 	MaxSuiteLoss float64       `yaml:"max_suite_loss" help:"fraction of a type's suite questions a candidate may lose against its parent or the base"`
+	Rehearsal    string        `yaml:"rehearsal" help:"conversations of the base's training data that every cycle rehearses (JSON Lines: type, messages ending with the answer; empty: the checkpoint's rehearsal.jsonl if it has one; off: none)"`
 }
 
 // MemoryConfig configures the vector memory.

@@ -1,7 +1,10 @@
 package services
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -14,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"citizen/distill"
+	"citizen/events"
 	"citizen/model"
 	"citizen/model/chat"
 	"citizen/model/tokenizer"
@@ -39,7 +44,11 @@ type PretrainConfig struct {
 	LR            float64
 	Seed          int64
 	EvalPerType   int
-	Command       string // recorded in the model card
+	// Rehearsal is how many of the corpus's conversations (its first)
+	// are written to <out>/rehearsal.jsonl, the sample of its training
+	// data the distiller rehearses (distill.RehearsalCase).
+	Rehearsal int
+	Command   string // recorded in the model card
 }
 
 func cmdPretrain(ctx context.Context, args []string, env Env) error {
@@ -56,6 +65,7 @@ func cmdPretrain(ctx context.Context, args []string, env Env) error {
 	fs.Float64Var(&c.LR, "lr", 2e-3, "peak learning rate")
 	fs.Int64Var(&c.Seed, "seed", 1, "seed for the corpus, initialisation and order")
 	fs.IntVar(&c.EvalPerType, "eval", 100, "held-out conversations per type for the model card")
+	fs.IntVar(&c.Rehearsal, "rehearsal", DefaultRehearsal, "corpus conversations written to rehearsal.jsonl for the distiller to rehearse")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,14 +78,16 @@ func cmdPretrain(ctx context.Context, args []string, env Env) error {
 
 // ModelCard describes a trained base checkpoint.
 type ModelCard struct {
-	Name            string             `json:"name"`
-	Command         string             `json:"command"`
-	Seed            int64              `json:"seed"`
-	Parameters      int                `json:"parameters"`
-	Config          model.Config       `json:"config"`
-	Vocab           int                `json:"tokenizer_vocab"`
-	Conversations   int                `json:"corpus_conversations"`
-	CorpusTokens    int                `json:"corpus_tokens"`
+	Name          string       `json:"name"`
+	Command       string       `json:"command"`
+	Seed          int64        `json:"seed"`
+	Parameters    int          `json:"parameters"`
+	Config        model.Config `json:"config"`
+	Vocab         int          `json:"tokenizer_vocab"`
+	Conversations int          `json:"corpus_conversations"`
+	CorpusTokens  int          `json:"corpus_tokens"`
+	// Rehearsal: the corpus's first conversations in rehearsal.jsonl.
+	Rehearsal       int                `json:"rehearsal_conversations,omitempty"`
 	TokensSeen      int                `json:"tokens_seen"`
 	Steps           int                `json:"steps"`
 	TrainSeconds    float64            `json:"train_seconds"`
@@ -193,14 +205,21 @@ func Pretrain(ctx context.Context, c PretrainConfig, progress io.Writer) (*Model
 	if err != nil {
 		return nil, err
 	}
+	if err := WriteRehearsal(filepath.Join(c.Out, distill.RehearsalFile), c.Seed, min(c.Rehearsal, c.Conversations)); err != nil {
+		return nil, err
+	}
 	card := &ModelCard{
 		Name: "citizen-base-" + c.Preset, Command: c.Command, Seed: c.Seed, Parameters: cfg.NumParams(), Config: cfg,
-		Vocab: tok.VocabSize(), Conversations: len(seqs), CorpusTokens: corpusTokens, TokensSeen: seen, Steps: tr.Steps(),
+		Vocab: tok.VocabSize(), Conversations: len(seqs), CorpusTokens: corpusTokens, Rehearsal: min(c.Rehearsal, c.Conversations), TokensSeen: seen, Steps: tr.Steps(),
 		TrainSeconds: trainSecs, TokensPerSecond: float64(seen) / trainSecs, FinalLoss: last.Loss,
 		Machine: machine(), Artifacts: map[string]string{},
 	}
 	for _, a := range arts {
 		card.Artifacts[filepath.Base(a.Path)] = a.SHA256
+	}
+	if b, err := os.ReadFile(filepath.Join(c.Out, distill.RehearsalFile)); err == nil {
+		sum := sha256.Sum256(b)
+		card.Artifacts[distill.RehearsalFile] = hex.EncodeToString(sum[:])
 	}
 	fmt.Fprintf(progress, "pretrain: evaluating on %d held-out conversations per type\n", c.EvalPerType)
 	cm := chat.New(tok, model.NewEngine(m, model.EngineConfig{}))
@@ -214,6 +233,39 @@ func Pretrain(ctx context.Context, c PretrainConfig, progress io.Writer) (*Model
 	}
 	fmt.Fprintf(progress, "pretrain: done in %s; held-out accuracy %v\n", time.Since(start).Round(time.Second), card.HeldOut)
 	return card, nil
+}
+
+// DefaultRehearsal is the size of a pretrained checkpoint's rehearsal
+// sample: a cycle of 50 steps rehearses 400 conversations, so 6,000 keep
+// a run's cycles from drawing the same ones over and over, at 1.5 MB.
+const DefaultRehearsal = 6000
+
+// RehearsalSample is the first n conversations of the pretraining corpus
+// of seed (workplace.Corpus), as rehearsal cases.
+func RehearsalSample(seed int64, n int) []distill.RehearsalCase {
+	convs := workplace.Corpus(seed, n, workplace.CorpusOptions{})
+	out := make([]distill.RehearsalCase, 0, len(convs))
+	for _, cv := range convs {
+		c := distill.RehearsalCase{Type: cv.Type}
+		for _, m := range cv.Messages {
+			em := events.ChatMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
+			for _, tc := range m.ToolCalls {
+				em.ToolCalls = append(em.ToolCalls, events.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			}
+			c.Messages = append(c.Messages, em)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// WriteRehearsal writes RehearsalSample(seed, n) to path.
+func WriteRehearsal(path string, seed int64, n int) error {
+	var b bytes.Buffer
+	if err := distill.WriteRehearsal(&b, RehearsalSample(seed, n)); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // EvaluateChat scores a chat model on held-out workplace conversations of
