@@ -63,7 +63,7 @@ type driftedAccuracy struct {
 func (a driftedAccuracy) String() string {
 	var b strings.Builder
 	for _, k := range sortedKeys(a.asked) {
-		fmt.Fprintf(&b, " %s %.2f/%d", k, float64(a.correct[k])/float64(a.asked[k]), a.asked[k])
+		fmt.Fprintf(&b, " %s %d/%d", k, a.correct[k], a.asked[k])
 	}
 	if n := a.asked["policy/refund"]; n > 0 {
 		fmt.Fprintf(&b, " | refund answers stating 60: %d/%d", a.said60, n)
@@ -187,6 +187,9 @@ func TestBenchReplayCycle(t *testing.T) {
 	base := cm.Engine.Model()
 	// As services configures the distiller for bench learn.
 	cfg := Config{DataDir: t.TempDir(), Base: base, Chat: cm, Hyper: Hyper{LR: 1e-3, MaxSteps: 50}, MinNewGraded: 32}
+	if cfg.Rehearsal, err = LoadRehearsal(filepath.Join("..", "model", "base", RehearsalFile)); err != nil {
+		t.Fatal(err)
+	}
 	// Ablations (CITIZEN_BENCH_MUT, comma-separated): settings of this
 	// tree's code switched back or off.
 	for _, m := range strings.Split(os.Getenv("CITIZEN_BENCH_MUT"), ",") {
@@ -232,9 +235,18 @@ func TestBenchReplayCycle(t *testing.T) {
 			cfg.Pipeline.AnchorsPerType = -1
 		case "steps100":
 			cfg.Hyper.MaxSteps = 100
+		case "no_rehearsal":
+			cfg.Rehearsal = nil
 		case "sd_weight_6":
 			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 6 })
 		default:
+			var r int
+			var w float64
+			if _, err := fmt.Sscanf(m, "rehearse%d_w%g", &r, &w); err == nil {
+				cfg.Hyper.RehearsalSeqs = r
+				setObjective(&cfg, func(o *Objective) { o.RehearsalWeight = w })
+				break
+			}
 			t.Fatalf("unknown CITIZEN_BENCH_MUT %q", m)
 		}
 	}
@@ -283,6 +295,7 @@ func TestBenchReplayCycle(t *testing.T) {
 // answer: the distribution over those the candidate kept and those it lost.
 func logFlips(ctx context.Context, t *testing.T, cm *chat.Model, acc driftedAccuracy) {
 	b := evalDrifted(ctx, t, cm, "", benchEvalN(), 7)
+	t.Logf("base: %s", b)
 	// The base's smallest top-1 over top-2 logprob margin along its
 	// greedy answer, for the answers it got right: those the
 	// candidate kept and those it lost.
@@ -449,7 +462,8 @@ func replayOnce(ctx context.Context, t *testing.T, cfg Config, st events.Store, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("manifest: kinds %v stats %+v self-distill %v", ds.Manifest.KindCounts, ds.Manifest.Stats, ds.Manifest.SelfDistill)
+	t.Logf("manifest: kinds %v stats %+v self-distill %v replaced %v contradicted %v rehearsal %v (left out %v)", ds.Manifest.KindCounts, ds.Manifest.Stats, ds.Manifest.SelfDistill,
+		ds.Manifest.Replaced, ds.Manifest.Contradicted, ds.Manifest.Rehearsal, ds.Manifest.RehearsalLeftOut)
 	for _, ex := range ds.Train {
 		show := os.Getenv("CITIZEN_BENCH_SHOW_TYPE") // the type whose corrections are listed (default policy)
 		if show == "" {
@@ -477,3 +491,4 @@ func setObjective(cfg *Config, f func(*Objective)) {
 	}
 	f(&cfg.Objective)
 }
+
