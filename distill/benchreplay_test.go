@@ -491,4 +491,3 @@ func setObjective(cfg *Config, f func(*Objective)) {
 	}
 	f(&cfg.Objective)
 }
-

@@ -23,7 +23,10 @@
 //     does not; a one-off correction, one that replaces no statement most
 //     of its type's corrections replaced, weighs only OneOffWeight), a k3
 //     KL term to the stable version on the examples that
-//     keep what it said (not on corrected ones), and anchor replay;
+//     keep what it said (not on corrected ones), anchor replay, and
+//     rehearsal of the base's own training data (Config.Rehearsal,
+//     RehearsalCase; rehearsal.go): RehearsalSeqs conversations beside
+//     every step, leaving out the types whose facts the world changed;
 //   - training cycles (Distiller): trigger by count of new graded
 //     interactions or time, train through a Trainer (EmbeddedTrainer in Go,
 //     CommandTrainer for an external trainer), the offline gate (per-type
