@@ -83,11 +83,19 @@ type Objective struct {
 	OneOffWeight float64
 	KLCoef       float64
 	// Rehearsal learns the cycle's rehearsal sample; RehearsalWeight
-	// weighs it (default 10). Replaying bench learn's first post-drift
-	// fix with 8 rehearsal conversations per step (500 fresh questions
-	// per type; base arithmetic 124, unit conversion 305): weight 3,
-	// 113 / 292 and the refund fix at 427 of 500; 5, 114 / 295, 426; 10,
-	// 119 / 299, 421; 20, 117 / 298, 419. Above 10 the fix weakens.
+	// weighs it (default 3). Replaying bench learn cycles with 8
+	// rehearsal conversations per step: on a fix learnt from many
+	// corrections (500 fresh questions per type; base arithmetic 124,
+	// unit conversion 305, none 108 / 288 with 429 refund answers
+	// right), weight 3 gave 113 / 292 (427), 10 gave 119 / 299 (421) and
+	// 20 gave 117 / 298 (419); but on the first fixes after a drift,
+	// learnt from 3-4 corrections, weight 10 kept 31 and 34 of 300
+	// refund answers right against 198 and 138 without rehearsal (it
+	// outweighs the few corrections), and two of three live runs then
+	// took 2,400 and 3,600 conversations to recover. Weight 3 kept those
+	// fixes (3 training seeds each: 216 and 196 right against 209 and
+	// 181) with unit conversion +2.0 and +0.3 points, arithmetic +0.6
+	// and -0.6 (docs/benchmarks/learn.md, "Seventh session").
 	Rehearsal       bool
 	RehearsalWeight float64
 	// KLOnCorrected applies the KL term to corrected examples too (see
@@ -154,7 +162,7 @@ func (o *Objective) defaults() {
 		o.OneOffWeight = 1
 	}
 	if o.RehearsalWeight <= 0 {
-		o.RehearsalWeight = 10
+		o.RehearsalWeight = 3
 	}
 }
 

@@ -28,11 +28,12 @@ import (
 // random update of the same KL loses as many, and a KL term, which is
 // quadratic near the parent, barely resists 0.1-nat shifts. Rehearsing
 // the base's training conversations (the right answers it was fitted to)
-// pulls those answers back towards the pretraining optimum. Replaying
-// bench learn's first post-drift fix (500 fresh questions per type;
-// base: arithmetic 124, unit conversion 305): without rehearsal 108 and
-// 288; with 8 rehearsal conversations per step at weight 10, 119 and
-// 299, the refund fix kept (421 vs 429 of 500); docs/benchmarks/learn.md.
+// pulls those answers back towards the pretraining optimum. How hard it
+// may pull is limited by the fixes: weighted so that it protects most
+// (Objective.RehearsalWeight 10), it outweighs the three or four
+// corrections a first fix after a drift is learnt from and the fix is
+// lost; at the default 3 it keeps them and gives back about a point of
+// unit conversion (Objective.RehearsalWeight has the measurements).
 //
 // A type whose facts the world changed (a statement most of its
 // corrections replaced, in this cycle's data or in any version's
