@@ -1,8 +1,6 @@
 package distill
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,35 +62,7 @@ const RehearsalFile = "rehearsal.jsonl"
 // are system, developer, user, assistant or tool; an unknown field is an
 // error. Errors name the line; nothing is returned with one.
 func ParseRehearsal(r io.Reader) ([]RehearsalCase, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxSuiteLine)
-	var out []RehearsalCase
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		var c RehearsalCase
-		if err := dec.Decode(&c); err != nil {
-			return nil, fmt.Errorf("rehearsal line %d: %w", line, err)
-		}
-		if dec.More() {
-			return nil, fmt.Errorf("rehearsal line %d: more than one JSON value", line)
-		}
-		if err := c.validate(); err != nil {
-			return nil, fmt.Errorf("rehearsal line %d: %w", line, err)
-		}
-		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			err = fmt.Errorf("a line longer than %d bytes", maxSuiteLine)
-		}
-		return nil, fmt.Errorf("rehearsal: %w", err)
-	}
-	return out, nil
+	return parseJSONL(r, "rehearsal", (*RehearsalCase).validate)
 }
 
 func (c *RehearsalCase) validate() error {

@@ -32,8 +32,8 @@ type SuiteCase struct {
 // called from several goroutines at once.
 type SuiteGrade func(c SuiteCase, answer string) (right, ok bool)
 
-// maxSuiteLine bounds one line of a suite file.
-const maxSuiteLine = 1 << 20
+// maxLine bounds one line of a suite or rehearsal file.
+const maxLine = 1 << 20
 
 // ParseSuite reads a regression suite: JSON Lines, one SuiteCase per
 // line (blank lines are skipped). Every case needs a type, at least one
@@ -41,9 +41,16 @@ const maxSuiteLine = 1 << 20
 // field is an error (a misspelt "expected" would otherwise drop the
 // answer). Errors name the line; nothing is returned with one.
 func ParseSuite(r io.Reader) ([]SuiteCase, error) {
+	return parseJSONL(r, "suite", (*SuiteCase).validate)
+}
+
+// parseJSONL reads JSON Lines of T (blank lines skipped, unknown fields
+// and trailing values refused, each value checked by validate). Errors
+// name the file kind (what) and the line; nothing is returned with one.
+func parseJSONL[T any](r io.Reader, what string, validate func(*T) error) ([]T, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxSuiteLine)
-	var out []SuiteCase
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	var out []T
 	for line := 1; sc.Scan(); line++ {
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
@@ -51,23 +58,23 @@ func ParseSuite(r io.Reader) ([]SuiteCase, error) {
 		}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
-		var c SuiteCase
+		var c T
 		if err := dec.Decode(&c); err != nil {
-			return nil, fmt.Errorf("suite line %d: %w", line, err)
+			return nil, fmt.Errorf("%s line %d: %w", what, line, err)
 		}
 		if dec.More() {
-			return nil, fmt.Errorf("suite line %d: more than one JSON value", line)
+			return nil, fmt.Errorf("%s line %d: more than one JSON value", what, line)
 		}
-		if err := c.validate(); err != nil {
-			return nil, fmt.Errorf("suite line %d: %w", line, err)
+		if err := validate(&c); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", what, line, err)
 		}
 		out = append(out, c)
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			err = fmt.Errorf("a line longer than %d bytes", maxSuiteLine)
+			err = fmt.Errorf("a line longer than %d bytes", maxLine)
 		}
-		return nil, fmt.Errorf("suite: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }

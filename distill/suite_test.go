@@ -44,7 +44,7 @@ func TestParseSuite(t *testing.T) {
 		{ok + ok + `{"type":"a"} {"type":"b"}`, "line 3: more than one JSON value"},
 		{`{"type":`, "line 1: unexpected EOF"},
 		{`[1,2]`, "line 1: json: cannot unmarshal array"},
-		{ok + `{"type":"a","messages":[{"role":"user","content":"` + strings.Repeat("q", maxSuiteLine) + `"}],"expected":"x"}`, "longer than"},
+		{ok + `{"type":"a","messages":[{"role":"user","content":"` + strings.Repeat("q", maxLine) + `"}],"expected":"x"}`, "longer than"},
 	} {
 		s, err := ParseSuite(strings.NewReader(c.in))
 		if err == nil || !strings.Contains(err.Error(), c.want) || s != nil {
