@@ -205,21 +205,24 @@ func Pretrain(ctx context.Context, c PretrainConfig, progress io.Writer) (*Model
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteRehearsal(filepath.Join(c.Out, distill.RehearsalFile), c.Seed, min(c.Rehearsal, c.Conversations)); err != nil {
-		return nil, err
+	rehearsal := max(0, min(c.Rehearsal, len(convs)))
+	var rehearsalSum string
+	if rehearsal > 0 {
+		if rehearsalSum, err = WriteRehearsal(filepath.Join(c.Out, distill.RehearsalFile), rehearsalCases(convs[:rehearsal])); err != nil {
+			return nil, err
+		}
 	}
 	card := &ModelCard{
 		Name: "citizen-base-" + c.Preset, Command: c.Command, Seed: c.Seed, Parameters: cfg.NumParams(), Config: cfg,
-		Vocab: tok.VocabSize(), Conversations: len(seqs), CorpusTokens: corpusTokens, Rehearsal: min(c.Rehearsal, c.Conversations), TokensSeen: seen, Steps: tr.Steps(),
+		Vocab: tok.VocabSize(), Conversations: len(seqs), CorpusTokens: corpusTokens, Rehearsal: rehearsal, TokensSeen: seen, Steps: tr.Steps(),
 		TrainSeconds: trainSecs, TokensPerSecond: float64(seen) / trainSecs, FinalLoss: last.Loss,
 		Machine: machine(), Artifacts: map[string]string{},
 	}
 	for _, a := range arts {
 		card.Artifacts[filepath.Base(a.Path)] = a.SHA256
 	}
-	if b, err := os.ReadFile(filepath.Join(c.Out, distill.RehearsalFile)); err == nil {
-		sum := sha256.Sum256(b)
-		card.Artifacts[distill.RehearsalFile] = hex.EncodeToString(sum[:])
+	if rehearsalSum != "" {
+		card.Artifacts[distill.RehearsalFile] = rehearsalSum
 	}
 	fmt.Fprintf(progress, "pretrain: evaluating on %d held-out conversations per type\n", c.EvalPerType)
 	cm := chat.New(tok, model.NewEngine(m, model.EngineConfig{}))
@@ -243,7 +246,11 @@ const DefaultRehearsal = 6000
 // RehearsalSample is the first n conversations of the pretraining corpus
 // of seed (workplace.Corpus), as rehearsal cases.
 func RehearsalSample(seed int64, n int) []distill.RehearsalCase {
-	convs := workplace.Corpus(seed, n, workplace.CorpusOptions{})
+	return rehearsalCases(workplace.Corpus(seed, n, workplace.CorpusOptions{}))
+}
+
+// rehearsalCases converts workplace conversations to rehearsal cases.
+func rehearsalCases(convs []workplace.Conversation) []distill.RehearsalCase {
 	out := make([]distill.RehearsalCase, 0, len(convs))
 	for _, cv := range convs {
 		c := distill.RehearsalCase{Type: cv.Type}
@@ -259,13 +266,14 @@ func RehearsalSample(seed int64, n int) []distill.RehearsalCase {
 	return out
 }
 
-// WriteRehearsal writes RehearsalSample(seed, n) to path.
-func WriteRehearsal(path string, seed int64, n int) error {
+// WriteRehearsal writes cases to path and returns the file's sha256.
+func WriteRehearsal(path string, cases []distill.RehearsalCase) (string, error) {
 	var b bytes.Buffer
-	if err := distill.WriteRehearsal(&b, RehearsalSample(seed, n)); err != nil {
-		return err
+	if err := distill.WriteRehearsal(&b, cases); err != nil {
+		return "", err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	sum := sha256.Sum256(b.Bytes())
+	return hex.EncodeToString(sum[:]), os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // EvaluateChat scores a chat model on held-out workplace conversations of

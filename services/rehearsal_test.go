@@ -2,13 +2,18 @@ package services
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"citizen/distill"
 )
@@ -35,7 +40,7 @@ func TestBaseRehearsalIsItsCorpus(t *testing.T) {
 	}
 	path := filepath.Join(dir, distill.RehearsalFile)
 	if *updateRehearsal {
-		if err := WriteRehearsal(path, card.Seed, card.Rehearsal); err != nil {
+		if _, err := WriteRehearsal(path, RehearsalSample(card.Seed, card.Rehearsal)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,6 +54,9 @@ func TestBaseRehearsalIsItsCorpus(t *testing.T) {
 	}
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Fatalf("%s differs from the first %d conversations of the corpus of seed %d", path, card.Rehearsal, card.Seed)
+	}
+	if sum := sha256.Sum256(got); card.Artifacts[distill.RehearsalFile] != hex.EncodeToString(sum[:]) {
+		t.Fatalf("card.json lists %s with sha256 %q; the file's is %x", distill.RehearsalFile, card.Artifacts[distill.RehearsalFile], sum)
 	}
 	cases, err := distill.ParseRehearsal(bytes.NewReader(got))
 	if err != nil {
@@ -99,5 +107,33 @@ func TestDistillRehearsalConfig(t *testing.T) {
 		if err != nil || len(cases) != c.n {
 			t.Errorf("%s %q: %d cases, %v; want %d", c.checkpoint, c.setting, len(cases), err, c.n)
 		}
+	}
+}
+
+// TestPretrainWritesRehearsal: a (tiny) pretraining run leaves the first
+// --rehearsal conversations of its corpus in rehearsal.jsonl and lists
+// the file, its count and its sha256 in the model card.
+func TestPretrainWritesRehearsal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: trains a model for a few steps")
+	}
+	out := t.TempDir()
+	card, err := Pretrain(context.Background(), PretrainConfig{Out: out, Preset: "tiny", Conversations: 120, Vocab: 400,
+		BatchTokens: 2048, Epochs: 0.1, Budget: time.Minute, LR: 2e-3, Seed: 3, EvalPerType: 1, Rehearsal: 50}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, distill.RehearsalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := distill.WriteRehearsal(&want, RehearsalSample(3, 50)); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	if !bytes.Equal(b, want.Bytes()) || card.Rehearsal != 50 || card.Artifacts[distill.RehearsalFile] != hex.EncodeToString(sum[:]) {
+		t.Fatalf("rehearsal.jsonl (%d bytes) is not the corpus's first 50 conversations, or the card (%d, %q) does not say so",
+			len(b), card.Rehearsal, card.Artifacts[distill.RehearsalFile])
 	}
 }
