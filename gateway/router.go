@@ -192,6 +192,16 @@ func StickyFraction(key string) float64 {
 	return float64(x>>11) / (1 << 53)
 }
 
+// stickyKey is the key a request's assignment sticks to: its conversation
+// id, else its user. Routing a request and observing a recorded
+// interaction must agree on it.
+func stickyKey(conversation, user string) string {
+	if conversation != "" {
+		return conversation
+	}
+	return user
+}
+
 // remembered returns how many sticky keys have an arm in this rollout.
 func (rt *Router) remembered() int {
 	rt.mu.RLock()
@@ -261,10 +271,7 @@ func routeOf(data []byte) (recordedRoute, error) {
 // the stable did. Interactions of a pinned version ("citizen@v"), of
 // other versions, without a key, or outside a rollout change nothing.
 func (rt *Router) observe(model, version, conversation, user string) {
-	key := conversation
-	if key == "" {
-		key = user
-	}
+	key := stickyKey(conversation, user)
 	if model != ModelName || key == "" {
 		return
 	}
