@@ -3,6 +3,7 @@ package distill
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -121,13 +122,22 @@ func benchEvalN() int {
 	return 30
 }
 
+// benchEvalSeed is the seed of the fresh questions the replays are
+// evaluated on (CITIZEN_BENCH_EVAL_SEED, default 7).
+func benchEvalSeed() uint64 {
+	if n, err := strconv.ParseUint(os.Getenv("CITIZEN_BENCH_EVAL_SEED"), 10, 64); err == nil {
+		return n
+	}
+	return 7
+}
+
 func TestBenchVersionsAccuracy(t *testing.T) {
 	dir := benchDir(t)
 	ctx := context.Background()
 	cm := openBaseChat(t)
 	base := cm.Engine.Model()
 	n := benchEvalN()
-	t.Logf("base: %s", evalDrifted(ctx, t, cm, "", n, 7))
+	t.Logf("base: %s", evalDrifted(ctx, t, cm, "", n, benchEvalSeed()))
 	vs, _ := filepath.Glob(filepath.Join(dir, "data", "distill", "weights", "*"))
 	sort.Strings(vs)
 	only := os.Getenv("CITIZEN_BENCH_VERSIONS") // comma-separated; empty: all
@@ -144,7 +154,7 @@ func TestBenchVersionsAccuracy(t *testing.T) {
 		if err := cm.Engine.RegisterAdapter(name, a); err != nil {
 			t.Fatal(err)
 		}
-		acc := evalDrifted(ctx, t, cm, name, n, 7)
+		acc := evalDrifted(ctx, t, cm, name, n, benchEvalSeed())
 		t.Logf("%s: %s", filepath.Base(vdir), acc)
 		for _, s := range acc.samples {
 			t.Logf("    %s", s)
@@ -237,11 +247,24 @@ func TestBenchReplayCycle(t *testing.T) {
 			cfg.Hyper.MaxSteps = 100
 		case "no_rehearsal":
 			cfg.Rehearsal = nil
+		case "rehearse_fragile":
+			// Only the types the base answers least surely.
+			var keep []RehearsalCase
+			for _, c := range cfg.Rehearsal {
+				if c.Type == "arithmetic" || c.Type == "unit_conversion" {
+					keep = append(keep, c)
+				}
+			}
+			cfg.Rehearsal = keep
 		case "sd_weight_6":
 			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 6 })
 		default:
 			var r int
 			var w float64
+			if _, err := fmt.Sscanf(m, "rehearse_margin%g", &w); err == nil {
+				setObjective(&cfg, func(o *Objective) { o.RehearsalMargin = w })
+				break
+			}
 			if _, err := fmt.Sscanf(m, "rehearse%d_w%g", &r, &w); err == nil {
 				cfg.Hyper.RehearsalSeqs = r
 				setObjective(&cfg, func(o *Objective) { o.RehearsalWeight = w })
@@ -266,13 +289,16 @@ func TestBenchReplayCycle(t *testing.T) {
 	} else {
 		t.Logf("KL(candidate ‖ base) over its arithmetic and unit_conversion training examples: %.5f", kl)
 	}
+	if os.Getenv("CITIZEN_BENCH_NEARTIES") == "1" {
+		logNearTies(ctx, t, cm, cfg, cand)
+	}
 	if os.Getenv("CITIZEN_BENCH_RANDOM") == "1" {
 		cand = randomLike(ctx, t, cfg, base, cand)
 	}
 	if err := cm.Engine.RegisterAdapter("replayed", cand); err != nil {
 		t.Fatal(err)
 	}
-	acc := evalDrifted(ctx, t, cm, "replayed", benchEvalN(), 7)
+	acc := evalDrifted(ctx, t, cm, "replayed", benchEvalN(), benchEvalSeed())
 	t.Logf("replayed %s: %s", cand.Name, acc)
 	wrong := map[string]int{}
 	for _, q := range acc.questions {
@@ -289,12 +315,61 @@ func TestBenchReplayCycle(t *testing.T) {
 	}
 }
 
+// logNearTies logs, per type, how many of the base's near-tie rehearsal
+// answers (margin under 1 nat) the base and cand win (margin > 0 at every
+// token: greedy decoding would give exactly that answer), and how many
+// cand lost and won.
+func logNearTies(ctx context.Context, t *testing.T, cm *chat.Model, cfg Config, cand *model.Adapter) {
+	pool, _, err := rehearsalExamples(cm.Tok, cfg.Rehearsal, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := cm.Engine.Model()
+	mb, err := answerMargins(ctx, base, nil, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := nearTies(pool, mb, 1)
+	mb, _ = answerMargins(ctx, base, nil, near)
+	mc, err := answerMargins(ctx, base, cand, near)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type c struct{ n, base, cand, lost, won int }
+	per := map[string]*c{}
+	for i, ex := range near {
+		x := per[ex.Type]
+		if x == nil {
+			x = &c{}
+			per[ex.Type] = x
+		}
+		x.n++
+		b, k := mb[i] > 0, mc[i] > 0
+		if b {
+			x.base++
+		}
+		if k {
+			x.cand++
+		}
+		if b && !k {
+			x.lost++
+		}
+		if k && !b {
+			x.won++
+		}
+	}
+	for _, typ := range slices.Sorted(maps.Keys(per)) {
+		x := per[typ]
+		t.Logf("near-ties %-16s %4d: base wins %d, candidate %d (lost %d, won %d)", typ, x.n, x.base, x.cand, x.lost, x.won)
+	}
+}
+
 // logFlips logs the questions the base and the candidate (acc) answered
 // differently and, for the arithmetic and unit_conversion answers the base
 // got right, its smallest top-1 over top-2 logprob margin along its greedy
 // answer: the distribution over those the candidate kept and those it lost.
 func logFlips(ctx context.Context, t *testing.T, cm *chat.Model, acc driftedAccuracy) {
-	b := evalDrifted(ctx, t, cm, "", benchEvalN(), 7)
+	b := evalDrifted(ctx, t, cm, "", benchEvalN(), benchEvalSeed())
 	t.Logf("base: %s", b)
 	// The base's smallest top-1 over top-2 logprob margin along its
 	// greedy answer, for the answers it got right: those the

@@ -209,15 +209,19 @@ type Distiller struct {
 
 	cycleMu sync.Mutex // one cycle at a time
 
-	mu        sync.Mutex
-	st        Status
-	window    uint64 // end of the last cycle's window run by this process
-	cycles    int
-	lastCycle time.Time
-	notify    chan struct{}
-	lastTrain TrainResult
-	suite     suiteCache
-	rehearsal []Example // Config.Rehearsal rendered
+	mu           sync.Mutex
+	st           Status
+	window       uint64 // end of the last cycle's window run by this process
+	cycles       int
+	lastCycle    time.Time
+	notify       chan struct{}
+	lastTrain    TrainResult
+	suite        suiteCache
+	rehearsal    []Example // Config.Rehearsal rendered; its near-ties once rehearsalReady
+	rehearsalIdx []int     // the case of each of rehearsal until rehearsalReady
+	// rehearsalReady: rehearsal holds what is rehearsed (the first
+	// rehearsing cycle selects it: prepareRehearsal).
+	rehearsalReady bool
 }
 
 // New returns a Distiller reading and appending to store. logger may be
@@ -233,11 +237,12 @@ func New(cfg Config, store events.Store, logger *slog.Logger) (*Distiller, error
 		logger = slog.New(slog.DiscardHandler)
 	}
 	var rehearsal []Example
+	var rehearsalIdx []int
 	if len(cfg.Rehearsal) == 0 || cfg.Hyper.RehearsalSeqs < 0 {
 		cfg.Objective.Rehearsal = false // nothing to rehearse: not in the lineage's objective either
 	} else if cfg.Objective.Rehearsal {
 		var err error
-		if rehearsal, err = rehearsalExamples(cfg.Chat.Tok, cfg.Rehearsal, cfg.Pipeline.MaxSeqLen); err != nil {
+		if rehearsal, rehearsalIdx, err = rehearsalExamples(cfg.Chat.Tok, cfg.Rehearsal, cfg.Pipeline.MaxSeqLen); err != nil {
 			return nil, err
 		}
 		if len(rehearsal) == 0 {
@@ -245,7 +250,7 @@ func New(cfg Config, store events.Store, logger *slog.Logger) (*Distiller, error
 		}
 	}
 	return &Distiller{cfg: cfg, store: store, log: logger.With("component", "distill"), proj: NewProjection(cfg.Retention),
-		st: Status{State: "idle"}, notify: make(chan struct{}, 1), lastCycle: cfg.Now(), rehearsal: rehearsal}, nil
+		st: Status{State: "idle"}, notify: make(chan struct{}, 1), lastCycle: cfg.Now(), rehearsal: rehearsal, rehearsalIdx: rehearsalIdx}, nil
 }
 
 // Projection is the Distiller's graded-chat projection.
@@ -395,9 +400,14 @@ func (d *Distiller) RunCycle(ctx context.Context) (events.WeightsTrained, error)
 	log := d.log.With("cycle", version, "parent", parentName(parent))
 	log.Info("cycle starting", "window_from", from, "window_to", to)
 
+	err := d.prepareRehearsal(ctx, log)
 	wt := events.WeightsTrained{Version: version, Parent: parentName(parent), Cycle: version, WindowFrom: from, WindowTo: to,
 		Objective: cfg.Objective.Name(), Hyper: d.hyper()}
-	err := d.cycle(ctx, log, &wt, parent)
+	if err != nil {
+		err = &cycleFailure{"rehearsal", err}
+	} else {
+		err = d.cycle(ctx, log, &wt, parent)
+	}
 	if ctx.Err() != nil {
 		// Shutting down: nothing is recorded, and a restarted distiller
 		// runs this window again.
@@ -430,6 +440,53 @@ func (d *Distiller) RunCycle(ctx context.Context) (events.WeightsTrained, error)
 	log.Info("cycle recorded", "version", wt.Version, "accepted", wt.Accepted, "reason", wt.Reason,
 		"examples", wt.ExamplesPerType, "kl", wt.KLToParent, "took", cfg.Now().Sub(start).Round(time.Millisecond))
 	return wt, nil
+}
+
+// prepareRehearsal selects, once, the rehearsal conversations whose
+// answers the base wins by less than Objective.RehearsalMargin
+// (rehearsal.go): by the margins the cases record (MeasureRehearsal, as
+// citizen pretrain writes them), and for cases without one from the
+// base's logits, which the first rehearsing cycle rather than New reads
+// (about 25 s for 6,000 conversations of the embedded base on 2 cores).
+// Called with cycleMu held.
+func (d *Distiller) prepareRehearsal(ctx context.Context, log *slog.Logger) error {
+	o := d.cfg.Objective
+	if d.rehearsalReady || !o.Rehearsal {
+		return nil
+	}
+	if o.RehearsalMargin >= 0 {
+		start := time.Now()
+		margins := make([]float64, len(d.rehearsal))
+		var unknown []Example
+		var at []int
+		for k, i := range d.rehearsalIdx {
+			if m := d.cfg.Rehearsal[i].Margin; m != nil {
+				margins[k] = *m
+			} else {
+				unknown, at = append(unknown, d.rehearsal[k]), append(at, k)
+			}
+		}
+		if len(unknown) > 0 {
+			d.setState(func(s *Status) { s.State = "measuring rehearsal" })
+			measured, err := answerMargins(ctx, d.cfg.Base, nil, unknown)
+			if err != nil {
+				return err
+			}
+			for j, k := range at {
+				margins[k] = measured[j]
+			}
+		}
+		all := len(d.rehearsal)
+		d.rehearsal = nearTies(d.rehearsal, margins, o.RehearsalMargin)
+		perType := map[string]int{}
+		for _, ex := range d.rehearsal {
+			perType[ex.Type]++
+		}
+		log.Info("rehearsal selected", "near_ties", len(d.rehearsal), "of", all, "margin", o.RehearsalMargin,
+			"measured", len(unknown), "per_type", perType, "took", time.Since(start).Round(time.Millisecond))
+	}
+	d.rehearsalIdx, d.rehearsalReady = nil, true
+	return nil
 }
 
 func parentName(p string) string {
@@ -470,6 +527,7 @@ func (d *Distiller) hyper() map[string]float64 {
 	}
 	if c.Objective.Rehearsal {
 		h["rehearsal_seqs"], h["rehearsal_weight"], h["rehearsal_pool"] = float64(c.Hyper.RehearsalSeqs), c.Objective.RehearsalWeight, float64(len(d.rehearsal))
+		h["rehearsal_margin"] = c.Objective.RehearsalMargin
 	}
 	if c.UncheckedHints {
 		h["unchecked_hints"] = 1

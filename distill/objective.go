@@ -83,21 +83,28 @@ type Objective struct {
 	OneOffWeight float64
 	KLCoef       float64
 	// Rehearsal learns the cycle's rehearsal sample; RehearsalWeight
-	// weighs it (default 3). Replaying bench learn cycles with 8
-	// rehearsal conversations per step: on a fix learnt from many
-	// corrections (500 fresh questions per type; base arithmetic 124,
-	// unit conversion 305, none 108 / 288 with 429 refund answers
-	// right), weight 3 gave 113 / 292 (427), 10 gave 119 / 299 (421) and
-	// 20 gave 117 / 298 (419); but on the first fixes after a drift,
-	// learnt from 3-4 corrections, weight 10 kept 31 and 34 of 300
-	// refund answers right against 198 and 138 without rehearsal (it
-	// outweighs the few corrections), and two of three live runs then
-	// took 2,400 and 3,600 conversations to recover. Weight 3 kept those
-	// fixes (3 training seeds each: 216 and 196 right against 209 and
-	// 181) with unit conversion +2.0 and +0.3 points, arithmetic +0.6
-	// and -0.6 (docs/benchmarks/learn.md, "Seventh session").
+	// weighs it (default 1.5). RehearsalMargin selects what is rehearsed:
+	// the conversations whose answer the base wins by less than this many
+	// nats at some token (its logit over the best other token's), or
+	// gets wrong (default 1; negative: every conversation). Those are the
+	// answers a fix flips: every right answer a replayed fix lost had a
+	// base margin under 1 nat. The base wins the rest of its data by more
+	// than that at every token, and rehearsing those gives next to no
+	// gradient: on the embedded base 1,174 of its 6,000 conversations
+	// qualify, 729 arithmetic and 421 unit conversion.
+	//
+	// Replaying the runs of record's four promoted fixes, two training
+	// seeds each, on 1,000 fresh questions per type (base arithmetic
+	// 244, unit conversion 601): the near-ties at weight 1.5 gave 241.6
+	// and 603.3 on average, every conversation at weight 3 (the earlier
+	// default) 237.5 and 598.5, the near-ties at weight 3 about the
+	// same as 1.5 for the other types but undid fixes learnt from few
+	// corrections (70 of 300 refund answers right against 192), as every
+	// conversation at weight 10 did (docs/benchmarks/learn.md, "Eighth
+	// session").
 	Rehearsal       bool
 	RehearsalWeight float64
+	RehearsalMargin float64
 	// KLOnCorrected applies the KL term to corrected examples too (see
 	// correctedExample). Off by default: with it, the k3 term (coefficient
 	// 0.5) works against exactly the tokens the revisions teach; replaying
@@ -162,7 +169,10 @@ func (o *Objective) defaults() {
 		o.OneOffWeight = 1
 	}
 	if o.RehearsalWeight <= 0 {
-		o.RehearsalWeight = 3
+		o.RehearsalWeight = 1.5
+	}
+	if o.RehearsalMargin == 0 {
+		o.RehearsalMargin = 1
 	}
 }
 

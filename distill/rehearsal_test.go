@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -137,7 +138,7 @@ func TestRehearsalExamples(t *testing.T) {
 		{Type: "arithmetic", Messages: []events.ChatMessage{{Role: "user", Content: "what is 2 plus 3?"}, {Role: "assistant", Content: "The answer is 5."}}},
 		{Type: "policy", Messages: []events.ChatMessage{{Role: "user", Content: strings.Repeat("what is the refund window? ", 40)}, {Role: "assistant", Content: "30 days."}}},
 	}
-	exs, err := rehearsalExamples(tok, cases, 128)
+	exs, _, err := rehearsalExamples(tok, cases, 128)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +158,151 @@ func TestRehearsalExamples(t *testing.T) {
 
 // oldWorldRehearsal is the tiny fixture's pretraining data as rehearsal
 // cases.
+// TestAnswerMargins: a completion's margin is its smallest logit lead
+// over the best other token, negative where the base would choose
+// another token; nearTies keeps those under the threshold.
+func TestAnswerMargins(t *testing.T) {
+	tok, base := tinyBase(t)
+	V := base.Config.VocabSize
+	exs, _, err := rehearsalExamples(tok, oldWorldRehearsal(24), 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One more: the first example's answer with its first token swapped
+	// for the token the base least expects there.
+	bad := exs[0]
+	bad.CompletionTokens = slices.Clone(bad.CompletionTokens)
+	first, err := base.Logits(&model.Batch{Tokens: bad.PromptTokens}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := first[(len(bad.PromptTokens)-1)*V:]
+	worst := 0
+	for j, v := range row {
+		if v < row[worst] {
+			worst = j
+		}
+	}
+	bad.CompletionTokens[0] = worst
+	exs = append(exs, bad)
+	margins, err := answerMargins(context.Background(), base, nil, exs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each margin as the definition says, from the example's own logits.
+	for i, ex := range exs {
+		seq := ex.Sequence()
+		lg, err := base.Logits(&model.Batch{Tokens: seq[:len(seq)-1]}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := math.Inf(1)
+		for p := len(ex.PromptTokens) - 1; p < len(seq)-1; p++ {
+			r, y := lg[p*V:(p+1)*V], seq[p+1]
+			best := float32(math.Inf(-1))
+			for j, v := range r {
+				if j != y {
+					best = max(best, v)
+				}
+			}
+			want = min(want, float64(r[y]-best))
+		}
+		if math.Abs(margins[i]-want) > 1e-3 {
+			t.Fatalf("example %d: margin %.4f, want %.4f", i, margins[i], want)
+		}
+	}
+	if m := margins[len(exs)-1]; m >= 0 {
+		t.Fatalf("an answer starting with the least likely token has margin %.3f, want < 0", m)
+	}
+	// nearTies: those under the threshold; everything for a negative
+	// threshold or when nothing is under it.
+	thr := margins[len(exs)/2]
+	var want []Example
+	for i, ex := range exs {
+		if margins[i] < thr {
+			want = append(want, ex)
+		}
+	}
+	if got := nearTies(exs, margins, thr); len(want) == 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("nearTies(%.3f) kept %d, want %d", thr, len(got), len(want))
+	}
+	if got := nearTies(exs, margins, -1); len(got) != len(exs) {
+		t.Fatalf("negative threshold kept %d of %d", len(got), len(exs))
+	}
+	if got := nearTies(exs, margins, slices.Min(margins)); len(got) != len(exs) {
+		t.Fatalf("nothing under the threshold kept %d of %d, want all", len(got), len(exs))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := answerMargins(ctx, base, nil, exs); err == nil {
+		t.Fatal("a cancelled context scored anyway")
+	}
+}
+
+// TestRehearsalUsesRecordedMargins: the distiller selects by the margins
+// the cases record (here made up: arithmetic says near-tie, whatever the
+// base measures) and measures those that record none.
+func TestRehearsalUsesRecordedMargins(t *testing.T) {
+	tok, base := tinyBase(t)
+	cases := oldWorldRehearsal(400)
+	near, far := 0.5, 5.0
+	unmeasured := 0
+	for i := range cases {
+		switch {
+		case cases[i].Type == "arithmetic":
+			cases[i].Margin = &near
+		case i%8 == 2:
+			unmeasured++ // order_status, every other one: measured by the cycle
+		default:
+			cases[i].Margin = &far
+		}
+	}
+	exs, idx, err := rehearsalExamples(tok, cases, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open []Example
+	for k, i := range idx {
+		if cases[i].Margin == nil {
+			open = append(open, exs[k])
+		}
+	}
+	measured, err := answerMargins(context.Background(), base, nil, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOrder := 0
+	for _, m := range measured {
+		if m < 1 {
+			wantOrder++
+		}
+	}
+	if wantOrder == 0 || wantOrder == len(open) {
+		t.Fatalf("%d of %d unmeasured cases are near-ties: the test needs some of each", wantOrder, len(open))
+	}
+	w := newWorld(t)
+	newWorldData(w, tok, base, 192, 0)
+	d := newDistiller(t, w, func(c *Config) {
+		c.Pipeline.HoldOutFraction = 0.3
+		c.Rehearsal = cases
+	})
+	catchUp(t, d, w.store)
+	wt, err := d.RunCycle(context.Background())
+	if err != nil || !wt.Accepted {
+		t.Fatalf("cycle: %v %s", err, wt.Reason)
+	}
+	if wt.Hyper["rehearsal_pool"] != float64(100+wantOrder) {
+		t.Fatalf("rehearsal pool %v: want the 100 arithmetic cases and %d of the %d measured order_status ones", wt.Hyper["rehearsal_pool"], wantOrder, unmeasured)
+	}
+	ds, err := ReadDataset(filepath.Join(d.cfg.DataDir, "datasets", wt.Version))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Manifest.Rehearsal["arithmetic"] == 0 || ds.Manifest.Rehearsal["policy"] != 0 || ds.Manifest.Rehearsal["order_status"] == 0 {
+		t.Fatalf("rehearsed %v", ds.Manifest.Rehearsal)
+	}
+}
+
 func oldWorldRehearsal(n int) []RehearsalCase {
 	out := make([]RehearsalCase, n)
 	for i := range out {
@@ -199,7 +345,28 @@ func TestCycleRehearsesTheBaseData(t *testing.T) {
 	}
 	wt, d, with := run(true)
 	plain, _, without := run(false)
-	if wt.Objective != "pg+sd+anchors+kl+rehearsal" || wt.Hyper["rehearsal_seqs"] != 8 || wt.Hyper["rehearsal_pool"] != 400 ||
+	// The rehearsed pool is the base's near-ties among the 400.
+	pool, _, err := rehearsalExamples(tok, oldWorldRehearsal(400), 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	margins, err := answerMargins(context.Background(), base, nil, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marginOf := map[string]float64{}
+	near := 0
+	for i, ex := range pool {
+		marginOf[ex.Answer.Content+"|"+ex.Messages[0].Content] = margins[i]
+		if margins[i] < 1 {
+			near++
+		}
+	}
+	if near == 0 || near == len(pool) {
+		t.Fatalf("%d of %d rehearsal answers are near-ties: the test needs some of each", near, len(pool))
+	}
+	if wt.Objective != "pg+sd+anchors+kl+rehearsal" || wt.Hyper["rehearsal_seqs"] != 8 || wt.Hyper["rehearsal_pool"] != float64(near) ||
+		wt.Hyper["rehearsal_margin"] != 1 ||
 		plain.Objective != "pg+sd+anchors+kl" || plain.Hyper["rehearsal_seqs"] != 0 {
 		t.Fatalf("lineage: %s %v; without: %s %v", wt.Objective, wt.Hyper, plain.Objective, plain.Hyper)
 	}
@@ -208,12 +375,17 @@ func TestCycleRehearsesTheBaseData(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := int(wt.Hyper["steps"])
-	if len(ds.Rehearsal) != steps*8 || ds.Manifest.Rehearsal["policy"] != 0 || ds.Manifest.Rehearsal["arithmetic"] == 0 ||
+	if len(ds.Rehearsal) != steps*8 || ds.Manifest.Rehearsal["policy"] != 0 || len(ds.Manifest.Rehearsal) == 0 ||
 		!slices.Equal(ds.Manifest.RehearsalLeftOut, []string{"policy"}) || ds.Manifest.Files[RehearsalFile] == "" {
 		t.Fatalf("dataset: %d rehearsed for %d steps, manifest %v left out %v files %v", len(ds.Rehearsal), steps, ds.Manifest.Rehearsal, ds.Manifest.RehearsalLeftOut, ds.Manifest.Files)
 	}
 	if _, err := os.Stat(filepath.Join(d.cfg.DataDir, "datasets", wt.Version, RehearsalFile)); err != nil {
 		t.Fatal(err)
+	}
+	for _, ex := range ds.Rehearsal {
+		if m, ok := marginOf[ex.Answer.Content+"|"+ex.Messages[0].Content]; !ok || m >= 1 {
+			t.Fatalf("rehearsed %q (margin %.3f, in the file %v): not a near-tie", ex.Answer.Content, m, ok)
+		}
 	}
 	// The other types' pretraining answers (fresh questions of the old
 	// world), and the correction.
