@@ -208,7 +208,14 @@ func Pretrain(ctx context.Context, c PretrainConfig, progress io.Writer) (*Model
 	rehearsal := max(0, min(c.Rehearsal, len(convs)))
 	var rehearsalSum string
 	if rehearsal > 0 {
-		if rehearsalSum, err = WriteRehearsal(filepath.Join(c.Out, distill.RehearsalFile), rehearsalCases(convs[:rehearsal])); err != nil {
+		// With the trained model's margins along each answer, which the
+		// distiller selects its rehearsal by (distill.RehearsalCase.Margin).
+		cases := rehearsalCases(convs[:rehearsal])
+		fmt.Fprintf(progress, "pretrain: measuring the model's margins on the %d rehearsal conversations\n", rehearsal)
+		if err := distill.MeasureRehearsal(ctx, m, tok, cases, cfg.MaxPositionEmbeddings); err != nil {
+			return nil, err
+		}
+		if rehearsalSum, err = WriteRehearsal(filepath.Join(c.Out, distill.RehearsalFile), cases); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"citizen/distill"
+	"citizen/model"
+	"citizen/model/chat"
 )
 
 var updateRehearsal = flag.Bool("update-rehearsal", false, "rewrite model/base/rehearsal.jsonl from the base's corpus")
@@ -39,8 +42,18 @@ func TestBaseRehearsalIsItsCorpus(t *testing.T) {
 		t.Fatalf("card.json rehearsal_conversations %d: want 1..%d", card.Rehearsal, card.Conversations)
 	}
 	path := filepath.Join(dir, distill.RehearsalFile)
+	cm, err := chat.Open(dir, model.EngineConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Close()
+	base := cm.Engine.Model()
 	if *updateRehearsal {
-		if _, err := WriteRehearsal(path, RehearsalSample(card.Seed, card.Rehearsal)); err != nil {
+		cases := RehearsalSample(card.Seed, card.Rehearsal)
+		if err := distill.MeasureRehearsal(context.Background(), base, cm.Tok, cases, base.Config.MaxPositionEmbeddings); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := WriteRehearsal(path, cases); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,19 +61,44 @@ func TestBaseRehearsalIsItsCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want bytes.Buffer
-	if err := distill.WriteRehearsal(&want, RehearsalSample(card.Seed, card.Rehearsal)); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("%s differs from the first %d conversations of the corpus of seed %d", path, card.Rehearsal, card.Seed)
-	}
 	if sum := sha256.Sum256(got); card.Artifacts[distill.RehearsalFile] != hex.EncodeToString(sum[:]) {
 		t.Fatalf("card.json lists %s with sha256 %q; the file's is %x", distill.RehearsalFile, card.Artifacts[distill.RehearsalFile], sum)
 	}
 	cases, err := distill.ParseRehearsal(bytes.NewReader(got))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Every case records the base's margin; a sample of them is what the
+	// shipped model measures.
+	var check []distill.RehearsalCase
+	var recorded []float64
+	plain := make([]distill.RehearsalCase, len(cases))
+	for i, c := range cases {
+		if c.Margin == nil {
+			t.Fatalf("case %d records no margin", i)
+		}
+		if i%97 == 0 {
+			check, recorded = append(check, distill.RehearsalCase{Type: c.Type, Messages: c.Messages}), append(recorded, *c.Margin)
+		}
+		plain[i] = distill.RehearsalCase{Type: c.Type, Messages: c.Messages}
+	}
+	if err := distill.MeasureRehearsal(context.Background(), base, cm.Tok, check, base.Config.MaxPositionEmbeddings); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range check {
+		if c.Margin == nil || math.Abs(*c.Margin-recorded[i]) > 1e-3 {
+			t.Fatalf("case %d records margin %.4f; the base measures %v", i*97, recorded[i], c.Margin)
+		}
+	}
+	var have, want bytes.Buffer
+	if err := distill.WriteRehearsal(&have, plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := distill.WriteRehearsal(&want, RehearsalSample(card.Seed, card.Rehearsal)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(have.Bytes(), want.Bytes()) {
+		t.Fatalf("%s differs from the first %d conversations of the corpus of seed %d", path, card.Rehearsal, card.Seed)
 	}
 	types := map[string]int{}
 	for _, c := range cases {
@@ -127,12 +165,25 @@ func TestPretrainWritesRehearsal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want bytes.Buffer
+	cases, err := distill.ParseRehearsal(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cases {
+		if cases[i].Margin == nil {
+			t.Fatalf("case %d records no margin", i)
+		}
+		cases[i].Margin = nil
+	}
+	var have, want bytes.Buffer
+	if err := distill.WriteRehearsal(&have, cases); err != nil {
+		t.Fatal(err)
+	}
 	if err := distill.WriteRehearsal(&want, RehearsalSample(3, 50)); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(b)
-	if !bytes.Equal(b, want.Bytes()) || card.Rehearsal != 50 || card.Artifacts[distill.RehearsalFile] != hex.EncodeToString(sum[:]) {
+	if !bytes.Equal(have.Bytes(), want.Bytes()) || card.Rehearsal != 50 || card.Artifacts[distill.RehearsalFile] != hex.EncodeToString(sum[:]) {
 		t.Fatalf("rehearsal.jsonl (%d bytes) is not the corpus's first 50 conversations, or the card (%d, %q) does not say so",
 			len(b), card.Rehearsal, card.Artifacts[distill.RehearsalFile])
 	}
