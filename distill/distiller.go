@@ -447,7 +447,7 @@ func (d *Distiller) RunCycle(ctx context.Context) (events.WeightsTrained, error)
 // (rehearsal.go): by the margins the cases record (MeasureRehearsal, as
 // citizen pretrain writes them), and for cases without one from the
 // base's logits, which the first rehearsing cycle rather than New reads
-// (about 25 s for 6,000 conversations of the embedded base on 2 cores).
+// (13-30 s for 6,000 conversations of the embedded base on 2 cores).
 // Called with cycleMu held.
 func (d *Distiller) prepareRehearsal(ctx context.Context, log *slog.Logger) error {
 	o := d.cfg.Objective

@@ -25,8 +25,9 @@
 //     KL term to the stable version on the examples that
 //     keep what it said (not on corrected ones), anchor replay, and
 //     rehearsal of the base's own training data (Config.Rehearsal,
-//     RehearsalCase; rehearsal.go): RehearsalSeqs conversations beside
-//     every step, leaving out the types whose facts the world changed;
+//     RehearsalCase; rehearsal.go): RehearsalSeqs of its near-ties (the
+//     answers the base wins by under RehearsalMargin) beside every step,
+//     leaving out the types whose facts the world changed;
 //   - training cycles (Distiller): trigger by count of new graded
 //     interactions or time, train through a Trainer (EmbeddedTrainer in Go,
 //     CommandTrainer for an external trainer), the offline gate (per-type

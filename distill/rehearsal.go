@@ -33,12 +33,12 @@ import (
 //
 // What is rehearsed: the near-ties, the conversations whose answer the
 // base wins by under Objective.RehearsalMargin (1 nat) at some token or
-// gets wrong. The first rehearsing cycle finds them from the base's
-// logits over the whole file (Distiller.prepareRehearsal). A uniform
-// sample spent most of its slots on classifications and JSON the base
-// wins by many nats, whose loss, and so gradient, is next to nothing;
-// the same 8 conversations per step drawn from the near-ties protect as
-// much at half the weight. How hard rehearsal may pull is limited by the
+// gets wrong, by the margins the file records (citizen pretrain measures
+// them) or the first rehearsing cycle measures (prepareRehearsal). A
+// uniform sample spent most of its slots on classifications and JSON the
+// base wins by many nats, whose loss, and so gradient, is next to
+// nothing; the same 8 conversations per step drawn from the near-ties
+// protect at least as much at half the weight. How hard rehearsal may pull is limited by the
 // fixes: the first fix after a drift is learnt from three or four
 // corrections, and a rehearsal weighted to protect most outweighs them
 // (Objective.RehearsalWeight has the measurements).
@@ -63,8 +63,8 @@ type RehearsalCase struct {
 	// each answer token, its logit over the best other token's; negative
 	// where the base would answer otherwise), as MeasureRehearsal records
 	// it with the checkpoint. Nil: not measured; the distiller's first
-	// rehearsing cycle measures it (about 25 s for 6,000 conversations
-	// of the embedded base on 2 cores, which is why citizen pretrain
+	// rehearsing cycle measures it (13-30 s for 6,000 conversations of
+	// the embedded base on 2 cores, which is why citizen pretrain
 	// records it).
 	Margin *float64 `json:"margin,omitempty"`
 }
