@@ -329,8 +329,14 @@ func logNearTies(ctx context.Context, t *testing.T, cm *chat.Model, cfg Config, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	near := nearTies(pool, mb, 1)
-	mb, _ = answerMargins(ctx, base, nil, near)
+	var near []Example
+	var nb []float64
+	for i, m := range mb {
+		if m < 1 {
+			near, nb = append(near, pool[i]), append(nb, m)
+		}
+	}
+	mb = nb
 	mc, err := answerMargins(ctx, base, cand, near)
 	if err != nil {
 		t.Fatal(err)
