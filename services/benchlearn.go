@@ -77,6 +77,9 @@ type LearnConfig struct {
 	// from the drift after 4,000 conversations instead of 1,600-1,800
 	// (docs/benchmarks/learn.md, fifth session).
 	Suite int
+	// Rehearsal is the distiller's rehearsal file (distill.rehearsal:
+	// empty, the checkpoint's rehearsal.jsonl; "off", none).
+	Rehearsal string
 	// Baseline is the report.json of a run without faults, for the
 	// behaviour checks of a run with --tool-fail-rate or
 	// --tool-timeout-rate.
@@ -142,6 +145,7 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	fs.Float64Var(&c.Epochs, "epochs", 0, "passes over a training cycle's data, with --max-steps sizing its dataset (0: the distiller's default, 4)")
 	fs.StringVar(&c.Baseline, "baseline", "", "report.json of a run without faults, compared with in the behaviour checks")
 	fs.IntVar(&c.Suite, "suite", c.Suite, "questions per type in a regression suite the offline gate asks every candidate (0: none)")
+	fs.StringVar(&c.Rehearsal, "rehearsal", "", "conversations of the base's training data the distiller rehearses (JSON Lines; empty: the checkpoint's rehearsal.jsonl; off: none)")
 	fs.IntVar(&c.Quiz, "quiz", c.Quiz, "fresh questions per type on which the last promoted version and the base are compared at the end (negative: none)")
 	var shares []string
 	for _, w := range c.Steps {
@@ -413,6 +417,7 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	// Live traffic: short cycles (at most MaxSteps optimizer steps) so
 	// that a correction reaches a candidate within a minute or two.
 	cfg.Distill.MaxSteps = c.MaxSteps
+	cfg.Distill.Rehearsal = c.Rehearsal
 	if c.Suite > 0 {
 		suite, err := benchSuite(ctx, c.Suite, c.Seed, drift)
 		if err != nil {

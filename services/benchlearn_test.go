@@ -36,8 +36,9 @@ func benchCheckpoint(t *testing.T) string {
 // a decision on it, and the replayed projections equal the live ones.
 func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 	ckpt := benchCheckpoint(t)
+	out := t.TempDir()
 	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 1500, Seed: 3, Drift: "200:refund_days=60",
-		FeedbackRate: 0.5, Window: 100, Out: t.TempDir(), Checkpoint: ckpt}, io.Discard)
+		FeedbackRate: 0.5, Window: 100, Out: out, Checkpoint: ckpt}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +70,57 @@ func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 	if len(rep.Replay) != 2 {
 		t.Errorf("replay compared %d projections, want distill and rollout", len(rep.Replay))
 	}
+	// By default the cycles rehearse the checkpoint's near-ties, found by
+	// the margins its rehearsal.jsonl records.
+	cases, err := distill.LoadRehearsal(filepath.Join(ckpt, distill.RehearsalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := 0
+	for _, c := range cases {
+		if c.Margin != nil && *c.Margin < 1 {
+			near++
+		}
+	}
+	for _, wt := range trainedVersions(t, out, rep) {
+		if !strings.HasSuffix(wt.Objective, "+rehearsal") || wt.Hyper["rehearsal_pool"] != float64(near) {
+			t.Fatalf("%s: objective %s, rehearsal pool %v; want rehearsal of the checkpoint's %d near-ties", wt.Version, wt.Objective, wt.Hyper["rehearsal_pool"], near)
+		}
+	}
+}
+
+// trainedVersions reads the weights.trained of the versions a bench run
+// (in out) reports.
+func trainedVersions(t *testing.T, out string, rep *LearnReport) []*events.WeightsTrained {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.DataDir = filepath.Join(out, "data")
+	st, err := OpenStore(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	seen := map[string]bool{}
+	var wts []*events.WeightsTrained
+	for _, v := range rep.Versions {
+		if v.Version == "" || v.Version == "base" || seen[v.Version] {
+			continue
+		}
+		seen[v.Version] = true
+		evs, err := st.ReadStream(context.Background(), events.VersionStream(v.Version), 0, events.Forward, 1)
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("version stream of %s: %v, %d events", v.Version, err, len(evs))
+		}
+		p, err := events.Decode(&evs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		wts = append(wts, p.(*events.WeightsTrained))
+	}
+	if len(wts) == 0 {
+		t.Fatal("the report names no version")
+	}
+	return wts
 }
 
 // The bad candidate (inverted rewards, forced past the gate) is never
@@ -85,7 +137,7 @@ func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	ckpt := benchCheckpoint(t)
 	out := t.TempDir()
 	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 3000, Seed: 4, Drift: "",
-		FeedbackRate: 0.5, Window: 200, Out: out, Checkpoint: ckpt, BadCandidate: true, MinNewGraded: 200, Suite: 20}, io.Discard)
+		FeedbackRate: 0.5, Window: 200, Out: out, Checkpoint: ckpt, BadCandidate: true, MinNewGraded: 200, Suite: 20, Rehearsal: "off"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +164,12 @@ func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	}
 	if rep.Lost != 0 {
 		t.Fatalf("%d of %d acknowledged interactions are not in the store", rep.Lost, rep.Acknowledged)
+	}
+	// --rehearsal off: no cycle rehearses.
+	for _, wt := range trainedVersions(t, out, rep) {
+		if strings.Contains(wt.Objective, "rehearsal") || wt.Hyper["rehearsal_pool"] != 0 {
+			t.Fatalf("%s rehearsed with --rehearsal off: %s %v", wt.Version, wt.Objective, wt.Hyper)
+		}
 	}
 	suite, err := distill.LoadSuite(filepath.Join(out, "suite.jsonl"))
 	if err != nil {
