@@ -19,13 +19,14 @@ import (
 func TestParseRehearsal(t *testing.T) {
 	good := `{"type":"arithmetic","messages":[{"role":"user","content":"What is 2 plus 3?"},{"role":"assistant","content":"The answer is 5."}]}
 
-{"type":"order_status","messages":[{"role":"system","content":"Use the tool."},{"role":"user","content":"Where is S1?"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","name":"get_order_status","arguments":"{}"}]}]}
+{"type":"order_status","messages":[{"role":"system","content":"Use the tool."},{"role":"user","content":"Where is S1?"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","name":"get_order_status","arguments":"{}"}]}],"margin":-0.25}
 `
 	cases, err := ParseRehearsal(strings.NewReader(good))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cases) != 2 || cases[0].Type != "arithmetic" || cases[1].Messages[2].ToolCalls[0].Name != "get_order_status" {
+	if len(cases) != 2 || cases[0].Type != "arithmetic" || cases[1].Messages[2].ToolCalls[0].Name != "get_order_status" ||
+		cases[0].Margin != nil || cases[1].Margin == nil || *cases[1].Margin != -0.25 {
 		t.Fatalf("parsed %+v", cases)
 	}
 	var b bytes.Buffer
@@ -44,6 +45,7 @@ func TestParseRehearsal(t *testing.T) {
 		{`{"type":"a","mesages":[]}`, "unknown field"},
 		{`{"type":"a","messages":[{"role":"assistant","content":"x"}]} {}`, "more than one JSON value"},
 		{`{"type":`, "line 1"},
+		{`{"type":"a","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"x"}],"margin":"small"}`, "line 1"},
 		{"\n\n" + `{"type":"a"}`, "line 3"},
 	} {
 		got, err := ParseRehearsal(strings.NewReader(c.line))
