@@ -90,8 +90,8 @@ func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 }
 
 // trainedVersions reads the weights.trained of the versions a bench run
-// (in out) reports.
-func trainedVersions(t *testing.T, out string, rep *LearnReport) []*events.WeightsTrained {
+// (in out) reports, by version.
+func trainedVersions(t *testing.T, out string, rep *LearnReport) map[string]*events.WeightsTrained {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = filepath.Join(out, "data")
@@ -100,13 +100,11 @@ func trainedVersions(t *testing.T, out string, rep *LearnReport) []*events.Weigh
 		t.Fatal(err)
 	}
 	defer st.Close()
-	seen := map[string]bool{}
-	var wts []*events.WeightsTrained
+	wts := map[string]*events.WeightsTrained{}
 	for _, v := range rep.Versions {
-		if v.Version == "" || v.Version == "base" || seen[v.Version] {
+		if v.Version == "" || v.Version == "base" || wts[v.Version] != nil {
 			continue
 		}
-		seen[v.Version] = true
 		evs, err := st.ReadStream(context.Background(), events.VersionStream(v.Version), 0, events.Forward, 1)
 		if err != nil || len(evs) != 1 {
 			t.Fatalf("version stream of %s: %v, %d events", v.Version, err, len(evs))
@@ -115,7 +113,7 @@ func trainedVersions(t *testing.T, out string, rep *LearnReport) []*events.Weigh
 		if err != nil {
 			t.Fatal(err)
 		}
-		wts = append(wts, p.(*events.WeightsTrained))
+		wts[v.Version] = p.(*events.WeightsTrained)
 	}
 	if len(wts) == 0 {
 		t.Fatal("the report names no version")
@@ -166,7 +164,8 @@ func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged interactions are not in the store", rep.Lost, rep.Acknowledged)
 	}
 	// --rehearsal off: no cycle rehearses.
-	for _, wt := range trainedVersions(t, out, rep) {
+	wts := trainedVersions(t, out, rep)
+	for _, wt := range wts {
 		if strings.Contains(wt.Objective, "rehearsal") || wt.Hyper["rehearsal_pool"] != 0 {
 			t.Fatalf("%s rehearsed with --rehearsal off: %s %v", wt.Version, wt.Objective, wt.Hyper)
 		}
@@ -175,22 +174,10 @@ func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.DataDir = filepath.Join(out, "data")
-	st, err := OpenStore(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
+	wt := wts[b.Version]
+	if wt == nil {
+		t.Fatalf("no weights.trained for the bad candidate %s", b.Version)
 	}
-	defer st.Close()
-	evs, err := st.ReadStream(context.Background(), events.VersionStream(b.Version), 0, events.Forward, 1)
-	if err != nil || len(evs) != 1 {
-		t.Fatalf("version stream of %s: %v, %d events", b.Version, err, len(evs))
-	}
-	p, err := events.Decode(&evs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt := p.(*events.WeightsTrained)
 	judged := 0
 	if wt.Suite != nil {
 		for typ, c := range wt.Suite.Candidate {
