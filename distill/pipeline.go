@@ -692,12 +692,9 @@ func writeJSONL(path string, exs []Example) (string, error) {
 	}
 	h := sha256.New()
 	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
-	for i := range exs {
-		if err := enc.Encode(&exs[i]); err != nil {
-			f.Close()
-			return "", err
-		}
+	if err := encodeJSONL(w, exs); err != nil {
+		f.Close()
+		return "", err
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()

@@ -2,14 +2,12 @@ package distill
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 
 	"citizen/events"
@@ -108,29 +106,10 @@ func (c *RehearsalCase) validate() error {
 }
 
 // LoadRehearsal reads a rehearsal file (ParseRehearsal).
-func LoadRehearsal(path string) ([]RehearsalCase, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	c, err := ParseRehearsal(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
-}
+func LoadRehearsal(path string) ([]RehearsalCase, error) { return loadJSONL(path, ParseRehearsal) }
 
 // WriteRehearsal writes cases as ParseRehearsal reads them.
-func WriteRehearsal(w io.Writer, cases []RehearsalCase) error {
-	enc := json.NewEncoder(w)
-	for i := range cases {
-		if err := enc.Encode(&cases[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func WriteRehearsal(w io.Writer, cases []RehearsalCase) error { return encodeJSONL(w, cases) }
 
 // MeasureRehearsal records in each case that fits in maxLen tokens the
 // margin of m (the base the cases are rehearsed against) along its

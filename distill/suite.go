@@ -99,24 +99,31 @@ func (c *SuiteCase) validate() error {
 }
 
 // LoadSuite reads a regression suite file (ParseSuite).
-func LoadSuite(path string) ([]SuiteCase, error) {
+func LoadSuite(path string) ([]SuiteCase, error) { return loadJSONL(path, ParseSuite) }
+
+// WriteSuite writes cases as ParseSuite reads them.
+func WriteSuite(w io.Writer, cases []SuiteCase) error { return encodeJSONL(w, cases) }
+
+// loadJSONL reads the file at path with parse; a parse error names the
+// file.
+func loadJSONL[T any](path string, parse func(io.Reader) ([]T, error)) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	s, err := ParseSuite(f)
+	out, err := parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return s, nil
+	return out, nil
 }
 
-// WriteSuite writes cases as ParseSuite reads them.
-func WriteSuite(w io.Writer, cases []SuiteCase) error {
+// encodeJSONL writes vs as JSON Lines, one value per line.
+func encodeJSONL[T any](w io.Writer, vs []T) error {
 	enc := json.NewEncoder(w)
-	for _, c := range cases {
-		if err := enc.Encode(c); err != nil {
+	for i := range vs {
+		if err := enc.Encode(&vs[i]); err != nil {
 			return err
 		}
 	}
