@@ -36,10 +36,10 @@ import (
 // uniform sample spent most of its slots on classifications and JSON the
 // base wins by many nats, whose loss, and so gradient, is next to
 // nothing; the same 8 conversations per step drawn from the near-ties
-// protect at least as much at half the weight. How hard rehearsal may pull is limited by the
-// fixes: the first fix after a drift is learnt from three or four
-// corrections, and a rehearsal weighted to protect most outweighs them
-// (Objective.RehearsalWeight has the measurements).
+// protect at least as much at half the weight. How hard rehearsal may
+// pull is limited by the fixes: the first fix after a drift is learnt
+// from three or four corrections, and a rehearsal weighted to protect
+// most outweighs them (Objective.RehearsalWeight has the measurements).
 //
 // A type whose facts the world changed (a statement most of its
 // corrections replaced, in this cycle's data or in any version's
