@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -209,16 +210,16 @@ type Distiller struct {
 
 	cycleMu sync.Mutex // one cycle at a time
 
-	mu           sync.Mutex
-	st           Status
-	window       uint64 // end of the last cycle's window run by this process
-	cycles       int
-	lastCycle    time.Time
-	notify       chan struct{}
-	lastTrain    TrainResult
-	suite        suiteCache
-	rehearsal    []Example // Config.Rehearsal rendered; its near-ties once rehearsalReady
-	rehearsalIdx []int     // the case of each of rehearsal until rehearsalReady
+	mu               sync.Mutex
+	st               Status
+	window           uint64 // end of the last cycle's window run by this process
+	cycles           int
+	lastCycle        time.Time
+	notify           chan struct{}
+	lastTrain        TrainResult
+	suite            suiteCache
+	rehearsal        []Example // Config.Rehearsal rendered; its near-ties once rehearsalReady
+	rehearsalMargins []float64 // each one's recorded margin (NaN: unmeasured) until rehearsalReady
 	// rehearsalReady: rehearsal holds what is rehearsed (the first
 	// rehearsing cycle selects it: prepareRehearsal).
 	rehearsalReady bool
@@ -237,20 +238,28 @@ func New(cfg Config, store events.Store, logger *slog.Logger) (*Distiller, error
 		logger = slog.New(slog.DiscardHandler)
 	}
 	var rehearsal []Example
-	var rehearsalIdx []int
+	var margins []float64
 	if len(cfg.Rehearsal) == 0 || cfg.Hyper.RehearsalSeqs < 0 {
 		cfg.Objective.Rehearsal = false // nothing to rehearse: not in the lineage's objective either
 	} else if cfg.Objective.Rehearsal {
 		var err error
-		if rehearsal, rehearsalIdx, err = rehearsalExamples(cfg.Chat.Tok, cfg.Rehearsal, cfg.Pipeline.MaxSeqLen); err != nil {
+		var idx []int
+		if rehearsal, idx, err = rehearsalExamples(cfg.Chat.Tok, cfg.Rehearsal, cfg.Pipeline.MaxSeqLen); err != nil {
 			return nil, err
+		}
+		margins = make([]float64, len(idx))
+		for k, i := range idx {
+			margins[k] = math.NaN()
+			if m := cfg.Rehearsal[i].Margin; m != nil {
+				margins[k] = *m
+			}
 		}
 		if len(rehearsal) == 0 {
 			return nil, fmt.Errorf("distill: none of the %d rehearsal conversations fits in %d tokens", len(cfg.Rehearsal), cfg.Pipeline.MaxSeqLen)
 		}
 	}
 	return &Distiller{cfg: cfg, store: store, log: logger.With("component", "distill"), proj: NewProjection(cfg.Retention),
-		st: Status{State: "idle"}, notify: make(chan struct{}, 1), lastCycle: cfg.Now(), rehearsal: rehearsal, rehearsalIdx: rehearsalIdx}, nil
+		st: Status{State: "idle"}, notify: make(chan struct{}, 1), lastCycle: cfg.Now(), rehearsal: rehearsal, rehearsalMargins: margins}, nil
 }
 
 // Projection is the Distiller's graded-chat projection.
@@ -456,13 +465,11 @@ func (d *Distiller) prepareRehearsal(ctx context.Context, log *slog.Logger) erro
 	}
 	if o.RehearsalMargin >= 0 {
 		start := time.Now()
-		margins := make([]float64, len(d.rehearsal))
+		margins := d.rehearsalMargins
 		var unknown []Example
 		var at []int
-		for k, i := range d.rehearsalIdx {
-			if m := d.cfg.Rehearsal[i].Margin; m != nil {
-				margins[k] = *m
-			} else {
+		for k, m := range margins {
+			if math.IsNaN(m) {
 				unknown, at = append(unknown, d.rehearsal[k]), append(at, k)
 			}
 		}
@@ -485,7 +492,7 @@ func (d *Distiller) prepareRehearsal(ctx context.Context, log *slog.Logger) erro
 		log.Info("rehearsal selected", "near_ties", len(d.rehearsal), "of", all, "margin", o.RehearsalMargin,
 			"measured", len(unknown), "per_type", perType, "took", time.Since(start).Round(time.Millisecond))
 	}
-	d.rehearsalIdx, d.rehearsalReady = nil, true
+	d.rehearsalMargins, d.rehearsalReady = nil, true
 	return nil
 }
 
