@@ -247,7 +247,7 @@ func Pretrain(ctx context.Context, c PretrainConfig, progress io.Writer) (*Model
 
 // DefaultRehearsal is the size of a pretrained checkpoint's rehearsal
 // sample: a cycle of 50 steps rehearses 400 conversations, so 6,000 keep
-// a run's cycles from drawing the same ones over and over, at 1.5 MB.
+// a run's cycles from drawing the same ones over and over, at 2 MB with their margins.
 const DefaultRehearsal = 6000
 
 // RehearsalSample is the first n conversations of the pretraining corpus
