@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -226,4 +228,102 @@ func BenchmarkGate(b *testing.B) {
 			b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
 	}
+}
+
+// BenchmarkSuiteScore is the regression suite's cost per candidate:
+// mode=decode answers every question greedily with the adapter (what the
+// gate did before suiteScreen), mode=screen is suiteScore's exact way
+// (SuiteStableMargin negative: one teacher-forced pass over all the
+// base's answers, decoding only those the adapter may change), and
+// mode=near-ties its default (the same, on the questions the base wins
+// by under 2 nats). The suite is the workplace quiz's questions, 200 per
+// family of the initial world; the adapter is the base's plus a small
+// fixed perturbation; changed% is how many answers it changes, asked% how
+// many questions the mode teacher-forces.
+func BenchmarkSuiteScore(b *testing.B) {
+	tok, base, what := benchBase(b)
+	cm := chat.New(tok, model.NewEngine(base, model.EngineConfig{}))
+	defer cm.Close()
+	ask := func(context.Context, string, string) (string, error) { return "", nil }
+	qs, err := workplace.Quiz(context.Background(), workplace.InitialWorld(), workplace.QuizConfig{N: 200, Seed: 9}, ask)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var suite []SuiteCase
+	for _, q := range qs {
+		var msgs []events.ChatMessage
+		if q.System != "" {
+			msgs = append(msgs, events.ChatMessage{Role: "system", Content: q.System})
+		}
+		suite = append(suite, SuiteCase{Type: q.Family, Messages: append(msgs, events.ChatMessage{Role: "user", Content: q.User}), Expected: q.Expected})
+	}
+	grade := func(c SuiteCase, answer string) (bool, bool) { return strings.Contains(answer, c.Expected), true }
+	ctx := context.Background()
+	distiller := func(stable float64) (*Distiller, []suiteAnswer) {
+		d, err := New(Config{DataDir: b.TempDir(), Base: base, Chat: cm, Suite: suite, SuiteGrade: grade, SuiteStableMargin: stable}, newWorld(b).store, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ans, err := d.suiteBase(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d, ans
+	}
+	exact, baseAns := distiller(-1)
+	nearTies, nearAns := distiller(0)
+	a, err := model.NewAdapter("cand", base.Config, DefaultLoRA(), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for j := range a.Params {
+		a.Params[j] += 0.002 * float32((j*7)%11-5)
+	}
+	if err := cm.Engine.RegisterAdapter("cand", a); err != nil {
+		b.Fatal(err)
+	}
+	all := make([]int, len(suite))
+	for i := range all {
+		all[i] = i
+	}
+	full := make([]suiteAnswer, len(suite))
+	if err := exact.suiteAsk(ctx, "cand", all, full); err != nil {
+		b.Fatal(err)
+	}
+	changed := 0
+	for i := range full {
+		if !slices.Equal(full[i].answer, baseAns[i].answer) {
+			changed++
+		}
+	}
+	near, _ := suiteExamples(nearAns, true)
+	b.Logf("base: %s; %d questions, %d near-ties; the adapter changes %d answers", what, len(suite), len(near), changed)
+	pct := func(n int) float64 { return 100 * float64(n) / float64(len(suite)) }
+	b.Run("mode=decode", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := exact.suiteAsk(ctx, "cand", all, full); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(pct(changed), "changed%")
+		b.ReportMetric(100, "asked%")
+	})
+	b.Run("mode=screen", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := exact.suiteScreen(ctx, a, baseAns); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(pct(changed), "changed%")
+		b.ReportMetric(100, "asked%")
+	})
+	b.Run("mode=near-ties", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := nearTies.suiteScreen(ctx, a, nearAns); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(pct(changed), "changed%")
+		b.ReportMetric(pct(len(near)), "asked%")
+	})
 }

@@ -62,9 +62,25 @@ type Config struct {
 	// is not the same as answering right: in bench learn, candidates that
 	// lost 3 to 4 points of unit_conversion accuracy passed them. Without
 	// Chat or SuiteGrade the suite is not asked.
+	//
+	// Only the base answers every question by decoding (once, in the
+	// background from Run's start); a candidate is asked only the
+	// questions whose base answer is a near-tie (SuiteStableMargin), in
+	// one teacher-forced pass over the base's answers, and decodes only
+	// those it may answer differently (suite.go, suiteScore).
 	Suite          []SuiteCase
 	SuiteGrade     SuiteGrade
 	SuiteMaxTokens int
+	// SuiteStableMargin (nats, default 2): a suite question whose base
+	// answer the base ranks first by at least this at every token keeps
+	// the base's verdict for every candidate, without being asked. In
+	// bench learn every right answer a trained or random update of a fix's
+	// size lost had a base margin under 1 nat (docs/benchmarks/learn.md,
+	// sixth session), and on the workplace quiz 98% of classify, policy
+	// and json_extract answers win by more than 2, so the suite costs
+	// what its arithmetic and unit conversions do. Negative: every
+	// question is asked (exact).
+	SuiteStableMargin float64
 
 	// Rehearsal are conversations of the base's training data (a sample;
 	// services reads <checkpoint>/rehearsal.jsonl). With
@@ -153,6 +169,9 @@ func (c *Config) defaults() error {
 	}
 	if c.SuiteMaxTokens <= 0 {
 		c.SuiteMaxTokens = 64
+	}
+	if c.SuiteStableMargin == 0 {
+		c.SuiteStableMargin = 2
 	}
 	if len(c.Rehearsal) > 0 && c.Chat == nil {
 		return errors.New("distill: Config.Rehearsal needs Chat (its tokenizer renders the conversations)")
@@ -342,6 +361,15 @@ func (d *Distiller) Run(ctx context.Context) error {
 	subErr := make(chan error, 1)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if len(d.cfg.Suite) > 0 && d.cfg.Chat != nil {
+		// The base's answers to the suite, ready before the first
+		// candidate needs them; a failure here is retried by that gate.
+		go func() {
+			if _, err := d.suiteBase(sctx); err != nil && sctx.Err() == nil {
+				d.log.Warn("regression suite: the base's answers", "err", err)
+			}
+		}()
+	}
 	go func() {
 		subErr <- d.store.Subscribe(sctx, cursor, f, func(_ context.Context, ev events.Event) error {
 			if err := d.Apply(ev); err != nil {
@@ -521,7 +549,7 @@ func (d *Distiller) hyper() map[string]float64 {
 		"max_regression": c.Gate.MaxRegression, "kl_budget": c.Gate.KLBudget, "seed": float64(c.Hyper.Seed),
 	}
 	if len(c.Suite) > 0 {
-		h["suite_questions"], h["max_suite_loss"] = float64(len(c.Suite)), c.Gate.MaxSuiteLoss
+		h["suite_questions"], h["max_suite_loss"], h["suite_stable_margin"] = float64(len(c.Suite)), c.Gate.MaxSuiteLoss, c.SuiteStableMargin
 	}
 	if c.Hyper.Steps > 0 {
 		h["steps"] = float64(c.Hyper.Steps)

@@ -133,40 +133,175 @@ func encodeJSONL[T any](w io.Writer, vs []T) error {
 // suiteParallel is how many suite questions are asked at once.
 const suiteParallel = 16
 
-// suiteCache holds the suite results of the versions that do not change
-// (the base, promoted parents): a version's adapter is immutable, so its
-// answers to a fixed suite are asked once per process.
-type suiteCache struct {
-	mu sync.Mutex
-	m  map[string]map[string]events.SuiteCount // version or "base" -> type
+// suiteSureMargin is the logit margin (nats) by which a version must
+// prefer each token of the base's answer to a suite case over every
+// other token for suiteScore to take its greedy answer to be the base's
+// without decoding it. The engine's decoder (a key-value cache, one
+// position at a time) and the packed teacher-forced pass round
+// differently, by about 1e-5 here; a margin under this is decoded.
+const suiteSureMargin = 1e-2
+
+// suiteAnswer is one greedy answer to a suite case.
+type suiteAnswer struct {
+	prompt, answer []int // the rendered prompt and the generated ids, a final stop id included
+	asked          bool  // false: the prompt left no room to answer
+	judged, right  bool  // the grader's verdict (judged false: it could not judge)
+	// stable: the base answers this case with a margin of at least
+	// Config.SuiteStableMargin at every token (set on the base's answers
+	// only); candidates keep its verdict without being asked.
+	stable bool
 }
 
-// suiteScore answers every case greedily with adapter a (nil: the base)
-// and counts per type the cases the grader judged (N) and those answered
-// right (Right). A non-empty key (a version, "base") caches the result.
+// suiteCache holds the base's answers to the suite (asked once per
+// process) and the counts of the versions that do not change (promoted
+// parents): a version's adapter is immutable, so its answers to a fixed
+// suite are the same every time.
+type suiteCache struct {
+	baseMu sync.Mutex // held while the base's answers are computed
+	base   []suiteAnswer
+
+	mu     sync.Mutex
+	counts map[string]map[string]events.SuiteCount // version -> type
+}
+
+// suiteScore counts, per type, the suite cases the grader judged (N) and
+// those answered right (Right) when a version (the base with adapter a;
+// nil: the base) answers every case greedily. A non-empty key (a
+// version) caches the counts.
+//
+// Only the base answers every case by decoding. A version keeps the
+// base's verdict on the cases the base answers with a margin of at least
+// Config.SuiteStableMargin (suiteAnswer.stable). On the others, its
+// greedy answer is the base's exactly when, fed the base's answer, it
+// ranks each of its tokens first; one packed teacher-forced pass
+// (answerMargins) finds the cases where it does by at least
+// suiteSureMargin, and those keep the base's verdict too. Only the rest,
+// a few percent, are decoded and graded (BENCHMARKS.md,
+// BenchmarkSuiteScore).
 func (d *Distiller) suiteScore(ctx context.Context, a *model.Adapter, key string) (map[string]events.SuiteCount, error) {
-	cfg := d.cfg
 	if key != "" {
 		d.suite.mu.Lock()
-		r, ok := d.suite.m[key]
+		r, ok := d.suite.counts[key]
 		d.suite.mu.Unlock()
 		if ok {
 			return r, nil
 		}
 	}
-	adapter := ""
+	base, err := d.suiteBase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	answers := base
 	if a != nil {
-		adapter = fmt.Sprintf("distill-suite-%d", evalSeq.Add(1))
-		if err := cfg.Chat.Engine.RegisterAdapter(adapter, a); err != nil {
+		if answers, err = d.suiteScreen(ctx, a, base); err != nil {
 			return nil, err
 		}
-		defer cfg.Chat.Engine.RemoveAdapter(adapter)
 	}
-	// The questions go to the engine suiteParallel at a time: it batches
-	// concurrent requests (1,000 questions took 4.8 s one by one, 2.7 s
-	// sixteen at a time on 2 cores).
-	type verdict struct{ judged, right bool }
-	verdicts := make([]verdict, len(cfg.Suite))
+	out := map[string]events.SuiteCount{}
+	for i, v := range answers {
+		if !v.judged {
+			continue
+		}
+		n := out[d.cfg.Suite[i].Type]
+		n.N++
+		if v.right {
+			n.Right++
+		}
+		out[d.cfg.Suite[i].Type] = n
+	}
+	if key != "" {
+		d.suite.mu.Lock()
+		if d.suite.counts == nil {
+			d.suite.counts = map[string]map[string]events.SuiteCount{}
+		}
+		d.suite.counts[key] = out
+		d.suite.mu.Unlock()
+	}
+	return out, nil
+}
+
+// suiteBase is the base's answer to every suite case, with its margins
+// (suiteAnswer.stable), computed on first use (Run starts it in the
+// background) and kept; a second caller waits for the first.
+func (d *Distiller) suiteBase(ctx context.Context) ([]suiteAnswer, error) {
+	d.suite.baseMu.Lock()
+	defer d.suite.baseMu.Unlock()
+	if d.suite.base != nil {
+		return d.suite.base, nil
+	}
+	all := make([]int, len(d.cfg.Suite))
+	for i := range all {
+		all[i] = i
+	}
+	base := make([]suiteAnswer, len(d.cfg.Suite))
+	if err := d.suiteAsk(ctx, "", all, base); err != nil {
+		return nil, err
+	}
+	if th := d.cfg.SuiteStableMargin; th >= 0 {
+		idx, exs := suiteExamples(base, false)
+		margins, err := answerMargins(ctx, d.cfg.Chat.Engine.Model(), nil, exs)
+		if err != nil {
+			return nil, fmt.Errorf("regression suite: %w", err)
+		}
+		for k, i := range idx {
+			base[i].stable = margins[k] >= th
+		}
+	}
+	d.suite.base = base
+	return base, nil
+}
+
+// suiteExamples are the base's answers as examples to teacher-force
+// (prompt, then answer), with their indices in base: every asked case,
+// or with unstable only those not stable.
+func suiteExamples(base []suiteAnswer, unstable bool) (idx []int, exs []Example) {
+	for i, b := range base {
+		if b.asked && !(unstable && b.stable) {
+			idx = append(idx, i)
+			exs = append(exs, Example{PromptTokens: b.prompt, CompletionTokens: b.answer})
+		}
+	}
+	return idx, exs
+}
+
+// suiteScreen is adapter a's answers to the suite: the base's on its
+// stable cases and where a keeps the base's answer (every token ranked
+// first by suiteSureMargin or more, teacher-forced), decoded and graded
+// where it may not.
+func (d *Distiller) suiteScreen(ctx context.Context, a *model.Adapter, base []suiteAnswer) ([]suiteAnswer, error) {
+	idx, exs := suiteExamples(base, true)
+	margins, err := answerMargins(ctx, d.cfg.Chat.Engine.Model(), a, exs)
+	if err != nil {
+		return nil, fmt.Errorf("regression suite: %w", err)
+	}
+	out := slices.Clone(base)
+	var changed []int
+	for k, i := range idx {
+		if !(margins[k] >= suiteSureMargin) { // a NaN margin is decoded too
+			changed = append(changed, i)
+		}
+	}
+	if len(changed) == 0 {
+		return out, nil
+	}
+	name := fmt.Sprintf("distill-suite-%d", evalSeq.Add(1))
+	if err := d.cfg.Chat.Engine.RegisterAdapter(name, a); err != nil {
+		return nil, err
+	}
+	defer d.cfg.Chat.Engine.RemoveAdapter(name)
+	if err := d.suiteAsk(ctx, name, changed, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// suiteAsk answers the suite cases idx greedily with the registered
+// adapter ("" for the base) and stores each answer and its verdict in
+// out[i]. The questions go to the engine suiteParallel at a time: it
+// batches concurrent requests (1,000 questions took 4.8 s one by one,
+// 2.7 s sixteen at a time on 2 cores).
+func (d *Distiller) suiteAsk(ctx context.Context, adapter string, idx []int, out []suiteAnswer) error {
+	cfg := d.cfg
 	var (
 		next     atomic.Int64
 		firstErr error
@@ -175,53 +310,36 @@ func (d *Distiller) suiteScore(ctx context.Context, a *model.Adapter, key string
 	)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for range min(suiteParallel, len(cfg.Suite)) {
+	for range min(suiteParallel, len(idx)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(cfg.Suite) && cctx.Err() == nil; i = int(next.Add(1) - 1) {
+			for k := int(next.Add(1) - 1); k < len(idx) && cctx.Err() == nil; k = int(next.Add(1) - 1) {
+				i := idx[k]
 				c := cfg.Suite[i]
 				got, err := cfg.Chat.Complete(cctx, chat.Request{Messages: toTok(c.Messages), MaxTokens: cfg.SuiteMaxTokens, Adapter: adapter})
 				if errors.Is(err, chat.ErrPromptTooLong) {
+					out[i] = suiteAnswer{}
 					continue
 				}
 				if err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
+				ids := make([]int, len(got.Tokens))
+				for j, t := range got.Tokens {
+					ids[j] = t.ID
+				}
 				right, ok := cfg.SuiteGrade(c, got.Message.Content)
-				verdicts[i] = verdict{ok, right}
+				out[i] = suiteAnswer{prompt: got.PromptIDs, answer: ids, asked: true, judged: ok, right: right}
 			}
 		}()
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return nil, fmt.Errorf("regression suite: %w", firstErr)
+		return fmt.Errorf("regression suite: %w", firstErr)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	out := map[string]events.SuiteCount{}
-	for i, v := range verdicts {
-		if !v.judged {
-			continue
-		}
-		n := out[cfg.Suite[i].Type]
-		n.N++
-		if v.right {
-			n.Right++
-		}
-		out[cfg.Suite[i].Type] = n
-	}
-	if key != "" {
-		d.suite.mu.Lock()
-		if d.suite.m == nil {
-			d.suite.m = map[string]map[string]events.SuiteCount{}
-		}
-		d.suite.m[key] = out
-		d.suite.mu.Unlock()
-	}
-	return out, nil
+	return ctx.Err()
 }
 
 // suiteCheck asks the regression suite of the candidate, its parent (when

@@ -3,12 +3,15 @@ package distill
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"citizen/events"
+	"citizen/model"
 	"citizen/model/chat"
 )
 
@@ -163,7 +166,11 @@ func TestCycleRejectsCandidateLosingSuite(t *testing.T) {
 		newWorldData(w, tok, base, 192, 0)
 		d := newDistiller(t, w, func(c *Config) {
 			c.Pipeline.HoldOutFraction = 0.3
-			c.Suite, c.SuiteGrade, c.SuiteMaxTokens, c.Gate.MaxSuiteLoss = suite, same, 16, allow
+			// Every question asked: the tiny base wins its answers by
+			// several nats, and the ones this fix flips are the refund
+			// window's, which the stable margin assumes a suite leaves
+			// out (the world changed them).
+			c.Suite, c.SuiteGrade, c.SuiteMaxTokens, c.Gate.MaxSuiteLoss, c.SuiteStableMargin = suite, same, 16, allow, -1
 		})
 		catchUp(t, d, w.store)
 		graded.Store(0)
@@ -172,8 +179,11 @@ func TestCycleRejectsCandidateLosingSuite(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := stored(t, w.store, wt.Version).Suite
-		if s == nil || s.Parent != nil || graded.Load() != int64(2*len(suite)) {
-			t.Fatalf("suite check %+v after %d grades (want the candidate's and the base's %d)", s, graded.Load(), 2*len(suite))
+		// The base answers every case; the candidate only those where it
+		// may not give the base's answer (suiteScreen), which include
+		// every answer it lost.
+		if s == nil || s.Parent != nil || graded.Load() <= int64(len(suite)) || graded.Load() >= int64(2*len(suite)) {
+			t.Fatalf("suite check %+v after %d grades (want the base's %d and some of the candidate's)", s, graded.Load(), len(suite))
 		}
 		lost := 0
 		for typ, b := range s.Base {
@@ -183,7 +193,7 @@ func TestCycleRejectsCandidateLosingSuite(t *testing.T) {
 			lost += b.Right - s.Candidate[typ].Right
 		}
 		t.Logf("allowance %v: accepted=%v reason=%q lost %d; candidate %v", allow, wt.Accepted, wt.Reason, lost, s.Candidate)
-		if lost < 2 {
+		if lost < 2 || graded.Load()-int64(len(suite)) < int64(lost) {
 			t.Fatalf("the candidate changed %d suite answers; the test needs one that changes some", lost)
 		}
 		if allow == 0 && (wt.Accepted || !strings.Contains(wt.Reason, "gate: suite/")) {
@@ -194,4 +204,121 @@ func TestCycleRejectsCandidateLosingSuite(t *testing.T) {
 		}
 	}
 
+}
+
+// TestSuiteScreenMatchesDecoding checks suiteScore's shortcuts against
+// their definition, for adapters that change none, some and most of the
+// base's answers. With SuiteStableMargin negative, the answers
+// suiteScreen returns (the base's where the teacher-forced pass says the
+// adapter keeps them, decoded elsewhere) are token for token those of
+// decoding every case with the adapter, and so are the verdicts. With a
+// stable margin at the base's median, the cases above it are never asked
+// and keep the base's answer, and the others are again exact.
+func TestSuiteScreenMatchesDecoding(t *testing.T) {
+	_, base := tinyBase(t)
+	var suite []SuiteCase
+	for i := range 64 {
+		q := oldWorld(300 + i)
+		suite = append(suite, SuiteCase{Type: q.typ, Messages: []events.ChatMessage{{Role: "user", Content: q.user}}, Expected: q.answer})
+	}
+	var graded atomic.Int64
+	grade := func(c SuiteCase, answer string) (bool, bool) {
+		graded.Add(1)
+		return answer == c.Expected, c.Type != "order_status" // one type the grader cannot judge
+	}
+	ctx := context.Background()
+	all := make([]int, len(suite))
+	for i := range all {
+		all[i] = i
+	}
+	exact := newDistiller(t, newWorld(t), func(c *Config) {
+		c.Suite, c.SuiteGrade, c.SuiteMaxTokens, c.SuiteStableMargin = suite, grade, 16, -1
+	})
+	baseAns, err := exact.suiteBase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, exs := suiteExamples(baseAns, false)
+	if len(exs) != len(suite) {
+		t.Fatalf("%d of %d cases asked of the base", len(exs), len(suite))
+	}
+	margins, err := answerMargins(ctx, base, nil, exs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	median := slices.Sorted(slices.Values(margins))[len(margins)/2]
+	shortcut := newDistiller(t, newWorld(t), func(c *Config) {
+		c.Suite, c.SuiteGrade, c.SuiteMaxTokens, c.SuiteStableMargin = suite, grade, 16, median
+	})
+	for _, d := range []*Distiller{exact, shortcut} {
+		th := d.cfg.SuiteStableMargin
+		baseAns, err := d.suiteBase(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stable := 0
+		for i, b := range baseAns {
+			if b.stable != (th >= 0 && margins[i] >= th) {
+				t.Fatalf("stable margin %v: case %d (base margin %v) stable=%v", th, i, margins[i], b.stable)
+			}
+			if b.stable {
+				stable++
+			}
+		}
+		if th >= 0 && (stable == 0 || stable == len(suite)) {
+			t.Fatalf("stable margin %v: %d of %d cases stable; the test needs some of each", th, stable, len(suite))
+		}
+		some := false
+		for _, scale := range []float32{0, 0.03, 0.06, 0.1, 0.5} {
+			a, err := model.NewAdapter("screen", base.Config, model.LoRAConfig{Rank: 4, Alpha: 8, TargetModules: model.LoRAModules}, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(5, 6)) // one direction, scaled
+			for i := range a.Params {        // A and B alike: every module's B moves off zero
+				a.Params[i] += scale * float32(r.NormFloat64())
+			}
+			graded.Store(0)
+			screened, err := d.suiteScreen(ctx, a, baseAns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			decodedCases := graded.Load()
+			if err := d.cfg.Chat.Engine.RegisterAdapter("full", a); err != nil {
+				t.Fatal(err)
+			}
+			full := make([]suiteAnswer, len(suite))
+			err = d.suiteAsk(ctx, "full", all, full)
+			d.cfg.Chat.Engine.RemoveAdapter("full")
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := 0
+			for i := range suite {
+				want := full[i]
+				if baseAns[i].stable {
+					want = baseAns[i]
+				}
+				if !reflect.DeepEqual(screened[i], want) {
+					t.Fatalf("stable margin %v, scale %v, case %d: screened %+v, want %+v", th, scale, i, screened[i], want)
+				}
+				if !baseAns[i].stable && !reflect.DeepEqual(full[i].answer, baseAns[i].answer) {
+					changed++
+				}
+			}
+			t.Logf("stable margin %.3g, scale %v: %d of %d asked answers differ from the base's; %d decoded", th, scale, changed, len(suite)-stable, decodedCases)
+			if decodedCases < int64(changed) || decodedCases > int64(len(suite)-stable) {
+				t.Fatalf("%d answers changed, %d asked, but %d were decoded", changed, len(suite)-stable, decodedCases)
+			}
+			switch {
+			case scale == 0 && decodedCases != 0:
+				t.Fatalf("the zero adapter is the base, yet %d cases were decoded", decodedCases)
+			case changed > 0 && changed < len(suite)-stable:
+				some = true
+			}
+		}
+		if !some {
+			t.Fatalf("stable margin %v: no adapter changed some but not all answers; the test needs one that does", th)
+		}
+	}
 }
