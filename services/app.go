@@ -508,6 +508,7 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 			return rubrics.Judge(c.Type, answer, c.Expected)
 		}
 		cfg.Gate.MaxSuiteLoss = dc.MaxSuiteLoss
+		cfg.SuiteStableMargin = dc.SuiteStableMargin
 	}
 	rehearsal, err := a.rehearsal()
 	if err != nil {

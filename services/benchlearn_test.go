@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -129,7 +130,7 @@ func trainedVersions(t *testing.T, out string, rep *LearnReport) map[string]*eve
 // on a loaded machine; the test logs it, the report's verdict states it.
 //
 // The run has a regression suite (--suite 20): the forced candidate is
-// asked all of it, through the service's wiring (distill.suite, the
+// judged on all of it, through the service's wiring (distill.suite, the
 // shipped rubrics' graders), and its counts travel with the version.
 func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	ckpt := benchCheckpoint(t)
@@ -189,6 +190,11 @@ func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	}
 	if !wt.GateFailed || judged != len(suite) || len(suite) < 60 {
 		t.Fatalf("forced candidate %s: gate_failed %v, suite %+v judged %d of %d questions", b.Version, wt.GateFailed, wt.Suite, judged, len(suite))
+	}
+	// The service's defaults reach the distiller: the bench's allowance,
+	// and the stable margin below which candidates are asked.
+	if h := wt.Hyper; h["suite_questions"] != float64(len(suite)) || h["max_suite_loss"] != 0.01 || h["suite_stable_margin"] != 2 {
+		t.Fatalf("forced candidate %s: suite hyper-parameters %v", b.Version, h)
 	}
 }
 
@@ -323,6 +329,11 @@ func TestPairQuiz(t *testing.T) {
 	}
 	if p.Points != 100 || p.SE != 0 || p.Version.Correct != 2 {
 		t.Errorf("policy %+v", p)
+	}
+	// The first 2 per family of a quiz whose families interleave.
+	mixed := []workplace.Question{base[0], base[4], base[1], base[5], base[2], base[3]}
+	if got := firstPerFamily(mixed, 2); !reflect.DeepEqual(got, mixed[:4]) {
+		t.Errorf("first 2 per family: %+v", got)
 	}
 	promoted[0].User = "another question"
 	if _, err := pairQuiz("d0001", 4, base, promoted); err == nil {

@@ -26,7 +26,20 @@ type QuizCheck struct {
 	Version   string              `json:"version"`
 	Questions int                 `json:"questions_per_type"`
 	Types     map[string]QuizType `json:"types"`
+	// First is the same comparison on the first FirstQuestions questions
+	// per type (those a quiz of that size asks: the quiz of the fifth to
+	// eighth sessions), when the quiz is larger.
+	FirstQuestions int                 `json:"first_questions_per_type,omitempty"`
+	First          map[string]QuizType `json:"first_types,omitempty"`
 }
+
+// quizFirst is the earlier sessions' quiz size, reported beside a larger
+// quiz's result.
+const quizFirst = 500
+
+// quizParallel is how many quiz questions are asked at once (the engine
+// batches concurrent requests).
+const quizParallel = 16
 
 // QuizType is one type's result: both accuracies, and the difference in
 // points (version minus base) with its paired standard error.
@@ -67,7 +80,7 @@ func quizPromoted(ctx context.Context, c LearnConfig, drift workplace.Drift, rep
 	}
 	w := drift.WorldAt(workplace.InitialWorld(), c.Interactions)
 	quiz := func(adapter string) ([]workplace.Question, error) {
-		return workplace.Quiz(ctx, w, workplace.QuizConfig{N: c.Quiz, Seed: uint64(c.Seed)}, func(ctx context.Context, system, user string) (string, error) {
+		return workplace.Quiz(ctx, w, workplace.QuizConfig{N: c.Quiz, Seed: uint64(c.Seed), Parallel: quizParallel}, func(ctx context.Context, system, user string) (string, error) {
 			return cm.Ask(ctx, adapter, system, user, 64)
 		})
 	}
@@ -80,7 +93,32 @@ func quizPromoted(ctx context.Context, c LearnConfig, drift workplace.Drift, rep
 	if err != nil {
 		return nil, err
 	}
-	return pairQuiz(version, c.Quiz, base, promoted)
+	q, err := pairQuiz(version, c.Quiz, base, promoted)
+	if err != nil || c.Quiz <= quizFirst {
+		return q, err
+	}
+	// A quiz's questions per family are drawn in order from the family's
+	// own seeded stream, so the first quizFirst of each are the smaller
+	// quiz's.
+	first, err := pairQuiz(version, quizFirst, firstPerFamily(base, quizFirst), firstPerFamily(promoted, quizFirst))
+	if err != nil {
+		return nil, err
+	}
+	q.FirstQuestions, q.First = quizFirst, first.Types
+	return q, nil
+}
+
+// firstPerFamily is qs's first n questions of each family, in order.
+func firstPerFamily(qs []workplace.Question, n int) []workplace.Question {
+	seen := map[string]int{}
+	var out []workplace.Question
+	for _, q := range qs {
+		if seen[q.Family] < n {
+			out = append(out, q)
+		}
+		seen[q.Family]++
+	}
+	return out
 }
 
 // pairQuiz compares two quizzes of the same questions per family.
@@ -136,7 +174,11 @@ func (q *QuizCheck) render(b *strings.Builder) {
 	fmt.Fprintf(b, "\nquiz: base vs %s on the same %d fresh questions per type of the final world (greedy):\n", q.Version, q.Questions)
 	for _, t := range slices.Sorted(maps.Keys(q.Types)) {
 		x := q.Types[t]
-		fmt.Fprintf(b, "  %-16s %.2f -> %.2f  %+.1f points (paired SE %.1f)\n", t, x.Base.Rate, x.Version.Rate, x.Points, x.SE)
+		fmt.Fprintf(b, "  %-16s %.2f -> %.2f  %+.1f points (paired SE %.1f)", t, x.Base.Rate, x.Version.Rate, x.Points, x.SE)
+		if f, ok := q.First[t]; ok {
+			fmt.Fprintf(b, "; first %d: %+.1f (SE %.1f)", q.FirstQuestions, f.Points, f.SE)
+		}
+		b.WriteString("\n")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"strconv"
@@ -73,7 +74,9 @@ type DistillConfig struct {
 	Command      string        `yaml:"command" help:"external trainer command (receives the dataset dir and an output dir; empty: the embedded trainer)"`
 	Suite        string        `yaml:"suite" help:"fixed regression suite (JSON Lines: type, messages, expected) that a candidate may not answer worse than its parent or the base (empty: none)"`
 	MaxSuiteLoss float64       `yaml:"max_suite_loss" help:"fraction of a type's suite questions a candidate may lose against its parent or the base"`
-	Rehearsal    string        `yaml:"rehearsal" help:"conversations of the base's training data that every cycle rehearses (JSON Lines: type, messages ending with the answer; empty: the checkpoint's rehearsal.jsonl if it has one; off: none)"`
+	// SuiteStableMargin: see distill.Config.SuiteStableMargin.
+	SuiteStableMargin float64 `yaml:"suite_stable_margin" help:"nats by which the base must win a suite answer at every token for candidates to keep its verdict unasked (0: the default, 2; negative: ask every question)"`
+	Rehearsal         string  `yaml:"rehearsal" help:"conversations of the base's training data that every cycle rehearses (JSON Lines: type, messages ending with the answer; empty: the checkpoint's rehearsal.jsonl if it has one; off: none)"`
 }
 
 // MemoryConfig configures the vector memory.
@@ -104,7 +107,7 @@ func DefaultConfig() Config {
 		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5},
 		Gateway:         gateway.DefaultConfig(),
 		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
-		Distill:         DistillConfig{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8, MaxSuiteLoss: 0.02},
+		Distill:         DistillConfig{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8, MaxSuiteLoss: 0.02, SuiteStableMargin: 2},
 		Rollout:         rollout.DefaultConfig(),
 		Model:           ModelConfig{Engine: "embedded", Checkpoint: "model/base"},
 		ShutdownTimeout: 30 * time.Second,
@@ -166,6 +169,9 @@ func (c *Config) Validate() error {
 	}
 	if l := c.Distill.MaxSuiteLoss; l < 0 || l >= 1 || l != l {
 		errs = append(errs, fmt.Errorf("distill.max_suite_loss %v: want a fraction in [0, 1) (0: the default, 0.02)", l))
+	}
+	if m := c.Distill.SuiteStableMargin; math.IsNaN(m) || math.IsInf(m, 0) {
+		errs = append(errs, fmt.Errorf("distill.suite_stable_margin %v: want a number of nats (negative: ask every question)", m))
 	}
 	for _, t := range c.Target {
 		if t != "all" && !knownComponent(t) {

@@ -5,6 +5,8 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 )
 
 // Question is one fresh first turn of a task as Quiz asked it, with the
@@ -30,6 +32,9 @@ type QuizConfig struct {
 	// without a Split is one key, its name.
 	Split map[string]func(Turn) string
 	Keys  map[string][]string
+	// Parallel questions are asked at once (default 1); the questions and
+	// their order do not depend on it.
+	Parallel int
 }
 
 // Quiz asks cfg.N fresh questions per key of every active family of w
@@ -43,6 +48,7 @@ type QuizConfig struct {
 func Quiz(ctx context.Context, w World, cfg QuizConfig, ask func(ctx context.Context, system, user string) (string, error)) ([]Question, error) {
 	n := cfg.N
 	var out []Question
+	var checks []func(string) Grade
 	for _, name := range w.Families {
 		fam := FamilyByName(name)
 		if fam == nil || name == "order_status" {
@@ -77,17 +83,38 @@ func Quiz(ctx context.Context, w World, cfg QuizConfig, ask func(ctx context.Con
 			if asked[key] >= n {
 				continue
 			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			answer, err := ask(ctx, task.System, turn.User)
-			if err != nil {
-				return nil, err
-			}
 			asked[key]++
-			out = append(out, Question{Family: name, Key: key, System: task.System, User: turn.User, Expected: turn.Answer,
-				Answer: answer, Correct: turn.Check(answer).Correct})
+			out = append(out, Question{Family: name, Key: key, System: task.System, User: turn.User, Expected: turn.Answer})
+			checks = append(checks, turn.Check)
 		}
+	}
+	// Every question drawn, then asked, Parallel at a time.
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range min(max(cfg.Parallel, 1), len(out)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(out) && cctx.Err() == nil; i = int(next.Add(1) - 1) {
+				answer, err := ask(cctx, out[i].System, out[i].User)
+				if err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					return
+				}
+				out[i].Answer, out[i].Correct = answer, checks[i](answer).Correct
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

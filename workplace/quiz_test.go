@@ -2,7 +2,10 @@ package workplace
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -72,5 +75,58 @@ func TestQuizSameQuestionsGraded(t *testing.T) {
 	}
 	if n["policy/refund"] != 3 || n["policy"] != 3 {
 		t.Fatalf("split keys %v: want 3 refund and 3 other policy questions", n)
+	}
+}
+
+// TestQuizParallel: asking 8 at a time gives the questions, answers and
+// grades of asking one at a time, in the same order; a larger quiz of the
+// same seed begins, per family, with the smaller one's questions; an
+// error of ask ends the quiz with it.
+func TestQuizParallel(t *testing.T) {
+	w := InitialWorld()
+	var calls atomic.Int64
+	ask := func(_ context.Context, system, user string) (string, error) {
+		calls.Add(1)
+		if len(user)%2 == 0 {
+			return "", nil
+		}
+		return "The answer is 12. " + user, nil
+	}
+	one, err := Quiz(context.Background(), w, QuizConfig{N: 20, Seed: 3}, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls.Store(0)
+	many, err := Quiz(context.Background(), w, QuizConfig{N: 20, Seed: 3, Parallel: 8}, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(one, many) || calls.Load() != int64(len(one)) {
+		t.Fatalf("parallel quiz differs (%d questions, %d asked)", len(many), calls.Load())
+	}
+	larger, err := Quiz(context.Background(), w, QuizConfig{N: 30, Seed: 3, Parallel: 8}, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	var prefix []Question
+	for _, q := range larger {
+		if seen[q.Family] < 20 {
+			prefix = append(prefix, q)
+		}
+		seen[q.Family]++
+	}
+	if !reflect.DeepEqual(prefix, one) {
+		t.Fatal("the larger quiz does not begin with the smaller one's questions")
+	}
+	boom := errors.New("engine down")
+	_, err = Quiz(context.Background(), w, QuizConfig{N: 20, Seed: 3, Parallel: 4}, func(_ context.Context, _, user string) (string, error) {
+		if strings.Contains(user, "7") {
+			return "", boom
+		}
+		return "", nil
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("ask's error: got %v", err)
 	}
 }
