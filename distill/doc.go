@@ -34,8 +34,9 @@
 //     hold-out and regression examples vs the parent, KL budget, then the
 //     operator's fixed regression suite of questions with right answers,
 //     answered greedily, vs the parent and the base: SuiteCase, LoadSuite,
-//     GateConfig.SuiteReasons), weight
-//     artifacts under <data>/weights/<version>/ with sha256, and the
+//     GateConfig.SuiteReasons; the base answers it all once, a candidate
+//     only where the base's answer is a near-tie, teacher-forced first and
+//     decoded where its answer may differ: suite.go), weight artifacts under <data>/weights/<version>/ with sha256, and the
 //     weights.trained event with full lineage; a failing cycle is recorded
 //     with Accepted=false and its reason, and the next cycle still runs;
 //   - the offline evaluators (LogLikelihood by default, Accuracy as the
