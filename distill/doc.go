@@ -36,8 +36,9 @@
 //     answered greedily, vs the parent and the base: SuiteCase, LoadSuite,
 //     GateConfig.SuiteReasons; the base answers it all once, a candidate
 //     only where the base's answer is a near-tie, teacher-forced first and
-//     decoded where its answer may differ: suite.go), weight artifacts under <data>/weights/<version>/ with sha256, and the
-//     weights.trained event with full lineage; a failing cycle is recorded
+//     decoded where its answer may differ: suite.go), weight artifacts
+//     under <data>/weights/<version>/ with sha256, and the weights.trained
+//     event with full lineage; a failing cycle is recorded
 //     with Accepted=false and its reason, and the next cycle still runs;
 //   - the offline evaluators (LogLikelihood by default, Accuracy as the
 //     grader hook, Combine) and the gate (GateConfig; a key's tolerance
