@@ -59,8 +59,9 @@ type evidence struct {
 	typeWhy           string
 	// strat is the stratified (per-type weighted) reward difference's
 	// interval; stratOK when it was computed.
-	strat   interval
-	stratOK bool
+	strat    interval
+	stratOK  bool
+	stratVar float64
 	// wins are the tests that can promote, for the futility look.
 	wins []winTest
 }
@@ -221,7 +222,7 @@ func (s *State) typeTests(c, st *arm, ev *evidence, put func(string, moments, mo
 		d += w * (cm.mean() - sm.mean())
 		v += w * w * pooledVar(cm, sm, cfg.Tau) * (1/float64(cm.n) + 1/float64(sm.n))
 	}
-	ev.strat, ev.stratOK = csOf(d, v, cfg.Tau, cfg.Alpha), true
+	ev.strat, ev.stratOK, ev.stratVar = csOf(d, v, cfg.Tau, cfg.Alpha), true, v
 	put("reward.stratified", moments{}, moments{}, ev.strat)
 	ev.wins = append(ev.wins, winTest{"reward.stratified", d, v, cfg.Tau, cfg.Alpha})
 	alpha := cfg.Alpha / float64(len(types))
@@ -277,18 +278,21 @@ func (s *State) typeWins(ev evidence) bool {
 	return ev.typeWin != "" || (ev.stratOK && ev.strat.Lo > 0)
 }
 
-// harmDiff is the reward difference that holding looks at: the
-// stratified one when the per-type tests computed it, else the overall.
-func (ev evidence) harmDiff() (float64, string) {
+// harmDiff is the reward difference that holding looks at, with the
+// standard error of its estimate: the stratified one when the per-type
+// tests computed it, else the overall.
+func (ev evidence) harmDiff() (d, se float64, what string) {
 	if ev.stratOK {
-		return ev.strat.Diff, "stratified"
+		return ev.strat.Diff, math.Sqrt(ev.stratVar), "stratified"
 	}
-	return ev.reward.Diff, "overall"
+	return ev.reward.Diff, math.Sqrt(ev.wins[0].v), "overall"
 }
 
-// harmSign reports whether the candidate's reward difference is below
-// -HoldMargin (Config.HoldMargin), or the offline gate rejected it and
-// was forced (weights.trained gate_failed): its step does not end yet.
+// harmSign reports whether the candidate shows a sign of harm
+// (Config.HoldMargin): its reward difference is below -HoldMargin by more
+// than one standard error of its estimate, or the offline gate rejected
+// it and was forced (weights.trained gate_failed). Its step does not end
+// yet.
 func (s *State) harmSign(ev evidence) bool {
 	if s.cfg.HoldMargin < 0 || !ev.looked {
 		return false
@@ -298,8 +302,8 @@ func (s *State) harmSign(ev evidence) bool {
 		// harm already, offline.
 		return true
 	}
-	d, _ := ev.harmDiff()
-	return d < -s.cfg.HoldMargin
+	d, se, _ := ev.harmDiff()
+	return d+se < -s.cfg.HoldMargin
 }
 
 // givesWay reports whether the active candidate would give way to a newer
@@ -537,19 +541,23 @@ func (s *State) decide() *decision {
 	}
 	last := a.step >= cfg.comparativeSteps()-1
 	if !last && s.harmSign(ev) {
-		d, what := ev.harmDiff()
+		d, se, what := ev.harmDiff()
+		why := fmt.Sprintf("the %s reward difference %.3f is below -%g by more than its standard error %.3f", what, d, cfg.HoldMargin, se)
+		if a.trained.gateFailed {
+			why = fmt.Sprintf("the offline gate rejected it (accepted only because the gate was forced; %s reward difference %.3f)", what, d)
+		}
 		switch {
 		case s.givesWay():
 			// A newer candidate is a better bet than one that cannot
 			// show it does no harm after GiveWayAfter evaluations; it
 			// takes the slot.
-			ev.Detail = fmt.Sprintf("step %d has its evidence (%d candidate evaluations) but the %s reward difference %.3f is below -%g, and a newer candidate (%s) is waiting",
-				a.step, a.cur[armCandidate].reward.n, what, d, cfg.HoldMargin, s.waiting[len(s.waiting)-1].version)
+			ev.Detail = fmt.Sprintf("step %d has its evidence (%d candidate evaluations) but %s, and a newer candidate (%s) is waiting",
+				a.step, a.cur[armCandidate].reward.n, why, s.waiting[len(s.waiting)-1].version)
 		case a.cur[armCandidate].reward.n < cfg.MaxHold:
 			return nil
 		default:
-			ev.Detail = fmt.Sprintf("step %d held %d candidate evaluations and the %s reward difference %.3f stayed below -%g: no evidence that the candidate does no harm",
-				a.step, a.cur[armCandidate].reward.n, what, d, cfg.HoldMargin)
+			ev.Detail = fmt.Sprintf("step %d held %d candidate evaluations and %s: no evidence that the candidate does no harm",
+				a.step, a.cur[armCandidate].reward.n, why)
 		}
 		return rollback(ReasonNoAdvance, ev.RolloutEvidence)
 	}

@@ -216,8 +216,9 @@ func TestHeldCandidateGivesWayToNewer(t *testing.T) {
 	if d := decideApply(); d == nil || d.payload.EventType() != events.TypeRolloutStarted {
 		t.Fatalf("no start: %v", d)
 	}
-	// Evaluations per arm: stable's mean reward 0, the candidate's -0.1,
-	// both with variance 1 (far from a verdict on 40).
+	// Evaluations per arm: stable's mean reward 0, the candidate's -0.5,
+	// both with variance 1: below -HoldMargin by more than a standard
+	// error (0.26 at 30), far from a verdict on 40.
 	feed := func(from, to int) {
 		for i := from; i < to; i++ {
 			for _, v := range []string{"A", "B"} {
@@ -226,7 +227,7 @@ func TestHeldCandidateGivesWayToNewer(t *testing.T) {
 					r = -1
 				}
 				if v == "B" {
-					r -= 0.1
+					r -= 0.5
 				}
 				sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
 			}
@@ -487,5 +488,34 @@ func TestContradictedStatementsScoreMinusOne(t *testing.T) {
 	bad.Contradicted = "maybe"
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "contradicted") {
 		t.Errorf("contradicted %q: %v", bad.Contradicted, err)
+	}
+}
+
+// A first step whose candidate is a little below stable by chance (a
+// difference of -0.05 with a standard error of 0.26) is not held: holding
+// needs the difference below -HoldMargin by more than its standard error.
+// (A candidate the offline gate rejected, forced past it, is held on any
+// evidence: TestGateFailedCandidateStaysInFirstStep.)
+func TestHoldNeedsMoreThanNoise(t *testing.T) {
+	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, MinLook: 20, MinPerType: 2}.WithDefaults()
+	sim := newSimState(t, cfg)
+	sim.train("B", "A")
+	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutStarted {
+		t.Fatalf("no start: %v", d)
+	}
+	for i := range 30 {
+		for _, v := range []string{"A", "B"} {
+			r := 1.0
+			if i%2 == 1 {
+				r = -1
+			}
+			if v == "B" {
+				r -= 0.05
+			}
+			sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
+		}
+	}
+	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutAdvanced {
+		t.Fatalf("a candidate 0.05 below stable on 30 evaluations (standard error 0.26) was not advanced: %+v", d)
 	}
 }
