@@ -38,8 +38,11 @@ func benchCheckpoint(t *testing.T) string {
 func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 	ckpt := benchCheckpoint(t)
 	out := t.TempDir()
+	// The default suite (1,000 per type) gates the candidates; a short
+	// quiz keeps the test quick (firstPerFamily and pairQuiz have their
+	// own tests).
 	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 1500, Seed: 3, Drift: "200:refund_days=60",
-		FeedbackRate: 0.5, Window: 100, Out: out, Checkpoint: ckpt}, io.Discard)
+		FeedbackRate: 0.5, Window: 100, Out: out, Checkpoint: ckpt, Quiz: 300}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
