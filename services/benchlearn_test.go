@@ -86,9 +86,21 @@ func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 			near++
 		}
 	}
+	// And the gate asks every candidate the hold-out passed the bench's
+	// suite: 1,000 drawn per type, judged on all of them.
+	suite, err := distill.LoadSuite(filepath.Join(out, "suite.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, wt := range trainedVersions(t, out, rep) {
 		if !strings.HasSuffix(wt.Objective, "+rehearsal") || wt.Hyper["rehearsal_pool"] != float64(near) {
 			t.Fatalf("%s: objective %s, rehearsal pool %v; want rehearsal of the checkpoint's %d near-ties", wt.Version, wt.Objective, wt.Hyper["rehearsal_pool"], near)
+		}
+		if wt.Hyper["suite_questions"] != float64(len(suite)) || len(suite) < 3000 {
+			t.Fatalf("%s: suite of %v questions; the bench wrote %d", wt.Version, wt.Hyper["suite_questions"], len(suite))
+		}
+		if wt.Accepted && wt.Suite == nil {
+			t.Fatalf("%s accepted without the suite's counts", wt.Version)
 		}
 	}
 }
