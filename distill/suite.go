@@ -137,8 +137,9 @@ const suiteParallel = 16
 // prefer each token of the base's answer to a suite case over every
 // other token for suiteScore to take its greedy answer to be the base's
 // without decoding it. The engine's decoder (a key-value cache, one
-// position at a time) and the packed teacher-forced pass round
-// differently, by about 1e-5 here; a margin under this is decoded.
+// position at a time) and the packed teacher-forced pass add in float32
+// in different orders, so a near-exact tie may fall either way: a margin
+// under this is decoded rather than trusted.
 const suiteSureMargin = 1e-2
 
 // suiteAnswer is one greedy answer to a suite case.
