@@ -64,3 +64,21 @@ func (s *simState) evaluated(x *events.InteractionEvaluated) {
 func terminal(d *decision) bool {
 	return d != nil && (d.payload.EventType() == events.TypeRolloutPromoted || d.payload.EventType() == events.TypeRolloutRolledBack)
 }
+
+// feedAlternating feeds evaluations from to to-1 for stable A and
+// candidate B on task type t: rewards alternate +1, -1 (mean 0, variance
+// 1), the candidate's shifted by shift.
+func (s *simState) feedAlternating(from, to int, shift float64) {
+	for i := from; i < to; i++ {
+		for _, v := range []string{"A", "B"} {
+			r := 1.0
+			if i%2 == 1 {
+				r = -1
+			}
+			if v == "B" {
+				r += shift
+			}
+			s.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
+		}
+	}
+}

@@ -219,20 +219,7 @@ func TestHeldCandidateGivesWayToNewer(t *testing.T) {
 	// Evaluations per arm: stable's mean reward 0, the candidate's -0.5,
 	// both with variance 1: below -HoldMargin by more than a standard
 	// error (0.26 at 30), far from a verdict on 40.
-	feed := func(from, to int) {
-		for i := from; i < to; i++ {
-			for _, v := range []string{"A", "B"} {
-				r := 1.0
-				if i%2 == 1 {
-					r = -1
-				}
-				if v == "B" {
-					r -= 0.5
-				}
-				sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
-			}
-		}
-	}
+	feed := func(from, to int) { sim.feedAlternating(from, to, -0.5) }
 	feed(0, 30)
 	if d := decideApply(); d != nil {
 		t.Fatalf("held candidate with nothing waiting: %s %s", d.payload.EventType(), d.change.Reason)
@@ -503,18 +490,7 @@ func TestHoldNeedsMoreThanNoise(t *testing.T) {
 	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutStarted {
 		t.Fatalf("no start: %v", d)
 	}
-	for i := range 30 {
-		for _, v := range []string{"A", "B"} {
-			r := 1.0
-			if i%2 == 1 {
-				r = -1
-			}
-			if v == "B" {
-				r -= 0.05
-			}
-			sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
-		}
-	}
+	sim.feedAlternating(0, 30, -0.05)
 	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutAdvanced {
 		t.Fatalf("a candidate 0.05 below stable on 30 evaluations (standard error 0.26) was not advanced: %+v", d)
 	}
