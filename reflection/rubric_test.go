@@ -10,7 +10,7 @@ import (
 
 func TestDefaultRubricsCompile(t *testing.T) {
 	r := DefaultRubrics()
-	if r.Version != "default-2026-11-30.1" {
+	if r.Version != "default-2026-11-30.2" {
 		t.Errorf("version %q", r.Version)
 	}
 	for _, typ := range []string{"arithmetic", "unit_conversion", "percent", "policy", "order_status", "json_extract", "classify"} {
@@ -128,8 +128,11 @@ types:
 		right, ok             bool
 	}{
 		{r, "unit_conversion", "49 grams is 0.049 kilograms.", "49 grams is 0.049 kilograms.", true, true},
-		{r, "unit_conversion", "49 grams is 0.0492 kilograms.", "0.049 kilograms", true, true}, // within 1%
-		{r, "unit_conversion", "49 grams is 0.05 kilograms.", "0.049 kilograms", false, true},
+		{r, "unit_conversion", "49 grams is 0.0492 kilograms.", "0.049 kilograms", true, true}, // within 0.011
+		{r, "unit_conversion", "49 grams is 0.07 kilograms.", "0.049 kilograms", false, true},
+		{r, "unit_conversion", "33.5 pounds is 536 ounces.", "536 ounces", true, true},
+		{r, "unit_conversion", "33.5 pounds is 536.5 ounces.", "536 ounces", true, true}, // within 0.1%
+		{r, "unit_conversion", "33.5 pounds is 532 ounces.", "536 ounces", false, true},  // a near miss the world marks wrong
 		{r, "unit_conversion", "I cannot say.", "0.049 kilograms", false, true},
 		{r, "unit_conversion", "0.049", "no number here", false, false},
 		{r, "policy", "Our refund window is 30 days, sadly.", "30 days", true, true},
