@@ -82,8 +82,10 @@ type LearnConfig struct {
 	// keeps those that measure within 1 point on 1,000 questions. With
 	// 300 per type and 2 points (fifth session) the suite could not tell
 	// a 1-point from a 3-point loss. Candidates are asked only the
-	// questions whose base answer is a near-tie (distill.suite_stable_margin),
-	// about 1,600 of the 3,000-odd: 1-2 s a cycle.
+	// questions whose base answer is a near-tie
+	// (distill.suite_stable_margin), about 1,500 of the 3,400; still, a
+	// drift run's cycles take about 10 s instead of 5.7 (t-s1 against
+	// q-s1, docs/benchmarks/learn.md, ninth session).
 	Suite        int
 	MaxSuiteLoss float64
 	// Rehearsal is the distiller's rehearsal file (distill.rehearsal:
