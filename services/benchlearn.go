@@ -75,17 +75,17 @@ type LearnConfig struct {
 	// suite the offline gate asks every candidate (benchSuite; default
 	// 1,000; negative: no suite), and MaxSuiteLoss the fraction of a
 	// type's questions a candidate may answer fewer right than its parent
-	// or the base (default 0.01). The limit is 2 points on the
-	// quiz, whose paired standard error is about 1 point at 500
-	// questions; a fix's loss varies from candidate to candidate by up to
-	// 2 points (docs/benchmarks/learn.md, eighth session), so the gate
-	// keeps those that measure within 1 point on 1,000 questions. With
-	// 300 per type and 2 points (fifth session) the suite could not tell
-	// a 1-point from a 3-point loss. Candidates are asked only the
-	// questions whose base answer is a near-tie
-	// (distill.suite_stable_margin), about 1,500 of the 3,400; still, a
-	// drift run's cycles take about 10 s instead of 5.7 (t-s1 against
-	// q-s1, docs/benchmarks/learn.md, ninth session).
+	// or the base (default 0.02, the 2 points: the gate rejects
+	// what measures beyond the limit, and the quiz judges what it let
+	// through). At 0.01, in seed 2's runs, where fixes cost 1-3 points of
+	// arithmetic on the suite, the gate rejected 18 and 22 of 28
+	// candidates and the drift recovered after 3,400 conversations
+	// (docs/benchmarks/learn.md, ninth session). With 300 per type
+	// (fifth session) the suite could not tell a 1-point from a 3-point
+	// loss; on 1,000 its paired standard error is about 0.8 points.
+	// Candidates are asked only the questions whose base answer is a
+	// near-tie (distill.suite_stable_margin), about 1,500 of the 3,400;
+	// still, a drift run's cycles take about 9.5 s instead of 5.7.
 	Suite        int
 	MaxSuiteLoss float64
 	// Rehearsal is the distiller's rehearsal file (distill.rehearsal:
@@ -129,7 +129,7 @@ func (c *LearnConfig) defaults() {
 		c.Suite = 1000
 	}
 	if c.MaxSuiteLoss <= 0 {
-		c.MaxSuiteLoss = 0.01
+		c.MaxSuiteLoss = 0.02
 	}
 }
 
