@@ -12,9 +12,9 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"citizen/events"
+	"citizen/internal/parallel"
 	"citizen/model"
 	"citizen/model/chat"
 )
@@ -303,44 +303,29 @@ func (d *Distiller) suiteScreen(ctx context.Context, a *model.Adapter, base []su
 // 2.7 s sixteen at a time on 2 cores).
 func (d *Distiller) suiteAsk(ctx context.Context, adapter string, idx []int, out []suiteAnswer) error {
 	cfg := d.cfg
-	var (
-		next     atomic.Int64
-		firstErr error
-		errOnce  sync.Once
-		wg       sync.WaitGroup
-	)
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for range min(suiteParallel, len(idx)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := int(next.Add(1) - 1); k < len(idx) && cctx.Err() == nil; k = int(next.Add(1) - 1) {
-				i := idx[k]
-				c := cfg.Suite[i]
-				got, err := cfg.Chat.Complete(cctx, chat.Request{Messages: toTok(c.Messages), MaxTokens: cfg.SuiteMaxTokens, Adapter: adapter})
-				if errors.Is(err, chat.ErrPromptTooLong) {
-					out[i] = suiteAnswer{}
-					continue
-				}
-				if err != nil {
-					errOnce.Do(func() { firstErr = err; cancel() })
-					return
-				}
-				ids := make([]int, len(got.Tokens))
-				for j, t := range got.Tokens {
-					ids[j] = t.ID
-				}
-				right, ok := cfg.SuiteGrade(c, got.Message.Content)
-				out[i] = suiteAnswer{prompt: got.PromptIDs, answer: ids, asked: true, judged: ok, right: right}
-			}
-		}()
+	err := parallel.Each(ctx, len(idx), suiteParallel, func(ctx context.Context, k int) error {
+		i := idx[k]
+		c := cfg.Suite[i]
+		got, err := cfg.Chat.Complete(ctx, chat.Request{Messages: toTok(c.Messages), MaxTokens: cfg.SuiteMaxTokens, Adapter: adapter})
+		if errors.Is(err, chat.ErrPromptTooLong) {
+			out[i] = suiteAnswer{}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ids := make([]int, len(got.Tokens))
+		for j, t := range got.Tokens {
+			ids[j] = t.ID
+		}
+		right, ok := cfg.SuiteGrade(c, got.Message.Content)
+		out[i] = suiteAnswer{prompt: got.PromptIDs, answer: ids, asked: true, judged: ok, right: right}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("regression suite: %w", err)
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return fmt.Errorf("regression suite: %w", firstErr)
-	}
-	return ctx.Err()
+	return err
 }
 
 // suiteCheck asks the regression suite of the candidate, its parent (when
