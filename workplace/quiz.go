@@ -5,8 +5,8 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
-
-	"citizen/internal/parallel"
+	"sync"
+	"sync/atomic"
 )
 
 // Question is one fresh first turn of a task as Quiz asked it, with the
@@ -89,15 +89,31 @@ func Quiz(ctx context.Context, w World, cfg QuizConfig, ask func(ctx context.Con
 		}
 	}
 	// Every question drawn, then asked, Parallel at a time.
-	err := parallel.Each(ctx, len(out), cfg.Parallel, func(ctx context.Context, i int) error {
-		answer, err := ask(ctx, out[i].System, out[i].User)
-		if err != nil {
-			return err
-		}
-		out[i].Answer, out[i].Correct = answer, checks[i](answer).Correct
-		return nil
-	})
-	if err != nil {
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range min(max(cfg.Parallel, 1), len(out)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(out) && cctx.Err() == nil; i = int(next.Add(1) - 1) {
+				answer, err := ask(cctx, out[i].System, out[i].User)
+				if err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					return
+				}
+				out[i].Answer, out[i].Correct = answer, checks[i](answer).Correct
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return out, nil

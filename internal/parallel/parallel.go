@@ -1,9 +1,10 @@
 // Package parallel runs independent pieces of work on a few goroutines:
 // Each hands out the indices 0..n-1 to workers that stop at the first
-// error. It is what the regression suite (distill) and the quiz
-// (workplace) use to ask many questions of the engine at once, which
-// batches concurrent requests; a library for this (errgroup) would not
-// hand out indices nor bound the workers without a semaphore of its own.
+// error. The regression suite (distill) uses it to ask many questions of
+// the engine at once, which batches concurrent requests; a library for
+// this (errgroup) would not hand out indices nor bound the workers
+// without a semaphore of its own. (The workplace's quiz has its own loop:
+// the workplace uses citizen only over HTTP, TestImportIsolation.)
 package parallel
 
 import (
