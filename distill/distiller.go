@@ -973,10 +973,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		switch {
 		case ok:
 			r.Answer = fromTok(c.Message)
-			r.CompletionTokens = make([]int, len(c.Tokens))
-			for j, t := range c.Tokens {
-				r.CompletionTokens[j] = t.ID
-			}
+			r.CompletionTokens = c.IDs()
 			kept++
 		case cfg.Objective.CorrectionFallback && len(ex.TargetTokens) > 0:
 			content, _ := d.correctedAnswer(&ex)

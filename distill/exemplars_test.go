@@ -71,14 +71,14 @@ func TestMemoryExemplarsFeedTheTeacher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(tokenIDs(c.Tokens), ds.Train[1].CompletionTokens) || !slices.Equal(ds.Train[1].PromptTokens, ds.Train[0].PromptTokens) {
+	if !slices.Equal(c.IDs(), ds.Train[1].CompletionTokens) || !slices.Equal(ds.Train[1].PromptTokens, ds.Train[0].PromptTokens) {
 		t.Fatal("revised answer is not the teacher's answer with the exemplars, on the student's original prompt")
 	}
 	plain, err := d.cfg.Chat.Complete(ctx, chat.Request{Messages: []tokenizer.Message{teacher[0], teacher[3]}, MaxTokens: d.cfg.TeacherMaxTokens})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.Equal(tokenIDs(plain.Tokens), tokenIDs(c.Tokens)) {
+	if slices.Equal(plain.IDs(), c.IDs()) {
 		t.Fatal("the exemplars do not change the teacher's answer here, so this test cannot tell whether they were used")
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"citizen/events"
 	"citizen/events/memstore"
-	"citizen/model"
 	"citizen/model/chat"
 )
 
@@ -96,12 +95,4 @@ func replay(t *testing.T, s events.Store, ret Retention) *Projection {
 
 func chatRequest(msgs []events.ChatMessage, maxTokens int) chat.Request {
 	return chat.Request{Messages: toTok(msgs), MaxTokens: maxTokens}
-}
-
-func tokenIDs(ts []model.Token) []int {
-	out := make([]int, len(ts))
-	for i, t := range ts {
-		out[i] = t.ID
-	}
-	return out
 }

@@ -62,7 +62,7 @@ func TestSelfDistillationTeacherSeesNoteStudentDoesNot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := tokenIDs(c.Tokens); !slices.Equal(got, r.CompletionTokens) {
+		if got := c.IDs(); !slices.Equal(got, r.CompletionTokens) {
 			t.Fatalf("revised completion %v, teacher said %v", r.CompletionTokens, got)
 		}
 	}

@@ -314,12 +314,8 @@ func (d *Distiller) suiteAsk(ctx context.Context, adapter string, idx []int, out
 		if err != nil {
 			return err
 		}
-		ids := make([]int, len(got.Tokens))
-		for j, t := range got.Tokens {
-			ids[j] = t.ID
-		}
 		right, ok := cfg.SuiteGrade(c, got.Message.Content)
-		out[i] = suiteAnswer{prompt: got.PromptIDs, answer: ids, asked: true, judged: ok, right: right}
+		out[i] = suiteAnswer{prompt: got.PromptIDs, answer: got.IDs(), asked: true, judged: ok, right: right}
 		return nil
 	})
 	if err != nil && ctx.Err() == nil {

@@ -79,9 +79,12 @@ type Result struct {
 }
 
 // IDs returns the sampled token ids.
-func (r *Result) IDs() []int {
-	ids := make([]int, len(r.Tokens))
-	for i, t := range r.Tokens {
+func (r *Result) IDs() []int { return TokenIDs(r.Tokens) }
+
+// TokenIDs returns the ids of ts.
+func TokenIDs(ts []Token) []int {
+	ids := make([]int, len(ts))
+	for i, t := range ts {
 		ids[i] = t.ID
 	}
 	return ids

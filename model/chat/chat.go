@@ -110,6 +110,9 @@ type Completion struct {
 	FinishReason model.FinishReason
 }
 
+// IDs returns the ids of the sampled tokens (Tokens).
+func (c *Completion) IDs() []int { return model.TokenIDs(c.Tokens) }
+
 // ErrPromptTooLong is returned when the rendered prompt leaves no room to
 // generate.
 var ErrPromptTooLong = errors.New("chat: prompt too long for the model's context")
