@@ -361,7 +361,7 @@ func (d *Distiller) Run(ctx context.Context) error {
 	subErr := make(chan error, 1)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if len(d.cfg.Suite) > 0 && d.cfg.Chat != nil {
+	if d.cfg.asksSuite() {
 		// The base's answers to the suite, ready before the first
 		// candidate needs them; a failure here is retried by that gate.
 		go func() {

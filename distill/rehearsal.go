@@ -189,17 +189,17 @@ func rehearsalSample(pool []Example, changed map[string]bool, n int, version str
 // answerMargins returns, for each of exs, the smallest margin of m with
 // adapter a (nil: the base) along its completion: at each completion
 // token, the token's logit over the best other token's (negative where
-// the greedy choice differs). It reads the logits of chunks of 16 packed
-// sequences.
+// the greedy choice differs). It reads the logits of chunks of evalChunk
+// packed sequences.
 func answerMargins(ctx context.Context, m *model.Model, a *model.Adapter, exs []Example) ([]float64, error) {
 	V := m.Config.VocabSize
 	out := make([]float64, len(exs))
-	for lo := 0; lo < len(exs); lo += 16 {
+	for lo := 0; lo < len(exs); lo += evalChunk {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		chunk := make([]*Example, 0, 16)
-		for i := lo; i < min(lo+16, len(exs)); i++ {
+		chunk := make([]*Example, 0, evalChunk)
+		for i := lo; i < min(lo+evalChunk, len(exs)); i++ {
 			chunk = append(chunk, &exs[i])
 		}
 		b, rows := packChunk(chunk)

@@ -324,12 +324,15 @@ func (d *Distiller) suiteAsk(ctx context.Context, adapter string, idx []int, out
 	return err
 }
 
+// asksSuite reports whether the gate asks a regression suite: there is
+// one, and a chat model to answer it.
+func (c *Config) asksSuite() bool { return len(c.Suite) > 0 && c.Chat != nil }
+
 // suiteCheck asks the regression suite of the candidate, its parent (when
 // it is not the base) and the base (nil without a suite, or without the
 // chat model to answer).
 func (d *Distiller) suiteCheck(ctx context.Context, cand, parent *model.Adapter, parentVersion string) (*events.SuiteCheck, error) {
-	cfg := d.cfg
-	if len(cfg.Suite) == 0 || cfg.Chat == nil {
+	if !d.cfg.asksSuite() {
 		return nil, nil
 	}
 	c, err := d.suiteScore(ctx, cand, "")
