@@ -50,7 +50,8 @@ type evidence struct {
 	results     []result
 	looked      bool // both arms have MinLook evaluations
 	reward      interval
-	failed      string // first failed guardrail
+	rewardVar   float64 // the variance of reward's difference estimate
+	failed      string  // first failed guardrail
 	failedWhy   string
 	latencySeen bool
 	// Per-type reward tests (Config.TypeTau > 0): the first type whose
@@ -58,7 +59,8 @@ type evidence struct {
 	typeWin, typeLoss string
 	typeWhy           string
 	// strat is the stratified (per-type weighted) reward difference's
-	// interval; stratOK when it was computed.
+	// interval, stratVar its estimate's variance; stratOK when it was
+	// computed.
 	strat    interval
 	stratOK  bool
 	stratVar float64
@@ -131,7 +133,8 @@ func (s *State) tests(c, st *arm) evidence {
 	ev.looked = true
 	ev.reward = mixtureCS(c.reward, st.reward, cfg.Tau, cfg.Alpha, false)
 	put("reward", c.reward, st.reward, ev.reward)
-	ev.wins = append(ev.wins, winTest{"reward", ev.reward.Diff, diffVar(c.reward, st.reward, false), cfg.Tau, cfg.Alpha})
+	ev.rewardVar = diffVar(c.reward, st.reward, false)
+	ev.wins = append(ev.wins, winTest{"reward", ev.reward.Diff, ev.rewardVar, cfg.Tau, cfg.Alpha})
 
 	if cfg.TypeTau > 0 {
 		s.typeTests(c, st, &ev, put)
@@ -285,7 +288,7 @@ func (ev evidence) harmDiff() (d, se float64, what string) {
 	if ev.stratOK {
 		return ev.strat.Diff, math.Sqrt(ev.stratVar), "stratified"
 	}
-	return ev.reward.Diff, math.Sqrt(ev.wins[0].v), "overall"
+	return ev.reward.Diff, math.Sqrt(ev.rewardVar), "overall"
 }
 
 // harmSign reports whether the candidate shows a sign of harm
