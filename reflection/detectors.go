@@ -69,6 +69,17 @@ type DetectorConfig struct {
 	// ±0.1 by chance, and a 0.2 rise alone rolled back good canaries in
 	// bench learn. Negative: no significance required.
 	CorrelationZ float64 `yaml:"correlation_z"`
+	// ToolCorrelationMinority: the reward-tool correlation is judged only
+	// on windows with at least this many answers whose turn took a number
+	// of tool calls other than the window's most common one (10). Where a
+	// task takes one tool call per turn, the few answers without one
+	// decide the correlation alone, and the Fisher-z test, which assumes
+	// both variables vary, counts every answer as evidence: in a bench
+	// learn run a fix whose order-status answers were all right, after
+	// one tool call per conversation like the stable's, was rolled back
+	// for a correlation of 0.735 that 2 of its 26 answers made. Negative:
+	// no minimum.
+	ToolCorrelationMinority int `yaml:"tool_correlation_minority"`
 	// RefusalRate: share of refusals and clarifying questions (0.3), or
 	// RefusalRise above stable (0.15).
 	RefusalRate float64 `yaml:"refusal_rate"`
@@ -103,6 +114,9 @@ func (c *DetectorConfig) defaults() {
 	def(&c.CorrelationRise, 0.2)
 	if c.CorrelationZ == 0 {
 		c.CorrelationZ = 3.5
+	}
+	if c.ToolCorrelationMinority == 0 {
+		c.ToolCorrelationMinority = 10
 	}
 	def(&c.RefusalRate, 0.3)
 	def(&c.RefusalRise, 0.15)
@@ -159,6 +173,9 @@ type stats struct {
 	turns                               int
 	corrLen, corrTools                  float64
 	nAnswers                            int // the samples of both correlations
+	// toolMinority: the answers whose turn took a number of tool calls
+	// other than the most common one among the answers.
+	toolMinority int
 }
 
 func (w *window) stats() stats {
@@ -199,7 +216,20 @@ func (w *window) stats() stats {
 	st.drop /= math.Max(float64(st.turns), 1)
 	st.refus /= n
 	st.corrLen, st.corrTools, st.nAnswers = pearson(ar, al), pearson(ar, at), len(ar)
+	st.toolMinority = minority(at)
 	return st
+}
+
+// minority counts the values of xs that differ from their most common
+// one.
+func minority(xs []float64) int {
+	count := map[float64]int{}
+	most := 0
+	for _, x := range xs {
+		count[x]++
+		most = max(most, count[x])
+	}
+	return len(xs) - most
 }
 
 // corrRise reports whether correlation r over n samples is significantly
@@ -373,7 +403,7 @@ func (d *Detectors) observe(ev events.Event, x *events.InteractionEvaluated) ([]
 	checks := []check{
 		{KindInvalidToolCalls, st.invalid > c.InvalidToolRate, st.invalid, c.InvalidToolRate},
 		{KindRewardLengthCorr, st.corrLen > c.Correlation, st.corrLen, c.Correlation},
-		{KindRewardToolCorr, st.corrTools > c.Correlation, st.corrTools, c.Correlation},
+		{KindRewardToolCorr, st.corrTools > c.Correlation && (c.ToolCorrelationMinority < 0 || st.toolMinority >= c.ToolCorrelationMinority), st.corrTools, c.Correlation},
 	}
 	toolsOn, toolsBase := st.tools > c.ToolCallsMax, c.ToolCallsMax
 	dropOn, dropBase := st.drop > c.DropRate, c.DropRate
@@ -412,7 +442,7 @@ func (d *Detectors) observe(ev events.Event, x *events.InteractionEvaluated) ([]
 			"count": st.n, "stable": d.stable, "compared_with_stable": base != nil,
 			"mean_length": round6(st.length), "tool_calls_per_turn": round6(st.tools), "invalid_tool_rate": round6(st.invalid),
 			"drop_rate": round6(st.drop), "refusal_rate": round6(st.refus), "corr_reward_length": round6(st.corrLen),
-			"corr_reward_tools": round6(st.corrTools), "last_interaction": x.InteractionID,
+			"corr_reward_tools": round6(st.corrTools), "tool_minority": st.toolMinority, "last_interaction": x.InteractionID,
 		})
 		a, err := events.Encode(&events.AnomalyDetected{Kind: ch.kind, TaskType: k.taskType, Version: k.version, Window: st.n,
 			Value: round6(ch.value), Baseline: round6(ch.baseline), Evidence: evidence, Detector: DetectorVersion},

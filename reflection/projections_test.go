@@ -348,6 +348,48 @@ func TestDetectorsCorrelationAAFalseAlarms(t *testing.T) {
 	}
 }
 
+// Where nearly every turn takes one tool call (order status), the few
+// answers without one decide the reward-tool correlation alone: a
+// candidate that answers like the stable version, but whose 2 of 50
+// answers without a tool call drew lower rewards, shows a correlation
+// near 0.9, and the Fisher-z test alone flags it (bench learn: a refund
+// fix rolled back for 0.735 made by 2 of 26 answers). The detector waits
+// for ToolCorrelationMinority answers on the other side; a candidate
+// whose correlation is that of many answers is still flagged.
+func TestDetectorsToolCorrelationNeedsAMinority(t *testing.T) {
+	run := func(minority, without int) int {
+		rng := rand.New(rand.NewPCG(21, 22))
+		d := NewDetectors(DetectorConfig{Stable: "v1", ToolCorrelationMinority: minority})
+		var evs []events.Event
+		for i := range 200 {
+			s := evalSpec{length: 30, turnTools: 1, reward: 0.9 + 0.1*rng.Float64()}
+			if i%8 == 0 { // a follow-up answered without a tool call
+				s.turnTools, s.reward = 0, 0.5+0.5*rng.Float64()
+			}
+			s.id, s.version, s.typ = fmt.Sprintf("s%d", i), "v1", "order_status"
+			evs = append(evs, evalEvent(t, i, s))
+		}
+		for i := range 50 {
+			s := evalSpec{length: 30, turnTools: 1, reward: 0.93 + 0.04*rng.Float64()}
+			if i%(50/without) == 0 {
+				s.turnTools, s.reward = 0, 0.3
+			}
+			s.id, s.version, s.typ = fmt.Sprintf("c%d", i), "v2", "order_status"
+			evs = append(evs, evalEvent(t, 1000+i, s))
+		}
+		return kinds(feed(t, d, evs))[KindRewardToolCorr+"@v2"]
+	}
+	if run(-1, 2) == 0 {
+		t.Fatal("the premise: without a minimum, 2 answers without a tool call should trip the detector")
+	}
+	if n := run(0, 2); n != 0 {
+		t.Errorf("%d %s anomalies from 2 answers without a tool call", n, KindRewardToolCorr)
+	}
+	if run(0, 10) == 0 {
+		t.Errorf("10 of 50 answers without a tool call, all with low rewards: not flagged")
+	}
+}
+
 // The reward-tool correlation is taken over answers against the tool
 // calls their turn took, not over every evaluation: where the tool-call
 // rounds themselves are graded higher than answers (their arguments are
