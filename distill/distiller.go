@@ -998,9 +998,18 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 // 30 days"): the recorded answer states it and the correction does not,
 // whether the correction is the new value ("60 days") or a whole answer.
 func replacesFact(ex *Example, facts []string) bool {
-	answer, correction := statement.Normalize(ex.Answer.Content), statement.Normalize(ex.Correction)
+	return correctionReplaces(ex.Type, ex.Answer.Content, ex.Correction, facts)
+}
+
+// correctionReplaces is replacesFact on the parts: an answer of task type
+// typ and its correction.
+func correctionReplaces(typ, answer, correction string, facts []string) bool {
+	if correction == "" {
+		return false
+	}
+	answer, correction = statement.Normalize(answer), statement.Normalize(correction)
 	for _, f := range facts {
-		if typ, span, _ := statement.ParseFact(f); typ == ex.Type && statement.Contains(answer, span) && !statement.Contains(correction, span) {
+		if t, span, _ := statement.ParseFact(f); t == typ && statement.Contains(answer, span) && !statement.Contains(correction, span) {
 			return true
 		}
 	}

@@ -315,3 +315,55 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 		t.Fatalf("after the change back: 30 days marked %v/%v, 60 days marked %v; want false, false, true; facts %q", c[old[0]], c[inWindow[0]], c[again], facts)
 	}
 }
+
+// The corrections that replace a changed fact are held out as a stratum
+// of their own: once two corrected answers agree that "30 days" changed,
+// one of them is held out even where the hold-out fraction alone would
+// hold out none, so the correction check has a question to ask; the
+// other trains, and the type's other interactions follow the fraction.
+func TestHoldOutKeepsACorrectionThatReplacesAFact(t *testing.T) {
+	w := newWorld(t)
+	n := 0
+	rec := func(answer string, reward float64) string {
+		n++
+		id := w.record(chatRec{typ: "policy", user: fmt.Sprint("question ", n), answer: answer, prompt: []int{1, n + 10}, completion: []int{3, n + 10}})
+		w.evaluate(id, "policy", 1, reward, true)
+		return id
+	}
+	for i := range 20 {
+		rec(fmt.Sprintf("Support is open %d hours.", i), 1)
+	}
+	var fixes []string
+	for range 3 {
+		id := rec("The refund window is 30 days.", 1)
+		w.feedback(id, "60 days", "")
+		w.evaluate(id, "policy", 2, -1, true)
+		fixes = append(fixes, id)
+	}
+	to, _ := w.store.LastPosition(context.Background())
+	ds, err := BuildDataset(context.Background(), replay(t, w.store, Retention{}).Snapshot(), 0, to,
+		PipelineConfig{HoldOutFraction: 1e-9, MinHoldOutPerType: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ds.Manifest.Replaced, []string{"policy: 30 days"}) {
+		t.Fatalf("replaced %q: the premise, two corrections replacing 30 days, does not hold", ds.Manifest.Replaced)
+	}
+	held, trained := ids(ds.HoldOut, ""), ids(ds.Train, "")
+	var heldFixes []string
+	for _, id := range fixes {
+		if held[id] {
+			heldFixes = append(heldFixes, id)
+		} else if !trained[id] {
+			t.Errorf("correction %s neither trains nor is held out", id)
+		}
+	}
+	if len(heldFixes) != 1 || len(ds.HoldOut) != 1 {
+		t.Fatalf("held out %d examples, %d of them corrections; want the one correction", len(ds.HoldOut), len(heldFixes))
+	}
+	for _, id := range fixes {
+		if hashUnit(id) < hashUnit(heldFixes[0]) {
+			t.Errorf("held out %s, not the lowest-hash correction %s (the choice must not change between cycles)", heldFixes[0], id)
+		}
+	}
+}
