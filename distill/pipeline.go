@@ -331,10 +331,10 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 	// stratum of their own, so that the correction check
 	// (correctionCheck) has a question to ask as soon as a fact counts as
 	// changed: by hash alone, none of a type's first five such
-	// corrections is held out a third of the time (0.8^5), and in a seed-4
-	// bench run none of the ten in the ninth cycle's data was. Without the check no
-	// waiting fix could supersede a canary trained before the drift, which
-	// held the slot for 750 conversations.
+	// corrections is held out a third of the time (0.8^5), and in a
+	// seed-4 bench run none of the ten in the ninth cycle's data was.
+	// Without the check no waiting fix could supersede the canary trained
+	// before the drift, which held the slot for 750 conversations.
 	for _, t := range sortedKeys(byTypeAll) {
 		var fixes, rest []*Interaction
 		for _, it := range byTypeAll[t] {
