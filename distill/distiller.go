@@ -54,14 +54,14 @@ type Config struct {
 	Regression []Example
 	// Suite is the operator's fixed regression suite of questions with
 	// right answers (LoadSuite). A candidate that passes the hold-out gate
-	// answers every question greedily (through Chat, at most
-	// SuiteMaxTokens, default 64), SuiteGrade judges the answers, and the
-	// gate rejects it when it loses more than GateConfig.MaxSuiteLoss of
-	// a type's questions against its parent or the base. The hold-out's
+	// is judged on its greedy answers (through Chat, at most
+	// SuiteMaxTokens, default 64), SuiteGrade grades them, and the gate
+	// rejects it when it loses more than GateConfig.MaxSuiteLoss of a
+	// type's questions against its parent or the base. The hold-out's
 	// log-likelihoods measure how likely the graded answers stay, which
 	// is not the same as answering right: in bench learn, candidates that
 	// lost 3 to 4 points of unit_conversion accuracy passed them. Without
-	// Chat or SuiteGrade the suite is not asked.
+	// Chat the suite is not asked; New refuses a suite without SuiteGrade.
 	//
 	// Only the base answers every question by decoding (once, in the
 	// background from Run's start); a candidate is asked only the

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -719,7 +720,7 @@ func writeJSONL(path string, exs []Example) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	w := bufio.NewWriter(f)
+	w := bufio.NewWriter(io.MultiWriter(f, h))
 	if err := encodeJSONL(w, exs); err != nil {
 		f.Close()
 		return "", err
@@ -731,11 +732,6 @@ func writeJSONL(path string, exs []Example) (string, error) {
 	if err := f.Close(); err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
