@@ -251,11 +251,7 @@ func BenchmarkSuiteScore(b *testing.B) {
 	}
 	var suite []SuiteCase
 	for _, q := range qs {
-		var msgs []events.ChatMessage
-		if q.System != "" {
-			msgs = append(msgs, events.ChatMessage{Role: "system", Content: q.System})
-		}
-		suite = append(suite, SuiteCase{Type: q.Family, Messages: append(msgs, events.ChatMessage{Role: "user", Content: q.User}), Expected: q.Expected})
+		suite = append(suite, NewSuiteCase(q.Family, q.System, q.User, q.Expected))
 	}
 	grade := func(c SuiteCase, answer string) (bool, bool) { return strings.Contains(answer, c.Expected), true }
 	ctx := context.Background()

@@ -27,6 +27,16 @@ type SuiteCase struct {
 	Expected string               `json:"expected"`
 }
 
+// NewSuiteCase is the case of a question asked with an optional system
+// message and one user message.
+func NewSuiteCase(typ, system, user, expected string) SuiteCase {
+	var msgs []events.ChatMessage
+	if system != "" {
+		msgs = append(msgs, events.ChatMessage{Role: "system", Content: system})
+	}
+	return SuiteCase{Type: typ, Messages: append(msgs, events.ChatMessage{Role: "user", Content: user}), Expected: expected}
+}
+
 // SuiteGrade says whether answer is right for c (ok false: the type has
 // no grader that can judge it; the case then does not count). It is
 // called from several goroutines at once.

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"citizen/distill"
-	"citizen/events"
 	"citizen/model"
 	"citizen/model/chat"
 	"citizen/workplace"
@@ -231,12 +230,7 @@ func benchSuite(ctx context.Context, n int, seed int64, drift workplace.Drift) (
 			continue
 		}
 		asked[question(q)] = true
-		var msgs []events.ChatMessage
-		if q.System != "" {
-			msgs = append(msgs, events.ChatMessage{Role: "system", Content: q.System})
-		}
-		msgs = append(msgs, events.ChatMessage{Role: "user", Content: q.User})
-		out = append(out, distill.SuiteCase{Type: q.Family, Messages: msgs, Expected: q.Expected})
+		out = append(out, distill.NewSuiteCase(q.Family, q.System, q.User, q.Expected))
 	}
 	return out, nil
 }
