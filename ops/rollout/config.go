@@ -128,7 +128,8 @@ type Config struct {
 	// Supersede is "stale" (default) or "off". With "stale" a running
 	// candidate is rolled back (reason superseded) as soon as a waiting
 	// one learnt corrections (its offline correction check answers more
-	// corrected hold-out questions as corrected than its parent) and
+	// corrected hold-out questions as corrected than its parent, and more
+	// than half of them) and
 	// knows of a task type with a changed fact that the running one was
 	// not trained with (weights.trained contradicted: statements that at
 	// least two and half of the type's corrections replaced and that the

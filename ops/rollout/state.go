@@ -180,9 +180,15 @@ func (p pending) score() float64 {
 
 // learnt reports whether a correction check shows the candidate learnt
 // corrections: it answers more corrected hold-out questions as corrected
-// than its parent.
+// than its parent, and more than half of them. Superseding a running
+// canary costs a new first step (600 conversations in bench learn), so
+// the newcomer must have learnt the change, not begun to: in a seed-1
+// run a fix that answered 1 of 2 superseded the pre-drift canary, was
+// found inconclusive at 50% after 960 conversations, while candidates
+// answering 2 of 2 and 3 of 3 waited, and the drift recovered after
+// 3,600 conversations.
 func learnt(c *events.CorrectionCheck) bool {
-	return c != nil && c.Candidate > c.Parent
+	return c != nil && c.Candidate > c.Parent && 2*c.Candidate > c.N
 }
 
 // State is the controller's projection: everything it decides on, built

@@ -382,10 +382,11 @@ func TestSupersedeStaleCandidate(t *testing.T) {
 			ch := events.RolloutChange{RolloutID: a.id, Candidate: a.candidate, Stable: a.stable, Step: a.step, Weight: a.weight, Actor: "op", Reason: "pause"}
 			sim.apply(&events.RolloutPaused{RolloutChange: ch}, a.stream, a.rev+1)
 		}
-		trained(sim, "C", check(4, 1, 1), drift) // knows the drift, learnt nothing
-		trained(sim, "C2", check(4, 4, 0), nil)  // learnt, knows nothing newer than B
+		trained(sim, "C", check(4, 1, 1), drift)  // knows the drift, learnt nothing
+		trained(sim, "C2", check(4, 4, 0), nil)   // learnt, knows nothing newer than B
+		trained(sim, "C3", check(2, 1, 0), drift) // knows the drift, answers only half
 		if d := sim.decide(); d != nil {
-			t.Fatalf("superseded by a candidate that learnt nothing or knows nothing newer: %s %s", d.payload.EventType(), d.change.Reason)
+			t.Fatalf("superseded by a candidate that learnt nothing, half, or knows nothing newer: %s %s", d.payload.EventType(), d.change.Reason)
 		}
 		trained(sim, "D", check(4, 3, 1), drift)
 		return sim, sim.decide()
@@ -409,7 +410,7 @@ func TestSupersedeStaleCandidate(t *testing.T) {
 	if d := sim.decide(); d != nil {
 		t.Fatalf("D, which knows the drifted type E knows, was superseded: %s %s", d.payload.EventType(), d.change.Reason)
 	}
-	trained(sim, "F", check(4, 2, 1), []string{"arithmetic: 11", "policy: 30 days"})
+	trained(sim, "F", check(4, 3, 1), []string{"arithmetic: 11", "policy: 30 days"})
 	if d := sim.decide(); d == nil || d.change.Reason != ReasonSuperseded+" by F" {
 		t.Fatalf("D not superseded by F, which knows a drifted type more: %+v", d)
 	}
