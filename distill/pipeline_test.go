@@ -363,7 +363,7 @@ func TestHoldOutKeepsACorrectionThatReplacesAFact(t *testing.T) {
 	}
 	for _, id := range fixes {
 		if hashUnit(id) < hashUnit(heldFixes[0]) {
-			t.Errorf("held out %s, not the lowest-hash correction %s (the choice must not change between cycles)", heldFixes[0], id)
+			t.Errorf("held out %s, not the lowest-hash correction %s (the hold-out is chosen by hash)", heldFixes[0], id)
 		}
 	}
 }
