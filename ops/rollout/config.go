@@ -129,12 +129,11 @@ type Config struct {
 	// candidate is rolled back (reason superseded) as soon as a waiting
 	// one learnt corrections (its offline correction check answers more
 	// corrected hold-out questions as corrected than its parent, and more
-	// than half of them) and
-	// knows of a task type with a changed fact that the running one was
-	// not trained with (weights.trained contradicted: statements that at
-	// least two and half of the type's corrections replaced and that the
-	// self-evaluation had graded good; "policy: 30 days" is of type
-	// policy), unless the rollout is paused or its tests already decide;
+	// than half of them) and knows of a task type with a changed fact
+	// that the running one was not trained with (weights.trained
+	// contradicted: statements that at least two and half of the type's
+	// corrections replaced and that the self-evaluation had graded good;
+	// "policy: 30 days" is of type policy), unless the rollout is paused or its tests already decide;
 	// and Order "best" chooses only among the waiting candidates that
 	// know every such type the newest knows. After a drift the candidate
 	// trained before it held the only slot for 500-900 conversations in
