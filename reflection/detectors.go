@@ -221,13 +221,25 @@ func (w *window) stats() stats {
 }
 
 // minority counts the values of xs that differ from their most common
-// one.
+// one. Tool calls per turn take a few distinct values, so a scan over
+// those seen beats a map (this runs after every evaluation).
 func minority(xs []float64) int {
-	count := map[float64]int{}
-	most := 0
+	type count struct {
+		v float64
+		n int
+	}
+	var buf [8]count
+	seen, most := buf[:0], 0
 	for _, x := range xs {
-		count[x]++
-		most = max(most, count[x])
+		i := 0
+		for i < len(seen) && seen[i].v != x {
+			i++
+		}
+		if i == len(seen) {
+			seen = append(seen, count{v: x})
+		}
+		seen[i].n++
+		most = max(most, seen[i].n)
 	}
 	return len(xs) - most
 }

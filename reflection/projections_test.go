@@ -458,3 +458,14 @@ func TestDetectorsLengthCorrelationIgnoresEnvironmentFaults(t *testing.T) {
 		t.Errorf("anomalies %v: a reward that follows the answer length among clean answers was not detected", got)
 	}
 }
+
+func TestMinority(t *testing.T) {
+	for _, tt := range []struct {
+		xs   []float64
+		want int
+	}{{nil, 0}, {[]float64{1}, 0}, {[]float64{1, 1, 0, 1, 2}, 2}, {[]float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9}, 9}} {
+		if got := minority(tt.xs); got != tt.want {
+			t.Errorf("minority(%v) = %d, want %d", tt.xs, got, tt.want)
+		}
+	}
+}
