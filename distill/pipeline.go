@@ -224,21 +224,28 @@ type ManifestEntry struct {
 	Sources     []Source `json:"sources"`
 }
 
-// heldOut reports whether an interaction belongs to the hold-out slice.
-func heldOut(id string, frac float64) bool { return hashUnit(id) < frac }
-
-// holdOutCount sorts list by hash and returns how many of its first
-// interactions are held out: those the fraction holds out (heldOut), at
-// least atLeast, at most atMost.
-func holdOutCount(list []*Interaction, frac float64, atLeast, atMost int) int {
-	sort.SliceStable(list, func(i, j int) bool { return hashUnit(list[i].ID) < hashUnit(list[j].ID) })
+// heldOutOf returns the interactions of list that are held out, lowest
+// hash first: those whose hash (hashUnit) is below the fraction, at least
+// atLeast, at most atMost. Each id is hashed once.
+func heldOutOf(list []*Interaction, frac float64, atLeast, atMost int) []*Interaction {
+	type hashed struct {
+		it *Interaction
+		h  float64
+	}
+	hs := make([]hashed, len(list))
 	n := 0
-	for _, it := range list {
-		if heldOut(it.ID, frac) {
+	for i, it := range list {
+		hs[i] = hashed{it, hashUnit(it.ID)}
+		if hs[i].h < frac {
 			n++
 		}
 	}
-	return max(0, min(max(n, atLeast), atMost))
+	sort.SliceStable(hs, func(i, j int) bool { return hs[i].h < hs[j].h })
+	out := make([]*Interaction, max(0, min(max(n, atLeast), atMost)))
+	for i := range out {
+		out[i] = hs[i].it
+	}
+	return out
 }
 
 // hashUnit maps an id to [0, 1) uniformly (sha256: FNV's high bits are
@@ -349,9 +356,9 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		if cfg.HoldOutFraction > 0 { // negative: no hold-out at all
 			atLeast = min(1, len(fixes)/2)
 		}
-		nf := holdOutCount(fixes, cfg.HoldOutFraction, atLeast, cfg.MaxHoldOutPerType)
-		nr := holdOutCount(rest, cfg.HoldOutFraction, min(cfg.MinHoldOutPerType, len(rest)/2), cfg.MaxHoldOutPerType-nf)
-		for _, it := range append(fixes[:nf], rest[:nr]...) {
+		hf := heldOutOf(fixes, cfg.HoldOutFraction, atLeast, cfg.MaxHoldOutPerType)
+		hr := heldOutOf(rest, cfg.HoldOutFraction, min(cfg.MinHoldOutPerType, len(rest)/2), cfg.MaxHoldOutPerType-len(hf))
+		for _, it := range append(hf, hr...) {
 			hold[it.ID] = true
 		}
 	}

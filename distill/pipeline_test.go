@@ -188,7 +188,7 @@ func TestHoldOutFractionIsUniform(t *testing.T) {
 	for _, prefix := range []string{"b", "i", "interaction-"} {
 		n := 0
 		for i := 0; i < 2000; i++ {
-			if heldOut(fmt.Sprintf("%s%05d", prefix, i), 0.2) {
+			if hashUnit(fmt.Sprintf("%s%05d", prefix, i)) < 0.2 {
 				n++
 			}
 		}
