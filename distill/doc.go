@@ -56,7 +56,7 @@
 // rollout.promoted candidate (base until then); a cycle trains on top of it.
 //
 // distill depends only on events, model (and model/chat, model/tokenizer),
-// memory and the internal helpers (statement, parallel). Serving a new version (gateway/embedded AddVersion) and
-// deciding the rollout are other components' jobs: they read
-// weights.trained.
+// memory and the internal helpers (statement, parallel). Serving a new
+// version (gateway/embedded AddVersion) and deciding the rollout are other
+// components' jobs: they read weights.trained.
 package distill
