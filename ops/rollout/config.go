@@ -134,8 +134,8 @@ type Config struct {
 	// contradicted: statements that at least two and half of the type's
 	// corrections replaced and that the self-evaluation had graded good;
 	// "policy: 30 days" is of type policy), unless the rollout is paused
-	// or its tests already decide; and Order "best" chooses only among the waiting candidates that
-	// know every such type the newest knows. After a drift the candidate
+	// or its tests already decide; and Order "best" chooses only among
+	// the waiting candidates that know every such type the newest knows. After a drift the candidate
 	// trained before it held the only slot for 500-900 conversations in
 	// the bench while fixes waited. Tried first and replaced, each in a
 	// bench run: superseding any candidate whose check showed nothing
