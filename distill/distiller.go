@@ -722,7 +722,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		return &cycleFailure{"evaluation", err}
 	}
 	wt.OfflineEval, wt.ParentEval, wt.KLToParent = candEval, parentEval, kl
-	if wt.Corrections, err = d.correctionCheck(ctx, wt.Version, cand, pad, evalSet, ds.Manifest.Replaced); err != nil {
+	if wt.Corrections, err = d.correctionCheck(ctx, wt.Version, cand, pad, evalSet, ds.Manifest.Replaced, ds.Stale); err != nil {
 		return &cycleFailure{"evaluation", err}
 	}
 	reasons := cfg.Gate.Reasons(candEval, parentEval, evalCounts(evalSet, cfg.Regression, cfg.Pipeline.GoodReward, cfg.Base.Config.MaxPositionEmbeddings), kl)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"citizen/events"
+	"citizen/internal/statement"
 	"citizen/model"
 )
 
@@ -456,11 +457,26 @@ func TestCorrectionCheckCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := d.correctionCheck(context.Background(), "v", zero, nil, hold, []string{"policy: 30 days"})
+	// Stale questions: right when the answer states a replacement and no
+	// stale statement.
+	stated := statement.Normalize(said)
+	q := func(stale, repl string) StaleQuestion {
+		return StaleQuestion{Example: Example{Type: "policy", Messages: msgs, Answer: old}, Stale: []string{stale}, Replacements: []string{repl}}
+	}
+	stale := []StaleQuestion{
+		q("30 days", stated),         // states the replacement: right
+		q(stated, stated),            // states the stale statement too: wrong
+		q("30 days", "zebra quartz"), // states no replacement: wrong
+	}
+	got, err := d.correctionCheck(context.Background(), "v", zero, nil, hold, []string{"policy: 30 days"}, stale)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got == nil || *got != (events.CorrectionCheck{N: 2, Candidate: 1, Parent: 1}) {
-		t.Fatalf("correction check %+v for the answer %q; want 2 asked, 1 right each", got, said)
+	want := events.CorrectionCheck{N: 2, Candidate: 1, Parent: 1, Stale: 3, StaleCandidate: 1, StaleParent: 1}
+	if got == nil || *got != want {
+		t.Fatalf("correction check %+v for the answer %q; want %+v", got, said, want)
+	}
+	if got, err := d.correctionCheck(context.Background(), "v", zero, nil, nil, nil, stale[:1]); err != nil || got == nil || *got != (events.CorrectionCheck{Stale: 1, StaleCandidate: 1, StaleParent: 1}) {
+		t.Fatalf("stale questions alone: %+v, %v", got, err)
 	}
 }

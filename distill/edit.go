@@ -88,7 +88,8 @@ func correctionSpan(answer, correction string) (lo, hi int, repl string, ok bool
 
 // contradicted returns the interactions whose answers state what a
 // customer's correction of another answer of the same task type said is
-// wrong: the span a correction replaced ("30 days", corrected to "60
+// wrong, each with the statements it makes and their latest replacements
+// (its stale questions: staleQuestions): the span a correction replaced ("30 days", corrected to "60
 // days") marks every other answer of the type that states it,
 // number-bounded, case and spacing aside, when it is a recurring
 // statement of the type (at least contradictionShare of its answers
@@ -124,7 +125,7 @@ func correctionSpan(answer, correction string) (lo, hi int, repl string, ok bool
 // questions with the new value, for "policy regressed"; every
 // candidate that had learnt it showed a lower policy score than its
 // parent).
-func contradicted(graded []*Interaction, good float64) (marked map[string]bool, facts, replaced []string) {
+func contradicted(graded []*Interaction, good float64) (marked map[string][]replacement, facts, replaced []string) {
 	type corr struct {
 		pos           uint64
 		typ, old, new string
@@ -144,15 +145,15 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 		return nil, nil, nil
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].pos < cs[j].pos })
-	wrong := map[string]map[string]bool{}
-	perType := map[string]int{} // type -> corrections
+	wrong := map[string]map[string]string{} // type -> wrong span -> its latest replacement
+	perType := map[string]int{}             // type -> corrections
 	for _, c := range cs {
 		perType[c.typ]++
 		if wrong[c.typ] == nil {
-			wrong[c.typ] = map[string]bool{}
+			wrong[c.typ] = map[string]string{}
 		}
 		delete(wrong[c.typ], c.new)
-		wrong[c.typ][c.old] = true
+		wrong[c.typ][c.old] = c.new
 	}
 	// Only a recurring statement (stated in at least contradictionShare
 	// of its type's answers) is a fact that others contradict: "30 days"
@@ -172,7 +173,7 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 			continue
 		}
 		a := statement.Normalize(it.Answer.Content)
-		for s := range wrong[typ] {
+		for _, s := range sortedKeys(wrong[typ]) {
 			if statement.Contains(a, s) {
 				stating[[2]string{typ, s}]++
 				found = append(found, stated{it, typ, s})
@@ -182,11 +183,11 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 	recurring := func(typ, span string) bool {
 		return float64(stating[[2]string{typ, span}]) >= contradictionShare*float64(total[typ])
 	}
-	marked = map[string]bool{}
+	marked = map[string][]replacement{}
 	grades := map[string][2]int{} // statement -> its marked answers graded good, all of them
 	for _, f := range found {
 		if f.it.Correction == "" && f.it.Hint == "" && recurring(f.typ, f.span) {
-			marked[f.it.ID] = true
+			marked[f.it.ID] = append(marked[f.it.ID], replacement{f.span, wrong[f.typ][f.span]})
 			g := grades[statement.Fact(f.typ, f.span)]
 			if f.it.Eval != nil && f.it.Eval.Reward >= good {
 				g[0]++
@@ -219,6 +220,10 @@ func contradicted(graded []*Interaction, good float64) (marked map[string]bool, 
 	slices.Sort(replaced)
 	return marked, facts, replaced
 }
+
+// A replacement is a statement a customer's correction replaced and what
+// replaced it (normalised: internal/statement).
+type replacement struct{ old, new string }
 
 // contradictionShare is the share of a type's answers that must state a
 // corrected span for it to mark the others (contradicted).

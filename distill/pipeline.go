@@ -13,11 +13,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"citizen/events"
+	"citizen/internal/statement"
 	"citizen/memory"
 )
 
@@ -27,6 +29,7 @@ const (
 	KindRevised = "revised" // a self-distilled answer (teacher saw the correction or hint)
 	KindAnchor  = "anchor"  // an earlier well-graded answer, replayed against forgetting
 	KindHoldOut = "holdout" // for the offline gate only
+	KindStale   = "stale"   // a question whose answer states a changed fact, for the correction check only (Dataset.Stale)
 )
 
 // Example is one training or evaluation sequence: the exact prompt token
@@ -180,7 +183,10 @@ type Dataset struct {
 	// conversations (KindRehearsal; rehearsal.go), in the order the
 	// trainer takes them.
 	Rehearsal []Example
-	Manifest  Manifest
+	// Stale are the questions whose recorded answers state a changed
+	// fact, for the correction check; not written, not trained on.
+	Stale    []StaleQuestion
+	Manifest Manifest
 }
 
 // Manifest describes a dataset and names the store positions it came from.
@@ -384,7 +390,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			st.Filtered++
 		case hold[it.ID]:
 			st.HeldOut++
-		case contra[it.ID] && reward(it) >= baseline[it.ID]:
+		case contra[it.ID] != nil && reward(it) >= baseline[it.ID]:
 			st.Contradicted++
 		default:
 			cands = append(cands, it)
@@ -432,7 +438,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			l := byTypeAll[t]
 			for i := len(l) - 1; i >= 0 && n < cfg.AnchorsPerType; i-- {
 				it := l[i]
-				if it.EvalPosition() > from || hold[it.ID] || contra[it.ID] || reward(it) < cfg.GoodReward {
+				if it.EvalPosition() > from || hold[it.ID] || contra[it.ID] != nil || reward(it) < cfg.GoodReward {
 					continue
 				}
 				ex := exampleOf(it, KindAnchor, reward(it))
@@ -445,7 +451,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 
 	for _, t := range sortedKeys(byTypeAll) {
 		for _, it := range byTypeAll[t] {
-			if hold[it.ID] && !contra[it.ID] {
+			if hold[it.ID] && contra[it.ID] == nil {
 				// The gate judges by the true rewards, whatever the
 				// training signal (InvertRewards).
 				ex := exampleOf(it, KindHoldOut, it.Eval.Reward)
@@ -455,8 +461,48 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			}
 		}
 	}
+	ds.Stale = staleQuestions(graded, contra, facts, usable)
 	ds.refreshManifest()
 	return ds, nil
+}
+
+// StaleQuestion is a question whose recorded answer states a changed fact
+// (Manifest.Contradicted): the correction check (correctionCheck) asks it
+// again, and an answer is right when it states a replacement of a stale
+// statement and none of the stale statements.
+type StaleQuestion struct {
+	Example
+	// Stale are the changed facts' statements the recorded answer makes
+	// (normalised); Replacements, what customers' latest corrections
+	// replaced them with, in the same order.
+	Stale, Replacements []string
+}
+
+// staleQuestions returns the usable graded interactions, in store order,
+// whose answers (without tool calls) state a changed fact (facts): the
+// questions the world changed under. They are not training data
+// (contradicted leaves them out), so asking them tests what a candidate
+// learnt on questions it was not trained on.
+func staleQuestions(graded []*Interaction, contra map[string][]replacement, facts []string, usable func(*Interaction) bool) []StaleQuestion {
+	if len(facts) == 0 {
+		return nil
+	}
+	var out []StaleQuestion
+	for _, it := range graded {
+		if contra[it.ID] == nil || len(it.Answer.ToolCalls) > 0 || !usable(it) {
+			continue
+		}
+		q := StaleQuestion{Example: exampleOf(it, KindStale, it.Eval.Reward)}
+		for _, r := range contra[it.ID] {
+			if slices.Contains(facts, statement.Fact(it.Type(), r.old)) {
+				q.Stale, q.Replacements = append(q.Stale, r.old), append(q.Replacements, r.new)
+			}
+		}
+		if len(q.Stale) > 0 {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // refreshManifest recomputes the counts and sources from the examples.

@@ -236,8 +236,8 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	}
 	// One customer's correction marks the answers, but a changed fact
 	// takes two that agree.
-	if c, facts, _ := contradicted(snapshot(), 0.5); !c[inWindow[0]] || len(facts) != 0 {
-		t.Fatalf("after one correction: marked %v, facts %q; want marked, no fact", c[inWindow[0]], facts)
+	if c, facts, _ := contradicted(snapshot(), 0.5); !slices.Equal(c[inWindow[0]], []replacement{{"30 days", "60 days"}}) || len(facts) != 0 {
+		t.Fatalf("after one correction: marked %v, facts %q; want marked (30 days by 60 days), no fact", c[inWindow[0]], facts)
 	}
 	corrected2 := rec("policy", "The refund window is 30 days.", 1)
 	w.feedback(corrected2, "60 days", "")
@@ -263,6 +263,19 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	if ds.Manifest.Stats.Contradicted == 0 || !slices.Equal(ds.Manifest.Contradicted, []string{"policy: 30 days"}) {
 		t.Errorf("stats %+v, facts %q: no contradicted answer counted, or not the fact", ds.Manifest.Stats, ds.Manifest.Contradicted)
 	}
+	// The answers stating the changed fact without feedback of their own
+	// are the correction check's stale questions, in store order; the
+	// other type's "30 days" and the 130 days are not.
+	var stale []string
+	for _, q := range ds.Stale {
+		stale = append(stale, q.Interaction)
+		if !slices.Equal(q.Stale, []string{"30 days"}) || !slices.Equal(q.Replacements, []string{"60 days"}) || q.Kind != KindStale || len(q.Messages) == 0 {
+			t.Errorf("stale question %s: %q replaced by %q, kind %s, %d messages", q.Interaction, q.Stale, q.Replacements, q.Kind, len(q.Messages))
+		}
+	}
+	if want := append(append([]string(nil), old...), inWindow...); !slices.Equal(stale, want) {
+		t.Errorf("stale questions %q, want %q", stale, want)
+	}
 	// A corrected span that few answers of its type state is no fact:
 	// "50" is right for other arithmetic questions.
 	for i := range 24 {
@@ -272,7 +285,7 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	wrongFifty := rec("arithmetic", "The answer is 50.", 1)
 	w.feedback(wrongFifty, "35", "")
 	all := snapshot()
-	if c, facts, _ := contradicted(all, 0.5); c[fifty] || !c[old[0]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
+	if c, facts, _ := contradicted(all, 0.5); c[fifty] != nil || c[old[0]] == nil || !slices.Equal(facts, []string{"policy: 30 days"}) {
 		t.Fatalf("an arithmetic answer stating 50 (2 of 26) marked %v; a policy answer stating 30 days marked %v; facts %q", c[fifty], c[old[0]], facts)
 	}
 	// Four arithmetic answers stating the same number, graded c.reward,
@@ -292,7 +305,7 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 		w.feedback(ids[0], c.correction, "")
 		w.feedback(ids[1], c.correction, "")
 		marked, facts, replaced := contradicted(snapshot(), 0.5)
-		if !marked[ids[2]] || !slices.Equal(facts, []string{"policy: 30 days"}) {
+		if marked[ids[2]] == nil || !slices.Equal(facts, []string{"policy: 30 days"}) {
 			t.Fatalf("answers stating %s (reward %v), two corrected to %s: marked %v, facts %q; want marked, only the policy's fact",
 				c.number, c.reward, c.correction, marked[ids[2]], facts)
 		}
@@ -311,7 +324,7 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	}
 	again := rec("policy", "The refund window is 60 days.", 1)
 	c, facts, _ := contradicted(snapshot(), 0.5)
-	if c[old[0]] || c[inWindow[0]] || !c[again] || !slices.Equal(facts, []string{"policy: 60 days"}) {
+	if c[old[0]] != nil || c[inWindow[0]] != nil || !slices.Equal(c[again], []replacement{{"60 days", "30 days"}}) || !slices.Equal(facts, []string{"policy: 60 days"}) {
 		t.Fatalf("after the change back: 30 days marked %v/%v, 60 days marked %v; want false, false, true; facts %q", c[old[0]], c[inWindow[0]], c[again], facts)
 	}
 }

@@ -256,12 +256,24 @@ func (WeightsTrained) EventType() string { return TypeWeightsTrained }
 
 // CorrectionCheck counts the hold-out examples with a customer's
 // correction (N) whose greedy answer states it, for the candidate and for
-// its parent.
+// its parent; and the stale questions (Stale: recorded answers that state
+// a changed fact, weights.trained contradicted) whose greedy answer states
+// the fact's replacement and not the fact.
 type CorrectionCheck struct {
-	N         int `json:"n"`
-	Candidate int `json:"candidate"`
-	Parent    int `json:"parent"`
+	N              int `json:"n"`
+	Candidate      int `json:"candidate"`
+	Parent         int `json:"parent"`
+	Stale          int `json:"stale,omitempty"`
+	StaleCandidate int `json:"stale_candidate,omitempty"`
+	StaleParent    int `json:"stale_parent,omitempty"`
 }
+
+// Asked is the number of questions the check asked; Right and
+// ParentRight, how many of them the candidate and its parent answered
+// right.
+func (c *CorrectionCheck) Asked() int       { return c.N + c.Stale }
+func (c *CorrectionCheck) Right() int       { return c.Candidate + c.StaleCandidate }
+func (c *CorrectionCheck) ParentRight() int { return c.Parent + c.StaleParent }
 
 // SuiteCheck is a regression suite's result per task type for a
 // candidate, its parent (absent when the parent is the base) and the base.

@@ -352,20 +352,46 @@ func (s *State) futile(ev evidence) (futile bool, closest string) {
 }
 
 // superseder returns the newest waiting candidate that learnt
-// corrections and knows of a task type with a contradicted statement the
-// active one was not trained with, unless the active rollout is paused
-// (Config.Supersede).
+// corrections and either knows of a task type with a contradicted
+// statement the active one was not trained with, or, while the active
+// one is in its first step, knows every such type it knows and answers
+// its stale questions significantly better (betterFix); unless the
+// active rollout is paused (Config.Supersede).
 func (s *State) superseder() (pending, bool) {
 	a := s.active
 	if s.cfg.Supersede != "stale" || a.paused {
 		return pending{}, false
 	}
 	for i := len(s.waiting) - 1; i >= 0; i-- {
-		if p := s.waiting[i]; learnt(p.corrections) && newerTypes(p.facts, a.trained.facts) {
+		p := s.waiting[i]
+		if !learnt(p.corrections) {
+			continue
+		}
+		if newerTypes(p.facts, a.trained.facts) ||
+			a.step == 0 && !newerTypes(a.trained.facts, p.facts) && betterFix(p.corrections, a.trained.corrections) {
 			return p, true
 		}
 	}
 	return pending{}, false
+}
+
+// upgradeZ is the one-sided 5% normal quantile: betterFix's threshold.
+const upgradeZ = 1.645
+
+// betterFix reports whether check c's stale questions show a candidate
+// learnt the changed facts better than one whose check is than: both
+// asked stale questions, and c's share answered right exceeds than's by
+// more than upgradeZ standard errors (a two-proportion z-test, pooled).
+// The two checks ask the most recent stale questions of their cycles,
+// mostly the same ones.
+func betterFix(c, than *events.CorrectionCheck) bool {
+	if c == nil || than == nil || c.Stale == 0 || than.Stale == 0 {
+		return false
+	}
+	x, y := float64(c.StaleCandidate)/float64(c.Stale), float64(than.StaleCandidate)/float64(than.Stale)
+	pool := float64(c.StaleCandidate+than.StaleCandidate) / float64(c.Stale+than.Stale)
+	se := math.Sqrt(pool * (1 - pool) * (1/float64(c.Stale) + 1/float64(than.Stale)))
+	return x-y > upgradeZ*se && x > y
 }
 
 // driftedTypes are the task types of contradicted statements ("policy:
@@ -400,7 +426,11 @@ func checkText(c *events.CorrectionCheck) string {
 	if c == nil {
 		return "had no corrected hold-out questions"
 	}
-	return fmt.Sprintf("answers %d of %d corrected hold-out questions as corrected (its parent %d)", c.Candidate, c.N, c.Parent)
+	t := fmt.Sprintf("answers %d of %d corrected hold-out questions as corrected (its parent %d)", c.Candidate, c.N, c.Parent)
+	if c.Stale > 0 {
+		t += fmt.Sprintf(" and %d of %d stale questions with the replacement (its parent %d)", c.StaleCandidate, c.Stale, c.StaleParent)
+	}
+	return t
 }
 
 // stepReady reports whether the current step has its minimum evidence:
@@ -496,8 +526,12 @@ func (s *State) decide() *decision {
 	if a.anomaly == nil && (!quick.looked || (quick.failed == "" && quick.reward.Hi >= 0 && quick.typeLoss == "" && !(quick.stratOK && quick.strat.Hi < 0))) {
 		if p, ok := s.superseder(); ok {
 			ev := s.evidence(true)
-			ev.Detail = fmt.Sprintf("%s was trained knowing %q no longer hold, %s knowing %q; %s %s; %s %s",
-				p.version, p.facts, a.candidate, a.trained.facts, p.version, checkText(p.corrections), a.candidate, checkText(a.trained.corrections))
+			why := "learnt them better"
+			if newerTypes(p.facts, a.trained.facts) {
+				why = "knows a changed task type more"
+			}
+			ev.Detail = fmt.Sprintf("%s was trained knowing %q no longer hold, %s knowing %q: %s %s; %s %s; %s %s",
+				p.version, p.facts, a.candidate, a.trained.facts, p.version, why, p.version, checkText(p.corrections), a.candidate, checkText(a.trained.corrections))
 			return rollback(ReasonSuperseded+" by "+p.version, ev.RolloutEvidence)
 		}
 		if a.paused || !quick.looked || !s.stepReady() {

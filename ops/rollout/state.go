@@ -168,19 +168,20 @@ type pending struct {
 	gateFailed  bool
 }
 
-// score is how Order "best" ranks a waiting candidate: the corrected
-// hold-out questions it answers right over their number plus one (a
-// right answer of one counts less than nine of ten); 0 without a check.
+// score is how Order "best" ranks a waiting candidate: the questions of
+// its correction check (corrected hold-out and stale) it answers right
+// over their number plus one (a right answer of one counts less than
+// nine of ten); 0 without a check.
 func (p pending) score() float64 {
 	if p.corrections == nil {
 		return 0
 	}
-	return float64(p.corrections.Candidate) / float64(p.corrections.N+1)
+	return float64(p.corrections.Right()) / float64(p.corrections.Asked()+1)
 }
 
 // learnt reports whether a correction check shows the candidate learnt
-// corrections: it answers more corrected hold-out questions as corrected
-// than its parent, and more than half of them. Superseding a running
+// corrections: of its questions (corrected hold-out and stale), it
+// answers more right than its parent, and more than half. Superseding a running
 // canary costs a new first step (600 conversations in bench learn), so
 // the newcomer must have learnt the change, not begun to: in a seed-1
 // run a fix that answered 1 of 2 superseded the pre-drift canary, was
@@ -188,7 +189,7 @@ func (p pending) score() float64 {
 // answering 2 of 2 and 3 of 3 waited, and the drift recovered after
 // 3,600 conversations.
 func learnt(c *events.CorrectionCheck) bool {
-	return c != nil && c.Candidate > c.Parent && 2*c.Candidate > c.N
+	return c != nil && c.Right() > c.ParentRight() && 2*c.Right() > c.Asked()
 }
 
 // State is the controller's projection: everything it decides on, built

@@ -425,6 +425,50 @@ func TestSupersedeStaleCandidate(t *testing.T) {
 	}
 }
 
+// A waiting fix supersedes a running fix of the same changed fact when its
+// stale questions show it learnt the change significantly better, only
+// while the running one is in its first step: 19 of 20 against 12 of 20
+// does, 15 of 20 does not, and 20 of 20 does not once the running one
+// advanced.
+func TestSupersedeWeakFix(t *testing.T) {
+	drift := []string{"policy: 30 days"}
+	trained := func(sim *simState, v string, staleRight int) {
+		c := &events.CorrectionCheck{N: 1, Candidate: 1, Stale: 20, StaleCandidate: staleRight}
+		sim.apply(&events.WeightsTrained{Version: v, Parent: "A", Accepted: true, Corrections: c, Contradicted: drift}, events.VersionStream(v), 0)
+	}
+	start := func() *simState {
+		sim := newSimState(t, Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults())
+		trained(sim, "B", 12)
+		if d := sim.decide(); d == nil || d.change.Candidate != "B" {
+			t.Fatalf("B did not start: %+v", d)
+		}
+		return sim
+	}
+	sim := start()
+	trained(sim, "C", 15)
+	if d := sim.decide(); d != nil {
+		t.Fatalf("15 of 20 against 12 of 20 (z 1.0) superseded: %s %s", d.payload.EventType(), d.change.Reason)
+	}
+	trained(sim, "D", 19)
+	d := sim.decide()
+	if d == nil || d.change.Reason != ReasonSuperseded+" by D" || !strings.Contains(d.change.Evidence.Detail, "D learnt them better") ||
+		!strings.Contains(d.change.Evidence.Detail, "19 of 20 stale questions") {
+		t.Fatalf("B (12 of 20) not superseded by D (19 of 20): %+v", d)
+	}
+	if d := sim.decide(); d == nil || d.change.Candidate != "D" {
+		t.Fatalf("D did not start: %+v", d)
+	}
+
+	sim = start()
+	a := sim.st.active
+	ch := events.RolloutChange{RolloutID: a.id, Candidate: a.candidate, Stable: a.stable, Step: 1, Weight: 0.5, Actor: ActorController, Reason: "step_evidence"}
+	sim.apply(&events.RolloutAdvanced{RolloutChange: ch}, a.stream, a.rev+1)
+	trained(sim, "E", 20)
+	if d := sim.decide(); d != nil {
+		t.Fatalf("B superseded after its first step: %s %s", d.payload.EventType(), d.change.Reason)
+	}
+}
+
 // Config.Contradicted: during the rollout of a candidate trained knowing
 // "policy: 30 days" no longer holds, a policy answer of either arm that
 // states it counts with reward -1 whatever its evaluation (a later
