@@ -114,8 +114,9 @@ type Config struct {
 	// Order picks the waiting candidate that starts when no rollout runs:
 	// "best" (default: among those that know every task type with a
 	// changed fact the newest knows (Supersede), the one that answers the
-	// most of its hold-out's corrected questions as corrected,
-	// weights.trained's correction check, counted as right/(n+1); the
+	// most of its correction check's questions right (weights.trained
+	// corrections: the hold-out's corrected questions and the stale
+	// ones), counted as right/(n+1); the
 	// newest among equals), "newest" (the last trained, whose data is the
 	// most recent) or "oldest" (every candidate in training order). The
 	// waiting candidates trained before the one that starts are marked
@@ -126,33 +127,35 @@ type Config struct {
 	// one trained three cycles earlier 22.
 	Order string `yaml:"order"`
 	// Supersede is "stale" (default) or "off". With "stale" a running
-	// candidate is rolled back (reason superseded) as soon as a waiting
-	// one learnt corrections (its offline correction check answers more
-	// corrected hold-out questions as corrected than its parent, and more
-	// than half of them) and knows of a task type with a changed fact
-	// that the running one was not trained with (weights.trained
-	// contradicted: statements that at least two and half of the type's
-	// corrections replaced and that the self-evaluation had graded good;
-	// "policy: 30 days" is of type policy), unless the rollout is paused
-	// or its tests already decide; and Order "best" chooses only among
-	// the waiting candidates that know every such type the newest knows.
-	// A running fix in its first step also gives way to a waiting one
-	// that learnt corrections, knows every changed type it knows and
-	// answers the stale questions of its check (recorded answers that
-	// state a changed fact) significantly better (one-sided 5%): in bench
-	// runs the first fix to pass the check answered 58-73% of refund
-	// questions right once served and held the slot for 700-1,600
-	// conversations while fixes answering 92% waited. After a drift the candidate
-	// trained before it held the only slot for 500-900 conversations in
-	// the bench while fixes waited. Tried first and replaced, each in a
-	// bench run: superseding any candidate whose check showed nothing
-	// learnt (a pre-drift candidate that had learnt one unrelated
-	// correction then held the slot); comparing the statements
-	// themselves (each new wording of the same correction superseded the
-	// running fix); and counting wrong arithmetic answers the tiny model
-	// repeats ("11") or one correction of an answer right elsewhere
-	// ("35") as changed facts (each superseded a canary, once a fix at
-	// 50%).
+	// candidate is rolled back (reason superseded) as soon as a waiting one
+	// learnt corrections (of its offline correction check's questions,
+	// corrected hold-out and stale, it answers more right than its parent,
+	// and more than half) and knows of a task type with a changed fact that
+	// the running one was not trained with (weights.trained contradicted:
+	// statements that at least two and half of the type's corrections
+	// replaced and that the self-evaluation had graded good; "policy: 30
+	// days" is of type policy), unless the rollout is paused or its tests
+	// already decide; and Order "best" chooses only among the waiting
+	// candidates that know every such type the newest knows.
+	//
+	// A running fix in its first step also gives way to a waiting one that
+	// learnt corrections, knows every changed type it knows and answers the
+	// stale questions of its check (recorded answers that state a changed
+	// fact) significantly better (one-sided 5%): in bench runs the first
+	// fix to pass the check answered 58-73% of refund questions right once
+	// served and held the slot for 700-1,600 conversations while fixes
+	// answering 92% waited.
+	//
+	// After a drift the candidate trained before it held the only slot for
+	// 500-900 conversations in the bench while fixes waited. Tried first
+	// and replaced, each in a bench run: superseding any candidate whose
+	// check showed nothing learnt (a pre-drift candidate that had learnt
+	// one unrelated correction then held the slot); comparing the
+	// statements themselves (each new wording of the same correction
+	// superseded the running fix); and counting wrong arithmetic answers
+	// the tiny model repeats ("11") or one correction of an answer right
+	// elsewhere ("35") as changed facts (each superseded a canary, once a
+	// fix at 50%).
 	Supersede string `yaml:"supersede"`
 	// Contradicted is "score" (default) or "off". With "score", during
 	// the rollout of a candidate whose weights.trained lists contradicted

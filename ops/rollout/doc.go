@@ -36,7 +36,9 @@
 // (reason futile). A candidate is superseded at once (rolled back,
 // reason "superseded by V", Config.Supersede) when a waiting one learnt
 // corrections and knows of a changed fact in a task type that it was not
-// trained with (weights.trained contradicted).
+// trained with (weights.trained contradicted), or, in its first step,
+// when a waiting fix of the same changed facts answers the stale
+// questions of its correction check significantly better.
 //
 // The candidate's contradicted statements also score the evidence
 // (Config.Contradicted): while it runs, an answer of either arm that
@@ -58,12 +60,13 @@
 // Only one rollout runs at a time. A candidate accepted while one runs
 // waits; when the slot frees, Config.Order picks the one that starts: by
 // default, among those that know every changed fact's type the newest
-// knows, the one that answers the most of its hold-out's corrected
-// questions as corrected (weights.trained's correction check; the newest
-// among equals), or the newest, or the oldest; the waiting ones trained
-// before it are marked superseded. Each runs against whatever is stable when it starts (so a
-// candidate trained from an older parent must still beat the newer
-// stable). A version that is already stable or already had a rollout is
+// knows, the one that answers the most of its correction check's
+// questions right (weights.trained corrections: the hold-out's corrected
+// questions and the stale ones, recorded answers that state a changed
+// fact; the newest among equals), or the newest, or the oldest; the
+// waiting ones trained before it are marked superseded. Each runs
+// against whatever is stable when it starts (so a candidate trained from
+// an older parent must still beat the newer stable). A version that is already stable or already had a rollout is
 // skipped.
 //
 // With Config.TypeTau (default 0.5) the reward is also tested per task
