@@ -88,9 +88,10 @@ func correctionSpan(answer, correction string) (lo, hi int, repl string, ok bool
 
 // contradicted returns the interactions whose answers state what a
 // customer's correction of another answer of the same task type said is
-// wrong, each with the statements it makes and their latest replacements
-// (its stale questions: staleQuestions): the span a correction replaced ("30 days", corrected to "60
-// days") marks every other answer of the type that states it,
+// wrong, each with the statements it makes and their latest
+// replacements (what staleQuestions asks): the span a correction
+// replaced ("30 days", corrected to "60 days") marks every other answer
+// of the type that states it,
 // number-bounded, case and spacing aside, when it is a recurring
 // statement of the type (at least contradictionShare of its answers
 // state it: a fact, not an answer that is right for other questions).
