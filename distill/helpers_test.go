@@ -67,6 +67,15 @@ func (w *world) record(c chatRec) string {
 	return id
 }
 
+// graded records a one-turn interaction of typ, answered answer, with a
+// question and token ids of its own, and its evaluation with reward.
+func (w *world) graded(typ, answer string, reward float64) string {
+	k := w.n + 1
+	id := w.record(chatRec{typ: typ, user: fmt.Sprint("question ", k), answer: answer, prompt: []int{1, k + 10}, completion: []int{3, k + 10}})
+	w.evaluate(id, typ, 1, reward, true)
+	return id
+}
+
 func (w *world) evaluate(id, typ string, seq int, reward float64, trainable bool) {
 	w.append(events.InteractionStream(id), &events.InteractionEvaluated{InteractionID: id, Seq: seq, TaskType: typ,
 		TypeSource: "given", ModelVersion: "base", Reward: reward, Trainable: trainable, EvaluatorVersion: "test"})

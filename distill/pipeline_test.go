@@ -206,13 +206,7 @@ func TestHoldOutFractionIsUniform(t *testing.T) {
 // states the span as right again (a change back) clears it.
 func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	w := newWorld(t)
-	n := 0
-	rec := func(typ, answer string, reward float64) string {
-		n++
-		id := w.record(chatRec{typ: typ, user: fmt.Sprint("question ", n), answer: answer, prompt: []int{1, n + 10}, completion: []int{3, n + 10}})
-		w.evaluate(id, typ, 1, reward, true)
-		return id
-	}
+	rec := w.graded
 	var old []string
 	for range 4 { // before the window: anchor material
 		old = append(old, rec("policy", "The refund window is 30 days.", 1))
@@ -336,13 +330,7 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 // other trains, and the type's other interactions follow the fraction.
 func TestHoldOutKeepsACorrectionThatReplacesAFact(t *testing.T) {
 	w := newWorld(t)
-	n := 0
-	rec := func(answer string, reward float64) string {
-		n++
-		id := w.record(chatRec{typ: "policy", user: fmt.Sprint("question ", n), answer: answer, prompt: []int{1, n + 10}, completion: []int{3, n + 10}})
-		w.evaluate(id, "policy", 1, reward, true)
-		return id
-	}
+	rec := func(answer string, reward float64) string { return w.graded("policy", answer, reward) }
 	for i := range 20 {
 		rec(fmt.Sprintf("Support is open %d hours.", i), 1)
 	}
