@@ -391,7 +391,7 @@ func betterFix(c, than *events.CorrectionCheck) bool {
 	x, y := float64(c.StaleCandidate)/float64(c.Stale), float64(than.StaleCandidate)/float64(than.Stale)
 	pool := float64(c.StaleCandidate+than.StaleCandidate) / float64(c.Stale+than.Stale)
 	se := math.Sqrt(pool * (1 - pool) * (1/float64(c.Stale) + 1/float64(than.Stale)))
-	return x-y > upgradeZ*se && x > y
+	return x-y > upgradeZ*se
 }
 
 // driftedTypes are the task types of contradicted statements ("policy:
@@ -424,7 +424,7 @@ func newerTypes(facts, known []string) bool {
 // checkText describes a candidate's correction check.
 func checkText(c *events.CorrectionCheck) string {
 	if c == nil {
-		return "had no corrected hold-out questions"
+		return "had no correction check"
 	}
 	t := fmt.Sprintf("answers %d of %d corrected hold-out questions as corrected (its parent %d)", c.Candidate, c.N, c.Parent)
 	if c.Stale > 0 {
