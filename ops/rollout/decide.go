@@ -356,23 +356,25 @@ func (s *State) futile(ev evidence) (futile bool, closest string) {
 // statement the active one was not trained with, or, while the active
 // one is in its first step, knows every such type it knows and answers
 // its stale questions significantly better (betterFix); unless the
-// active rollout is paused (Config.Supersede).
-func (s *State) superseder() (pending, bool) {
+// active rollout is paused (Config.Supersede). why says which.
+func (s *State) superseder() (p pending, why string, ok bool) {
 	a := s.active
 	if s.cfg.Supersede != "stale" || a.paused {
-		return pending{}, false
+		return pending{}, "", false
 	}
 	for i := len(s.waiting) - 1; i >= 0; i-- {
 		p := s.waiting[i]
 		if !learnt(p.corrections) {
 			continue
 		}
-		if newerTypes(p.facts, a.trained.facts) ||
-			a.step == 0 && !newerTypes(a.trained.facts, p.facts) && betterFix(p.corrections, a.trained.corrections) {
-			return p, true
+		if newerTypes(p.facts, a.trained.facts) {
+			return p, "knows a changed task type more", true
+		}
+		if a.step == 0 && !newerTypes(a.trained.facts, p.facts) && betterFix(p.corrections, a.trained.corrections) {
+			return p, "learnt them better", true
 		}
 	}
-	return pending{}, false
+	return pending{}, "", false
 }
 
 // upgradeZ is the one-sided 5% normal quantile: betterFix's threshold.
@@ -524,12 +526,8 @@ func (s *State) decide() *decision {
 	}
 	quick := s.evidence(false)
 	if a.anomaly == nil && (!quick.looked || (quick.failed == "" && quick.reward.Hi >= 0 && quick.typeLoss == "" && !(quick.stratOK && quick.strat.Hi < 0))) {
-		if p, ok := s.superseder(); ok {
+		if p, why, ok := s.superseder(); ok {
 			ev := s.evidence(true)
-			why := "learnt them better"
-			if newerTypes(p.facts, a.trained.facts) {
-				why = "knows a changed task type more"
-			}
 			ev.Detail = fmt.Sprintf("%s was trained knowing %q no longer hold, %s knowing %q: %s %s; %s %s; %s %s",
 				p.version, p.facts, a.candidate, a.trained.facts, p.version, why, p.version, checkText(p.corrections), a.candidate, checkText(a.trained.corrections))
 			return rollback(ReasonSuperseded+" by "+p.version, ev.RolloutEvidence)
