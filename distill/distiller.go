@@ -717,14 +717,17 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	// Offline gate.
 	d.setState(func(s *Status) { s.State = "evaluating" })
 	evalSet := ds.HoldOut
+	gateStart := time.Now()
 	candEval, parentEval, kl, err := d.gateEvidence(ctx, cand, pad, evalSet)
 	if err != nil {
 		return &cycleFailure{"evaluation", err}
 	}
 	wt.OfflineEval, wt.ParentEval, wt.KLToParent = candEval, parentEval, kl
+	checkStart := time.Now()
 	if wt.Corrections, err = d.correctionCheck(ctx, wt.Version, cand, pad, evalSet, ds.Manifest.Replaced, ds.Stale); err != nil {
 		return &cycleFailure{"evaluation", err}
 	}
+	suiteStart := time.Now()
 	reasons := cfg.Gate.Reasons(candEval, parentEval, evalCounts(evalSet, cfg.Regression, cfg.Pipeline.GoodReward, cfg.Base.Config.MaxPositionEmbeddings), kl)
 	if len(reasons) == 0 || cfg.Gate.ForceAccept {
 		// The suite costs a greedy answer per question: asked of the
@@ -735,6 +738,8 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		reasons = append(reasons, cfg.Gate.SuiteReasons(wt.Suite)...)
 	}
 	wt.Accepted, wt.Reason = cfg.Gate.Verdict(reasons)
+	log.Info("gate evaluated", "train", res.Time.Round(time.Millisecond), "likelihoods", checkStart.Sub(gateStart).Round(time.Millisecond),
+		"correction_check", suiteStart.Sub(checkStart).Round(time.Millisecond), "suite", time.Since(suiteStart).Round(time.Millisecond))
 	// Accepted with reasons to reject: the gate was forced.
 	wt.GateFailed = wt.Accepted && wt.Reason != ""
 	return nil
