@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"citizen/events"
 	"citizen/internal/parallel"
@@ -170,6 +171,7 @@ type suiteAnswer struct {
 type suiteCache struct {
 	baseMu sync.Mutex // held while the base's answers are computed
 	base   []suiteAnswer
+	ready  atomic.Bool // base is computed (Status.SuiteReady)
 
 	mu     sync.Mutex
 	counts map[string]map[string]events.SuiteCount // version -> type
@@ -259,6 +261,7 @@ func (d *Distiller) suiteBase(ctx context.Context) ([]suiteAnswer, error) {
 		}
 	}
 	d.suite.base = base
+	d.suite.ready.Store(true)
 	return base, nil
 }
 

@@ -234,9 +234,17 @@ func TestSuiteScreenMatchesDecoding(t *testing.T) {
 	exact := newDistiller(t, newWorld(t), func(c *Config) {
 		c.Suite, c.SuiteGrade, c.SuiteMaxTokens, c.SuiteStableMargin = suite, grade, 16, -1
 	})
+	// Status says when the base's answers are there (the warm-up that
+	// bench learn waits for); a distiller without a suite has none.
+	if exact.Status().SuiteReady || !newDistiller(t, newWorld(t), nil).Status().SuiteReady {
+		t.Fatal("SuiteReady before the base answered the suite, or not without a suite")
+	}
 	baseAns, err := exact.suiteBase(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !exact.Status().SuiteReady {
+		t.Fatal("not SuiteReady after the base answered the suite")
 	}
 	_, exs := suiteExamples(baseAns, false)
 	if len(exs) != len(suite) {

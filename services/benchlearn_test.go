@@ -90,7 +90,11 @@ func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 		}
 	}
 	// And the gate asks every candidate the hold-out passed the bench's
-	// suite, judged on all of it.
+	// suite, judged on all of it; the workplace waited for the base's
+	// answers to it (waitWarm).
+	if rep.WarmUpS <= 0 {
+		t.Fatalf("warm-up %.3f s: the workplace did not wait for the distiller's suite", rep.WarmUpS)
+	}
 	suite, err := distill.LoadSuite(filepath.Join(out, "suite.jsonl"))
 	if err != nil {
 		t.Fatal(err)
