@@ -172,6 +172,8 @@ type suiteCache struct {
 	baseMu sync.Mutex // held while the base's answers are computed
 	base   []suiteAnswer
 	ready  atomic.Bool // base is computed (Status.SuiteReady)
+	// warmFailed: Run's first attempt at base failed (Due no longer waits).
+	warmFailed atomic.Bool
 
 	mu     sync.Mutex
 	counts map[string]map[string]events.SuiteCount // version -> type
@@ -261,6 +263,11 @@ func (d *Distiller) suiteBase(ctx context.Context) ([]suiteAnswer, error) {
 		}
 	}
 	d.suite.base = base
+	d.mu.Lock()
+	if now := d.cfg.Now(); now.After(d.lastCycle) {
+		d.lastCycle = now // the Interval counts from here (Due)
+	}
+	d.mu.Unlock()
 	d.suite.ready.Store(true)
 	return base, nil
 }

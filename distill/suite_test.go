@@ -231,20 +231,28 @@ func TestSuiteScreenMatchesDecoding(t *testing.T) {
 	for i := range all {
 		all[i] = i
 	}
-	exact := newDistiller(t, newWorld(t), func(c *Config) {
+	ew := newWorld(t)
+	exact := newDistiller(t, ew, func(c *Config) {
 		c.Suite, c.SuiteGrade, c.SuiteMaxTokens, c.SuiteStableMargin = suite, grade, 16, -1
 	})
 	// Status says when the base's answers are there (the warm-up that
 	// bench learn waits for); a distiller without a suite has none.
+	// No cycle is due before that, whatever has arrived.
 	if exact.Status().SuiteReady || !newDistiller(t, newWorld(t), nil).Status().SuiteReady {
 		t.Fatal("SuiteReady before the base answered the suite, or not without a suite")
+	}
+	tok, _ := tinyBase(t)
+	newWorldData(ew, tok, base, 12, 0)
+	catchUp(t, exact, ew.store)
+	if exact.Due() {
+		t.Fatal("a cycle is due before the base answered the suite")
 	}
 	baseAns, err := exact.suiteBase(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !exact.Status().SuiteReady {
-		t.Fatal("not SuiteReady after the base answered the suite")
+	if !exact.Status().SuiteReady || !exact.Due() {
+		t.Fatal("not SuiteReady, or no cycle due at the count, after the base answered the suite")
 	}
 	_, exs := suiteExamples(baseAns, false)
 	if len(exs) != len(suite) {
