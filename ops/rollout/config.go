@@ -53,7 +53,10 @@ type Config struct {
 	// least TypeShare of the stable arm's evaluations and has MinPerType
 	// evaluations on each arm, the confidence sequence of the type's
 	// difference of mean reward with mixture deviation TypeTau at level
-	// Alpha/k (k such types, Bonferroni). A type whose interval lies below
+	// Alpha/k (k such types, Bonferroni), or, when some of them are types
+	// whose facts the candidate was trained to change (weights.trained
+	// contradicted) and some not, Alpha/2 shared by those and Alpha/2 by
+	// the rest (typeAlphas). A type whose interval lies below
 	// 0 rolls the candidate back (reason reward_regression); at the last
 	// comparative step a type whose interval lies above 0 promotes it
 	// (reason reward_win) when no type regressed and the overall

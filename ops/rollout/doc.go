@@ -76,7 +76,10 @@
 // regression confined to one type is found long before the overall mean
 // shows it. Either test below 0 rolls back; above 0 (and no type below)
 // promotes at the last comparative step. The per-type tests share Alpha
-// (Bonferroni), so with them the A/A bound below becomes
+// (Bonferroni; half of it to the types whose facts the candidate was
+// trained to change, when its lineage names some: typeAlphas, weighted
+// Bonferroni, pre-specified by weights.trained before the rollout
+// starts), so with them the A/A bound below becomes
 // 3·Alpha + 5·Guardrails.Alpha (TestTypeTestAAFalseDecisionsBounded
 // measures it on a workload whose types differ as the workplace's do).
 //
