@@ -302,6 +302,7 @@ func (d *Distiller) suiteScreen(ctx context.Context, a *model.Adapter, base []su
 			changed = append(changed, i)
 		}
 	}
+	d.log.Info("regression suite screened", "cases", len(base), "near_ties", len(idx), "decoded", len(changed))
 	if len(changed) == 0 {
 		return out, nil
 	}
