@@ -144,10 +144,15 @@ type Config struct {
 	// A running fix in its first step also gives way to a waiting one that
 	// learnt corrections, knows every changed type it knows and answers the
 	// stale questions of its check (recorded answers that state a changed
-	// fact) significantly better (one-sided 5%): in bench runs the first
-	// fix to pass the check answered 58-73% of refund questions right once
-	// served and held the slot for 700-1,600 conversations while fixes
-	// answering 92% waited.
+	// fact) significantly better (one-sided 5%), while the running one
+	// answers fewer than UpgradeBelow of its own stale questions right:
+	// in bench runs the first fix to pass the check answered 58-73% of
+	// refund questions right once served and held the slot for
+	// 700-1,600 conversations while fixes answering 92% waited. The
+	// upgrade restarts the first step, whose evidence costs 500-750
+	// conversations in the bench; a fix at 29 of 32 gave way to one at 32
+	// of 32 (significant at 5%, barely) 315 conversations into its first
+	// step, and the drift recovered after 2,600.
 	//
 	// After a drift the candidate trained before it held the only slot for
 	// 500-900 conversations in the bench while fixes waited. Tried first
@@ -160,6 +165,11 @@ type Config struct {
 	// elsewhere ("35") as changed facts (each superseded a canary, once a
 	// fix at 50%).
 	Supersede string `yaml:"supersede"`
+	// UpgradeBelow: a running fix gives way to a better one in its first
+	// step (Supersede) only while it answers fewer than this share of its
+	// correction check's stale questions right (default 0.9; negative:
+	// never).
+	UpgradeBelow float64 `yaml:"upgrade_below"`
 	// Contradicted is "score" (default) or "off". With "score", during
 	// the rollout of a candidate whose weights.trained lists contradicted
 	// statements ("policy: 30 days": at least two and half of the type's
@@ -227,6 +237,7 @@ func DefaultConfig() Config {
 		TypeTau:        0.5,
 		Order:          "best",
 		Supersede:      "stale",
+		UpgradeBelow:   0.9,
 		Contradicted:   "score",
 		HoldMargin:     0.02,
 		Guardrails: Guardrails{
@@ -269,6 +280,7 @@ func (c Config) WithDefaults() Config {
 	if c.Supersede == "" {
 		c.Supersede = d.Supersede
 	}
+	setFloat(&c.UpgradeBelow, d.UpgradeBelow)
 	if c.Contradicted == "" {
 		c.Contradicted = d.Contradicted
 	}

@@ -390,7 +390,8 @@ func (s *State) futile(ev evidence) (futile bool, closest string) {
 // superseder returns the newest waiting candidate that learnt
 // corrections and either knows of a task type with a contradicted
 // statement the active one was not trained with, or, while the active
-// one is in its first step, knows every such type it knows and answers
+// one is in its first step and answers fewer than UpgradeBelow of its
+// stale questions right, knows every such type it knows and answers
 // its stale questions significantly better (betterFix); unless the
 // active rollout is paused (Config.Supersede). why says which.
 func (s *State) superseder() (p pending, why string, ok bool) {
@@ -406,11 +407,21 @@ func (s *State) superseder() (p pending, why string, ok bool) {
 		if newerTypes(p.facts, a.trained.facts) {
 			return p, "knows a changed task type more", true
 		}
-		if a.step == 0 && !newerTypes(a.trained.facts, p.facts) && betterFix(p.corrections, a.trained.corrections) {
+		if a.step == 0 && staleShare(a.trained.corrections) < s.cfg.UpgradeBelow && !newerTypes(a.trained.facts, p.facts) &&
+			betterFix(p.corrections, a.trained.corrections) {
 			return p, "learnt them better", true
 		}
 	}
 	return pending{}, "", false
+}
+
+// staleShare is the share of check c's stale questions the candidate
+// answered right (1 without any: nothing shows it weak).
+func staleShare(c *events.CorrectionCheck) float64 {
+	if c == nil || c.Stale == 0 {
+		return 1
+	}
+	return float64(c.StaleCandidate) / float64(c.Stale)
 }
 
 // upgradeZ is the one-sided 5% normal quantile: betterFix's threshold.

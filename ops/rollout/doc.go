@@ -36,9 +36,10 @@
 // (reason futile). A candidate is superseded at once (rolled back,
 // reason "superseded by V", Config.Supersede) when a waiting one learnt
 // corrections and knows of a changed fact in a task type that it was not
-// trained with (weights.trained contradicted), or, in its first step,
-// when a waiting fix of the same changed facts answers the stale
-// questions of its correction check significantly better.
+// trained with (weights.trained contradicted), or, in its first step
+// and answering fewer than Config.UpgradeBelow of the stale questions of
+// its correction check right, when a waiting fix of the same changed
+// facts answers them significantly better.
 //
 // The candidate's contradicted statements also score the evidence
 // (Config.Contradicted): while it runs, an answer of either arm that

@@ -508,13 +508,20 @@ func TestSupersedeStaleCandidate(t *testing.T) {
 // advanced.
 func TestSupersedeWeakFix(t *testing.T) {
 	drift := []string{"policy: 30 days"}
-	trained := func(sim *simState, v string, staleRight int) {
+	trained := func(sim *simState, v string, staleRight int, stale ...int) {
 		c := &events.CorrectionCheck{N: 1, Candidate: 1, Stale: 20, StaleCandidate: staleRight}
+		if len(stale) > 0 {
+			c.Stale = stale[0]
+		}
 		sim.apply(&events.WeightsTrained{Version: v, Parent: "A", Accepted: true, Corrections: c, Contradicted: drift}, events.VersionStream(v), 0)
 	}
-	start := func() *simState {
+	start := func(staleRight ...int) *simState {
 		sim := newSimState(t, Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults())
 		trained(sim, "B", 12)
+		if len(staleRight) > 0 {
+			sim = newSimState(t, Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults())
+			trained(sim, "B", staleRight[0], 32)
+		}
 		if d := sim.decide(); d == nil || d.change.Candidate != "B" {
 			t.Fatalf("B did not start: %+v", d)
 		}
@@ -542,6 +549,20 @@ func TestSupersedeWeakFix(t *testing.T) {
 	trained(sim, "E", 20)
 	if d := sim.decide(); d != nil {
 		t.Fatalf("B superseded after its first step: %s %s", d.payload.EventType(), d.change.Reason)
+	}
+
+	// A fix that answers at least UpgradeBelow (0.9) of its stale
+	// questions keeps its first step: 29 of 32 against 32 of 32 (z 1.77,
+	// significant) does not supersede; 28 of 32 does.
+	sim = start(29)
+	trained(sim, "F", 32, 32)
+	if d := sim.decide(); d != nil {
+		t.Fatalf("B (29 of 32) superseded by F (32 of 32): %s %s", d.payload.EventType(), d.change.Reason)
+	}
+	sim = start(28)
+	trained(sim, "F", 32, 32)
+	if d := sim.decide(); d == nil || d.change.Reason != ReasonSuperseded+" by F" {
+		t.Fatalf("B (28 of 32) not superseded by F (32 of 32): %+v", d)
 	}
 }
 
