@@ -220,6 +220,9 @@ type Status struct {
 	// in the background; on the embedded base and bench learn's 3,387
 	// questions it takes 20-35 s on 2 cores). True without a suite.
 	SuiteReady bool `json:"suite_ready"`
+	// SuiteError says why the warm-up failed (cycles then run, and each
+	// gate asks the base again).
+	SuiteError string `json:"suite_error,omitempty"`
 }
 
 // Distiller runs training cycles over the graded-chat projection. One
@@ -316,6 +319,9 @@ func (d *Distiller) Status() Status {
 	st.Position = d.proj.Position()
 	st.NewGraded = d.proj.NewGraded(d.windowStart())
 	st.SuiteReady = !d.cfg.asksSuite() || d.suite.ready.Load()
+	if e := d.suite.warmErr.Load(); e != nil && !st.SuiteReady {
+		st.SuiteError = *e
+	}
 	return st
 }
 
@@ -333,6 +339,17 @@ func (d *Distiller) windowStart() uint64 {
 	return max(w, d.window)
 }
 
+// warmUp computes the base's answers to the regression suite
+// (Status.SuiteReady); on failure it records why (Status.SuiteError),
+// and cycles run without waiting, their gates asking again.
+func (d *Distiller) warmUp(ctx context.Context) {
+	if _, err := d.suiteBase(ctx); err != nil && ctx.Err() == nil {
+		d.log.Warn("regression suite: the base's answers", "err", err)
+		msg := err.Error()
+		d.suite.warmErr.Store(&msg)
+	}
+}
+
 // Due reports whether a cycle should start now: MinNewGraded new
 // trainable graded interactions, or any after Interval since the last
 // cycle (or the start). Not while the distiller warms up
@@ -342,7 +359,7 @@ func (d *Distiller) windowStart() uint64 {
 // then, took 47.7 s in bench learn while the next ones took 17-23 s).
 // If the warm-up failed, cycles run and their gates ask again.
 func (d *Distiller) Due() bool {
-	if d.cfg.asksSuite() && !d.suite.ready.Load() && !d.suite.warmFailed.Load() {
+	if d.cfg.asksSuite() && !d.suite.ready.Load() && d.suite.warmErr.Load() == nil {
 		return false
 	}
 	n := d.proj.NewGraded(d.windowStart())
@@ -380,12 +397,7 @@ func (d *Distiller) Run(ctx context.Context) error {
 	if d.cfg.asksSuite() {
 		// The base's answers to the suite, ready before the first
 		// candidate needs them; a failure here is retried by that gate.
-		go func() {
-			if _, err := d.suiteBase(sctx); err != nil && sctx.Err() == nil {
-				d.log.Warn("regression suite: the base's answers", "err", err)
-				d.suite.warmFailed.Store(true) // cycles run; their gates try again
-			}
-		}()
+		go d.warmUp(sctx)
 	}
 	go func() {
 		subErr <- d.store.Subscribe(sctx, cursor, f, func(_ context.Context, ev events.Event) error {

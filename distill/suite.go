@@ -172,8 +172,9 @@ type suiteCache struct {
 	baseMu sync.Mutex // held while the base's answers are computed
 	base   []suiteAnswer
 	ready  atomic.Bool // base is computed (Status.SuiteReady)
-	// warmFailed: Run's first attempt at base failed (Due no longer waits).
-	warmFailed atomic.Bool
+	// warmErr: why Run's first attempt at base failed (Due no longer
+	// waits; Status.SuiteError).
+	warmErr atomic.Pointer[string]
 
 	mu     sync.Mutex
 	counts map[string]map[string]events.SuiteCount // version -> type

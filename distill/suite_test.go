@@ -338,3 +338,27 @@ func TestSuiteScreenMatchesDecoding(t *testing.T) {
 		}
 	}
 }
+
+// When the warm-up fails (the base cannot answer the suite), Status says
+// why and cycles are due again: each gate then asks the base itself.
+func TestSuiteWarmUpFailureLetsCyclesRun(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	suite := []SuiteCase{{Type: "policy", Messages: []events.ChatMessage{{Role: "user", Content: "What is the refund window?"}}, Expected: "30 days"}}
+	d := newDistiller(t, w, func(c *Config) {
+		c.Suite, c.SuiteGrade = suite, func(SuiteCase, string) (bool, bool) { return true, true }
+	})
+	newWorldData(w, tok, base, 12, 0)
+	catchUp(t, d, w.store)
+	if d.Due() {
+		t.Fatal("a cycle is due before the warm-up")
+	}
+	d.cfg.Chat.Close() // nothing can be answered
+	d.warmUp(context.Background())
+	if st := d.Status(); st.SuiteReady || !strings.Contains(st.SuiteError, "closed") {
+		t.Fatalf("after a failed warm-up: SuiteReady %v, SuiteError %q", st.SuiteReady, st.SuiteError)
+	}
+	if !d.Due() {
+		t.Fatal("no cycle due after the warm-up failed")
+	}
+}

@@ -601,6 +601,9 @@ func waitWarm(ctx context.Context, d *distill.Distiller, done <-chan error, prog
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for !d.Status().SuiteReady {
+		if e := d.Status().SuiteError; e != "" {
+			return 0, fmt.Errorf("bench learn: the distiller's warm-up failed: %s", e)
+		}
 		if time.Since(start) > 10*time.Minute {
 			return 0, errors.New("bench learn: the distiller did not warm up in 10 minutes")
 		}
