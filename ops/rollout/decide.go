@@ -415,6 +415,13 @@ func (s *State) superseder() (p pending, why string, ok bool) {
 	return pending{}, "", false
 }
 
+// failedFix reports whether p was trained knowing facts changed
+// (weights.trained contradicted) and its correction check asked about
+// them but shows it did not learn them (learnt).
+func failedFix(p pending) bool {
+	return len(p.facts) > 0 && p.corrections != nil && p.corrections.Asked() > 0 && !learnt(p.corrections)
+}
+
 // staleShare is the share of check c's stale questions the candidate
 // answered right (1 without any: nothing shows it weak).
 func staleShare(c *events.CorrectionCheck) float64 {
@@ -543,6 +550,10 @@ func (s *State) decide() *decision {
 			return nil
 		}
 		p := s.next()
+		if s.cfg.Supersede == "stale" && failedFix(p) {
+			// The slot waits for a fix that learnt (Config.Supersede).
+			return nil
+		}
 		stable := s.stable
 		if stable == "" {
 			stable = p.parent

@@ -637,3 +637,36 @@ func TestHoldNeedsMoreThanNoise(t *testing.T) {
 		t.Fatalf("a candidate 0.05 below stable on 30 evaluations (standard error 0.26) was not advanced: %+v", d)
 	}
 }
+
+// With Supersede "stale" a fix that did not learn the changed facts it
+// was trained knowing (its check) does not start when the slot is free;
+// the next one that learnt them does. With "off" it starts.
+func TestFailedFixDoesNotStart(t *testing.T) {
+	drift := []string{"policy: 30 days"}
+	trained := func(sim *simState, v string, staleRight int) {
+		c := &events.CorrectionCheck{N: 1, Candidate: 0, Stale: 32, StaleCandidate: staleRight}
+		sim.apply(&events.WeightsTrained{Version: v, Parent: "A", Accepted: true, Corrections: c, Contradicted: drift}, events.VersionStream(v), 0)
+	}
+	for _, mode := range []string{"stale", "off"} {
+		sim := newSimState(t, Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, Supersede: mode}.WithDefaults())
+		trained(sim, "B", 12)
+		d := sim.decide()
+		if mode == "off" {
+			if d == nil || d.change.Candidate != "B" {
+				t.Fatalf("supersede off: B (12 of 32) did not start: %+v", d)
+			}
+			continue
+		}
+		if d != nil {
+			t.Fatalf("B (12 of 32 stale questions, 0 of 1 corrected) started: %s %s", d.payload.EventType(), d.change.Reason)
+		}
+		sim.train("N", "A") // no correction check, no changed facts: not a fix
+		if d := sim.decide(); d != nil {
+			t.Fatalf("with a failed fix the newest, %s started: %s", d.change.Candidate, d.change.Reason)
+		}
+		trained(sim, "C", 30)
+		if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutStarted || d.change.Candidate != "C" {
+			t.Fatalf("C (30 of 32) did not start: %+v", d)
+		}
+	}
+}
