@@ -417,9 +417,12 @@ func (s *State) superseder() (p pending, why string, ok bool) {
 
 // failedFix reports whether p was trained knowing facts changed
 // (weights.trained contradicted) and its correction check asked about
-// them but shows it did not learn them (learnt).
+// them but shows it did not learn them (learnt). A candidate forced past
+// the offline gate (gate_failed) is never one: forcing it is the
+// operator's request for its rollout (held in its first step, HoldMargin),
+// which the controller's choice among fixes does not veto.
 func failedFix(p pending) bool {
-	return len(p.facts) > 0 && p.corrections != nil && p.corrections.Asked() > 0 && !learnt(p.corrections)
+	return !p.gateFailed && len(p.facts) > 0 && p.corrections != nil && p.corrections.Asked() > 0 && !learnt(p.corrections)
 }
 
 // staleShare is the share of check c's stale questions the candidate

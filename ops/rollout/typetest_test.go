@@ -669,4 +669,14 @@ func TestFailedFixDoesNotStart(t *testing.T) {
 			t.Fatalf("C (30 of 32) did not start: %+v", d)
 		}
 	}
+	// A candidate forced past the gate starts whatever its check says
+	// (the bench's inverted-reward candidate once knew a spurious
+	// arithmetic "fact" and answered 0 of 5).
+	sim := newSimState(t, Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults())
+	c := &events.CorrectionCheck{N: 1, Stale: 4}
+	sim.apply(&events.WeightsTrained{Version: "F", Parent: "A", Accepted: true, GateFailed: true, Corrections: c,
+		Contradicted: []string{"arithmetic: the answer is 1"}}, events.VersionStream("F"), 0)
+	if d := sim.decide(); d == nil || d.change.Candidate != "F" {
+		t.Fatalf("the forced candidate F did not start: %+v", d)
+	}
 }
