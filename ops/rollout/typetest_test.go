@@ -515,12 +515,13 @@ func TestSupersedeWeakFix(t *testing.T) {
 		}
 		sim.apply(&events.WeightsTrained{Version: v, Parent: "A", Accepted: true, Corrections: c, Contradicted: drift}, events.VersionStream(v), 0)
 	}
-	start := func(staleRight ...int) *simState {
+	// start runs B, answering 12 of 20 stale questions, or right of 32.
+	start := func(right ...int) *simState {
 		sim := newSimState(t, Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults())
-		trained(sim, "B", 12)
-		if len(staleRight) > 0 {
-			sim = newSimState(t, Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults())
-			trained(sim, "B", staleRight[0], 32)
+		if len(right) > 0 {
+			trained(sim, "B", right[0], 32)
+		} else {
+			trained(sim, "B", 12)
 		}
 		if d := sim.decide(); d == nil || d.change.Candidate != "B" {
 			t.Fatalf("B did not start: %+v", d)
