@@ -71,7 +71,7 @@ func simulateTypesFacts(t testing.TB, cfg Config, seed uint64, shift map[string]
 // of that type's answers turn from wrong to right) is promoted sooner with the per-type tests than with the overall test alone,
 // whose variance is dominated by the differences between types.
 func TestTypeTestFindsSingleTypeFix(t *testing.T) {
-	shift := map[string]float64{"f": 0.6}
+	shift := map[string]float64{"f": 1.0}
 	cfgs := map[string]Config{
 		"overall":  Config{Stable: "A", Steps: []float64{0.05, 0.5, 1}, MinPerArm: 20, MinPerType: 3, MaxPerArm: 3000, TypeTau: -1}.WithDefaults(),
 		"per-type": Config{Stable: "A", Steps: []float64{0.05, 0.5, 1}, MinPerArm: 20, MinPerType: 3, MaxPerArm: 3000, TypeTau: 0.5}.WithDefaults(),
