@@ -318,7 +318,7 @@ func (d *Distiller) Status() Status {
 	d.mu.Unlock()
 	st.Position = d.proj.Position()
 	st.NewGraded = d.proj.NewGraded(d.windowStart())
-	st.SuiteReady = !d.cfg.asksSuite() || d.suite.ready.Load()
+	st.SuiteReady = d.suiteReady()
 	if e := d.suite.warmErr.Load(); e != nil && !st.SuiteReady {
 		st.SuiteError = *e
 	}
@@ -343,12 +343,24 @@ func (d *Distiller) windowStart() uint64 {
 // (Status.SuiteReady); on failure it records why (Status.SuiteError),
 // and cycles run without waiting, their gates asking again.
 func (d *Distiller) warmUp(ctx context.Context) {
-	if _, err := d.suiteBase(ctx); err != nil && ctx.Err() == nil {
-		d.log.Warn("regression suite: the base's answers", "err", err)
-		msg := err.Error()
-		d.suite.warmErr.Store(&msg)
+	if _, err := d.suiteBase(ctx); err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("regression suite: the base's answers", "err", err)
+			msg := err.Error()
+			d.suite.warmErr.Store(&msg)
+		}
+		return
 	}
+	d.mu.Lock()
+	if now := d.cfg.Now(); now.After(d.lastCycle) {
+		d.lastCycle = now // the Interval counts from here (Due)
+	}
+	d.mu.Unlock()
 }
+
+// suiteReady reports whether the base's suite answers are there, or no
+// suite is asked (Status.SuiteReady).
+func (d *Distiller) suiteReady() bool { return !d.cfg.asksSuite() || d.suite.ready.Load() }
 
 // Due reports whether a cycle should start now: MinNewGraded new
 // trainable graded interactions, or any after Interval since the last
@@ -359,7 +371,7 @@ func (d *Distiller) warmUp(ctx context.Context) {
 // then, took 47.7 s in bench learn while the next ones took 17-23 s).
 // If the warm-up failed, cycles run and their gates ask again.
 func (d *Distiller) Due() bool {
-	if d.cfg.asksSuite() && !d.suite.ready.Load() && d.suite.warmErr.Load() == nil {
+	if !d.suiteReady() && d.suite.warmErr.Load() == nil {
 		return false
 	}
 	n := d.proj.NewGraded(d.windowStart())

@@ -264,11 +264,6 @@ func (d *Distiller) suiteBase(ctx context.Context) ([]suiteAnswer, error) {
 		}
 	}
 	d.suite.base = base
-	d.mu.Lock()
-	if now := d.cfg.Now(); now.After(d.lastCycle) {
-		d.lastCycle = now // the Interval counts from here (Due)
-	}
-	d.mu.Unlock()
 	d.suite.ready.Store(true)
 	return base, nil
 }

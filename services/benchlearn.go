@@ -214,18 +214,16 @@ type LearnReport struct {
 	ToolsByVersion  map[string]float64            `json:"tool_calls_per_conversation_by_version"`
 	Summary         workplace.Summary             `json:"workplace_summary"`
 	// Issue 8's checks, computed from the run.
-	Drifts       []DriftCheck           `json:"drift_checks"`
-	MedianFixS   *float64               `json:"median_feedback_to_fix_s,omitempty"`
-	BadCandidate *BadCandidateCheck     `json:"bad_candidate,omitempty"`
-	Acknowledged int                    `json:"acknowledged_interactions"`
-	Lost         int                    `json:"lost_interactions"`
-	Behaviour    BehaviourCheck         `json:"behaviour"`
-	Replay       map[string]ReplayMatch `json:"replay,omitempty"`
-	MustShow     []MustShow             `json:"must_show"`
-	ElapsedS     float64                `json:"elapsed_s"`
-	// WarmUpS is how long the workplace waited for the distiller's
-	// warm-up before its first conversation (waitWarm).
-	WarmUpS         float64                      `json:"warm_up_s"`
+	Drifts          []DriftCheck                 `json:"drift_checks"`
+	MedianFixS      *float64                     `json:"median_feedback_to_fix_s,omitempty"`
+	BadCandidate    *BadCandidateCheck           `json:"bad_candidate,omitempty"`
+	Acknowledged    int                          `json:"acknowledged_interactions"`
+	Lost            int                          `json:"lost_interactions"`
+	Behaviour       BehaviourCheck               `json:"behaviour"`
+	Replay          map[string]ReplayMatch       `json:"replay,omitempty"`
+	MustShow        []MustShow                   `json:"must_show"`
+	ElapsedS        float64                      `json:"elapsed_s"`
+	WarmUpS         float64                      `json:"warm_up_s"` // the workplace's wait for the distiller's warm-up (waitWarm)
 	Text            string                       `json:"-"`
 	perVersionTypes map[string]map[string][2]int `json:"-"`
 }
@@ -600,9 +598,9 @@ func waitWarm(ctx context.Context, d *distill.Distiller, done <-chan error, prog
 	fmt.Fprintf(progress, "bench learn: waiting for the distiller's warm-up (the base answering the regression suite)\n")
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for !d.Status().SuiteReady {
-		if e := d.Status().SuiteError; e != "" {
-			return 0, fmt.Errorf("bench learn: the distiller's warm-up failed: %s", e)
+	for st := d.Status(); !st.SuiteReady; st = d.Status() {
+		if st.SuiteError != "" {
+			return 0, fmt.Errorf("bench learn: the distiller's warm-up failed: %s", st.SuiteError)
 		}
 		if time.Since(start) > 10*time.Minute {
 			return 0, errors.New("bench learn: the distiller did not warm up in 10 minutes")
