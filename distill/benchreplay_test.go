@@ -256,6 +256,12 @@ func TestBenchReplayCycle(t *testing.T) {
 				}
 			}
 			cfg.Rehearsal = keep
+		case "no_updates":
+			setObjective(&cfg, func(o *Objective) { o.UpdateWeight = -1 })
+		case "update_w2":
+			setObjective(&cfg, func(o *Objective) { o.UpdateWeight = 2 })
+		case "update_w12":
+			setObjective(&cfg, func(o *Objective) { o.UpdateWeight = 12 })
 		case "sd_weight_6":
 			setObjective(&cfg, func(o *Objective) { o.SelfDistillWeight = 6 })
 		default:

@@ -32,8 +32,9 @@ const maxCorrectionChecks = 32
 //     statements (number-bounded: "60 days" and not "30 days").
 //
 // The first kind is the customers' own questions, one or two in the
-// first cycles after a drift; the second is every question the change
-// made stale, tens of them, which the training data leaves out. In bench
+// first cycles after a drift; the second is the newest questions the
+// change made stale (staleSplit), which the training data leaves out
+// (the older ones are learnt as updates: staleUpdates). In bench
 // runs one or two held-out corrections could not tell a weak fix (73% of
 // refund questions right once served) from a strong one (92%), and the
 // weak one held the only canary slot for 1,600 conversations.
@@ -55,7 +56,7 @@ func (d *Distiller) correctionCheck(ctx context.Context, version string, cand, p
 		}
 	}
 	asked = asked[max(0, len(asked)-maxCorrectionChecks):]
-	stale = stale[max(0, len(stale)-maxCorrectionChecks):]
+	_, stale = staleSplit(stale)
 	if len(asked) == 0 && len(stale) == 0 {
 		return nil, nil
 	}

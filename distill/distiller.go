@@ -669,6 +669,17 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		if err := d.corrections(ctx, log, ds, pad, cfg.Hyper.Budget()/2); err != nil {
 			return &cycleFailure{"self-distillation", err}
 		}
+		if cfg.Objective.uses(KindUpdated) && !cfg.Pipeline.InvertRewards {
+			// The stale answers the check does not ask, updated. With
+			// inverted rewards (the bad-candidate hook) nothing that
+			// feedback says is learnt.
+			learn, _ := staleSplit(ds.Stale)
+			up := staleUpdates(cfg.Chat.Tok, learn, cfg.Pipeline.MaxSeqLen, cfg.Objective.UpdateWeight)
+			ds.Train = append(ds.Train, up...)
+			if len(learn) > 0 {
+				log.Info("stale updates", "stale", len(ds.Stale), "learnt", len(up))
+			}
+		}
 	}
 	// A cycle goes through its data Epochs times within MaxSteps: a large
 	// window is cut to the step budget, corrections first.

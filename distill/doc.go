@@ -12,8 +12,8 @@
 //     token-sequence hash and, optionally, embedder cosine), per-type
 //     balance, replay anchors per type, and a stable hold-out slice per type
 //     for the offline gate; the cycle's step budget (Dataset.FitBudget:
-//     MaxSteps·BatchSeqs/Epochs examples, self-distilled and corrected
-//     answers first, newest first, round-robin over types); each cycle's
+//     MaxSteps·BatchSeqs/Epochs examples, self-distilled answers, updates
+//     and corrected answers first, newest first, round-robin over types); each cycle's
 //     dataset is written as JSONL with a manifest naming the store
 //     positions it came from (VerifyManifest);
 //   - the objectives (Objective): advantage-weighted policy gradient with
@@ -21,7 +21,10 @@
 //     self-distillation from corrections and hints (the teacher sees the
 //     note and, for a hint, optionally exemplars from memory; the student
 //     does not; a one-off correction, one that replaces no statement most
-//     of its type's corrections replaced, weighs only OneOffWeight), a k3
+//     of its type's corrections replaced, weighs only OneOffWeight),
+//     updates of the answers that state a changed fact (the fact replaced
+//     as the corrections replaced it, learnt from the replacement on:
+//     update.go; the newest of them stay out, for the correction check), a k3
 //     KL term to the stable version on the examples that
 //     keep what it said (not on corrected ones), anchor replay, and
 //     rehearsal of the base's own training data (Config.Rehearsal,

@@ -81,6 +81,17 @@ type Objective struct {
 	// 0.58 (two seeds: 0.21 and 0.59), the refund answers as right (0.83
 	// to 0.85); a cycle before the drift, 0.20/0.57 against 0.22/0.58.
 	OneOffWeight float64
+	// UpdateWeight weighs an update (KindUpdated, staleUpdates): a
+	// recorded answer that states a changed fact, with what customers'
+	// corrections replaced it with in its place, learnt from the
+	// replacement on. Default 6; negative: no updates. Replaying the
+	// four cycles after a drift of bench learn's slowest seed (one to
+	// three refund corrections each; 300 fresh questions per type),
+	// refund questions right: without updates 0, 23, 124 and 236; with
+	// 7-31 updates at 6: 230, 230, 250, 257; at 2: 226, 172, 235, 256.
+	// Arithmetic 266 against 261 of 1,200, unit conversion 726 against
+	// 714 (docs/benchmarks/learn.md, "Thirteenth session").
+	UpdateWeight float64
 	KLCoef       float64
 	// Rehearsal learns the cycle's rehearsal sample; RehearsalWeight
 	// weighs it (default 1.5). RehearsalMargin selects what is rehearsed:
@@ -127,7 +138,7 @@ func correctedExample(ex *Example) bool {
 // example (unless KLOnCorrected), and a rehearsed one, whose answer is
 // the base's training data, not the parent's.
 func (o Objective) klExempt(ex *Example) bool {
-	return o.KLCoef > 0 && (ex.Kind == KindRehearsal || !o.KLOnCorrected && correctedExample(ex))
+	return o.KLCoef > 0 && (ex.Kind == KindRehearsal || !o.KLOnCorrected && (correctedExample(ex) || ex.Kind == KindUpdated))
 }
 
 // noReference is the reference of a sequence of n tokens that the KL term
@@ -168,6 +179,9 @@ func (o *Objective) defaults() {
 	if o.OneOffWeight <= 0 {
 		o.OneOffWeight = 1
 	}
+	if o.UpdateWeight == 0 {
+		o.UpdateWeight = defaultUpdateWeight
+	}
 	if o.RehearsalWeight <= 0 {
 		o.RehearsalWeight = 1.5
 	}
@@ -206,6 +220,8 @@ func (o Objective) uses(kind string) bool {
 		return true
 	case KindRehearsal:
 		return o.Rehearsal
+	case KindUpdated:
+		return o.SelfDistill && o.UpdateWeight > 0
 	}
 	return false
 }
@@ -264,6 +280,9 @@ func (o Objective) batch(exs []*Example, cur, ref [][]float32) (*model.Batch, er
 		}
 		tw := o.tokenWeights(ex, c)
 		for j := range ex.CompletionTokens {
+			if j < ex.LossFrom {
+				continue // context only (Example.LossFrom)
+			}
 			mask[P+j] = true
 			weights[P+j] = tw[j]
 		}

@@ -29,7 +29,8 @@ const (
 	KindRevised = "revised" // a self-distilled answer (teacher saw the correction or hint)
 	KindAnchor  = "anchor"  // an earlier well-graded answer, replayed against forgetting
 	KindHoldOut = "holdout" // for the offline gate only
-	KindStale   = "stale"   // a question whose answer states a changed fact, for the correction check only (Dataset.Stale)
+	KindStale   = "stale"   // a question whose answer states a changed fact (Dataset.Stale): the correction check asks the newest, the cycle learns the rest as KindUpdated
+	KindUpdated = "updated" // a stale question's answer with the changed facts replaced (staleUpdates); learnt from the first replaced token on
 )
 
 // Example is one training or evaluation sequence: the exact prompt token
@@ -42,6 +43,8 @@ const (
 //   - revised: the objective's self-distillation weight × Weight (a
 //     correction fallback's Weight is FallbackWeight/SelfDistillWeight);
 //   - anchor: Weight;
+//   - updated: Weight (Objective.UpdateWeight), on the completion tokens
+//     from LossFrom on;
 //
 // and holdout examples are never trained on.
 type Example struct {
@@ -66,7 +69,12 @@ type Example struct {
 	// Advantage is reward minus the type's baseline (policy examples).
 	Advantage float64 `json:"advantage"`
 	// Weight multiplies the sequence's loss (supervised kinds: positive).
-	Weight     float64  `json:"weight"`
+	Weight float64 `json:"weight"`
+	// LossFrom is the number of leading completion tokens that are
+	// context only: no loss and no KL term at their positions (0: the
+	// whole completion is learnt). An update (KindUpdated) sets it to the
+	// tokens before its first replaced statement.
+	LossFrom   int      `json:"loss_from,omitempty"`
 	Correction string   `json:"correction,omitempty"`
 	Hint       string   `json:"hint,omitempty"`
 	Sources    []Source `json:"sources"`
@@ -480,9 +488,10 @@ type StaleQuestion struct {
 
 // staleQuestions returns the usable graded interactions, in store order,
 // whose answers (without tool calls) state a changed fact (facts): the
-// questions the world changed under. They are not training data
-// (contradicted leaves them out), so asking them tests what a candidate
-// learnt on questions it was not trained on.
+// questions the world changed under. As recorded they are not training
+// data (contradicted leaves them out); the cycle learns the older ones
+// updated (staleUpdates) and asks the newest (staleSplit), which tests
+// what a candidate learnt on questions it was not trained on.
 func staleQuestions(graded []*Interaction, contra map[string][]replacement, facts []string, usable func(*Interaction) bool) []StaleQuestion {
 	if len(facts) == 0 {
 		return nil
@@ -533,8 +542,9 @@ func (ds *Dataset) refreshManifest() {
 // so that a cycle's steps go through its data Epochs times instead of
 // sampling a fraction of a large window once. What the cycle is for comes
 // first: the self-distilled answers (KindRevised, up to half the budget),
-// then the recorded answers that drew a correction or a hint (up to a
-// quarter), both newest first; the rest (policy-gradient examples and
+// then the updates (KindUpdated, up to a quarter), then the recorded
+// answers that drew a correction or a hint (up to a quarter), each
+// newest first; the rest (policy-gradient examples and
 // anchors) fill the remaining budget. Each group is taken round-robin
 // over task types, so that no type (the one with the most corrections)
 // crowds the others out. The dropped count is recorded in
@@ -543,11 +553,13 @@ func (ds *Dataset) FitBudget(budget int) {
 	if budget <= 0 || len(ds.Train) <= budget {
 		return
 	}
-	var revised, corrected, rest []Example
+	var revised, updated, corrected, rest []Example
 	for _, ex := range ds.Train {
 		switch {
 		case ex.Kind == KindRevised:
 			revised = append(revised, ex)
+		case ex.Kind == KindUpdated:
+			updated = append(updated, ex)
 		case ex.Correction != "" || ex.Hint != "":
 			corrected = append(corrected, ex)
 		default:
@@ -556,10 +568,11 @@ func (ds *Dataset) FitBudget(budget int) {
 	}
 	// Newest first within the feedback groups: after a drift the newest
 	// corrections are about the world as it is.
-	for _, g := range [][]Example{revised, corrected} {
+	for _, g := range [][]Example{revised, updated, corrected} {
 		newestFirst(g)
 	}
 	out := roundRobin(revised, budget/2)
+	out = append(out, roundRobin(updated, budget/4)...)
 	out = append(out, roundRobin(corrected, budget/4)...)
 	out = append(out, roundRobin(rest, budget-len(out))...)
 	if len(out) < budget {
@@ -568,7 +581,7 @@ func (ds *Dataset) FitBudget(budget int) {
 		for _, ex := range out {
 			seen[ex.Kind+"\x00"+ex.Interaction]++
 		}
-		for _, group := range [][]Example{revised, corrected, rest} {
+		for _, group := range [][]Example{revised, updated, corrected, rest} {
 			for _, ex := range group {
 				k := ex.Kind + "\x00" + ex.Interaction
 				if seen[k] > 0 {

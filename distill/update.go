@@ -1,0 +1,98 @@
+package distill
+
+import (
+	"citizen/events"
+	"citizen/internal/statement"
+	"citizen/model/tokenizer"
+)
+
+// staleSplit divides the stale questions (Dataset.Stale, store order)
+// into the older ones, which the cycle learns as updates (staleUpdates),
+// and the newest maxCorrectionChecks, which the correction check asks.
+// The check's questions are always the newest, so no version was trained
+// on a question a later cycle's check asks: questions only move from the
+// check to the training data as newer ones arrive.
+func staleSplit(stale []StaleQuestion) (learn, ask []StaleQuestion) {
+	n := max(0, len(stale)-maxCorrectionChecks)
+	return stale[:n], stale[n:]
+}
+
+// staleUpdates renders stale questions as training examples
+// (KindUpdated): the recorded answer with each changed fact it states
+// replaced by what customers' corrections replaced it with ("No, the
+// refund window is 30 days." becomes "No, the refund window is 60
+// days."). Only the tokens from the first changed one on are learnt
+// (Example.LossFrom): the words before it are the recorded answer's, and
+// whether they are still right in the changed world (the verdict "No"
+// for an item bought 45 days ago, now inside the window) is what no
+// correction said. Exact duplicates (same prompt, same updated answer)
+// are kept once; a question whose answer cannot be updated (the
+// replacement matches no span, or more than one) is left out.
+//
+// A drift reaches the data as a few corrections: in bench learn's
+// slowest seed the first three cycles that knew "policy: 30 days" had
+// changed had one or two of them, and their candidates answered 1, 0
+// and 11 of 32 stale questions right. Every answer the store holds that
+// states the old fact says, updated, what the corrections taught, on
+// another question.
+func staleUpdates(tok *tokenizer.Tokenizer, stale []StaleQuestion, maxSeqLen int, weight float64) []Example {
+	var out []Example
+	seen := map[[32]byte]bool{}
+	for i := range stale {
+		q := &stale[i]
+		content, ok := updatedAnswer(q)
+		if !ok {
+			continue
+		}
+		ids, err := answerTokens(tok, q.Messages, content)
+		if err != nil || maxSeqLen > 0 && len(q.PromptTokens)+len(ids) > maxSeqLen {
+			continue
+		}
+		recorded, err := answerTokens(tok, q.Messages, q.Answer.Content)
+		if err != nil {
+			continue
+		}
+		h := tokenHash(q.PromptTokens, ids)
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		kept := 0
+		for kept < len(ids)-1 && kept < len(recorded) && ids[kept] == recorded[kept] {
+			kept++
+		}
+		ex := q.Example
+		ex.Kind, ex.Advantage, ex.BehaviourLogprobs, ex.TargetTokens = KindUpdated, 0, nil, nil
+		ex.Answer = events.ChatMessage{Role: "assistant", Content: content}
+		ex.CompletionTokens, ex.LossFrom, ex.Weight = ids, kept, weight
+		out = append(out, ex)
+	}
+	return out
+}
+
+// updatedAnswer is q's recorded answer with each stale statement replaced
+// by its replacement (editAnswer), when every replacement found its one
+// span and the result states none of the stale statements.
+func updatedAnswer(q *StaleQuestion) (string, bool) {
+	content := q.Answer.Content
+	for i, r := range q.Replacements {
+		if statement.Contains(statement.Normalize(content), q.Stale[i]) {
+			e, ok := editAnswer(content, r)
+			if !ok {
+				return "", false
+			}
+			content = e
+		}
+	}
+	n := statement.Normalize(content)
+	for _, s := range q.Stale {
+		if statement.Contains(n, s) {
+			return "", false
+		}
+	}
+	return content, content != q.Answer.Content
+}
+
+// defaultUpdateWeight is Objective.UpdateWeight's default (its doc says
+// why).
+const defaultUpdateWeight = 6

@@ -1,0 +1,205 @@
+package distill
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"citizen/events"
+)
+
+// staleQ is a stale question asking user, whose recorded answer states
+// stale (replaced by repl); prompt tokens rendered by tok.
+func staleQ(t *testing.T, id, user, answer string, stale, repl []string) StaleQuestion {
+	t.Helper()
+	tok, _ := tinyBase(t)
+	msgs := []events.ChatMessage{{Role: "user", Content: user}}
+	prompt, _, err := tok.RenderChat(toTok(msgs), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp, err := answerTokens(tok, msgs, answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return StaleQuestion{Example: Example{Interaction: id, Type: "policy", Kind: KindStale, Messages: msgs,
+		Answer: events.ChatMessage{Role: "assistant", Content: answer}, PromptTokens: prompt, CompletionTokens: comp,
+		BehaviourLogprobs: make([]float32, len(comp))}, Stale: stale, Replacements: repl}
+}
+
+// A stale answer is learnt with the changed fact replaced, and only from
+// the replacement on: the words before it ("No, the refund window is")
+// are context, so the update does not teach a verdict no correction
+// gave. Exact duplicates count once; an answer the replacement does not
+// fit is left out.
+func TestStaleUpdatesLearnTheReplacementOnly(t *testing.T) {
+	tok, _ := tinyBase(t)
+	one := []string{"30 days"}
+	qs := []StaleQuestion{
+		staleQ(t, "a", "I bought a lamp 45 days ago. Can I still return it?", "No, the refund window is 30 days.", one, []string{"60 days"}),
+		staleQ(t, "dup", "I bought a lamp 45 days ago. Can I still return it?", "No, the refund window is 30 days.", one, []string{"60 days"}),
+		// Two spans read like "60 days": which one is stale is not known.
+		staleQ(t, "two", "How long?", "30 days, I repeat: 30 days.", one, []string{"60 days"}),
+		// Both of the type's changed statements, replaced once.
+		staleQ(t, "both", "What is your refund window?", "The refund window is 30 days.",
+			[]string{"the refund window is 30 days", "30 days"}, []string{"the refund window is 60 days", "60 days"}),
+	}
+	got := staleUpdates(tok, qs, 0, 6)
+	var ids []string
+	for _, ex := range got {
+		ids = append(ids, ex.Interaction)
+	}
+	if !slices.Equal(ids, []string{"a", "both"}) {
+		t.Fatalf("updates of %v; want a and both (dup is a's duplicate, two has two spans)", ids)
+	}
+	for i, want := range []string{"No, the refund window is 60 days.", "The refund window is 60 days."} {
+		ex := got[i]
+		ids, _ := answerTokens(tok, ex.Messages, want)
+		recorded, _ := answerTokens(tok, ex.Messages, qs[map[int]int{0: 0, 1: 3}[i]].Answer.Content)
+		if ex.Kind != KindUpdated || ex.Answer.Content != want || !slices.Equal(ex.CompletionTokens, ids) || ex.Weight != 6 ||
+			ex.BehaviourLogprobs != nil || ex.Advantage != 0 {
+			t.Fatalf("update %+v; want %q as KindUpdated at weight 6 without behaviour logprobs", ex, want)
+		}
+		kept, learnt := tok.Decode(ids[:ex.LossFrom]), tok.Decode(ids[ex.LossFrom:])
+		if ex.LossFrom == 0 || !slices.Equal(ids[:ex.LossFrom], recorded[:ex.LossFrom]) || strings.Contains(kept, "60") || !strings.HasPrefix(strings.TrimSpace(learnt), "6") {
+			t.Fatalf("update %q keeps %q as context and learns %q; want the recorded words up to the replacement kept", want, kept, learnt)
+		}
+	}
+	if got := staleUpdates(tok, qs[:1], len(qs[0].PromptTokens)+3, 6); len(got) != 0 {
+		t.Fatalf("an update longer than MaxSeqLen was kept: %+v", got)
+	}
+}
+
+// The correction check asks the newest stale questions; the cycle
+// learns only the older ones, so no version learnt a question that a
+// later cycle's check asks.
+func TestStaleSplitAsksTheNewest(t *testing.T) {
+	var qs []StaleQuestion
+	for i := range maxCorrectionChecks + 8 {
+		qs = append(qs, StaleQuestion{Example: Example{Interaction: fmt.Sprint(i)}})
+	}
+	learn, ask := staleSplit(qs)
+	if len(learn) != 8 || len(ask) != maxCorrectionChecks || learn[7].Interaction != "7" || ask[0].Interaction != "8" {
+		t.Fatalf("learn %d (last %s), ask %d (first %s); want the 8 oldest learnt, the newest %d asked", len(learn), learn[len(learn)-1].Interaction, len(ask), ask[0].Interaction, maxCorrectionChecks)
+	}
+	if learn, ask := staleSplit(qs[:10]); len(learn) != 0 || len(ask) != 10 {
+		t.Fatalf("10 stale questions: learn %d, ask %d; want all asked", len(learn), len(ask))
+	}
+}
+
+// Example.LossFrom leading completion tokens are context only: no target
+// (so neither loss nor KL term) at their positions; the rest keep their
+// weights.
+func TestLossFromLeavesTheContextOut(t *testing.T) {
+	ex := Example{Kind: KindUpdated, PromptTokens: []int{1, 2, 3}, CompletionTokens: []int{4, 5, 6, 7}, Weight: 6, LossFrom: 2}
+	o := Objective{SelfDistill: true}
+	o.defaults()
+	b, err := o.batch([]*Example{&ex}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Position j predicts token j+1: the completion starts at 3, so
+	// positions 2..5 predict it; 2 and 3 (tokens 4 and 5) are context.
+	if want := []int{-1, -1, -1, -1, 6, 7, -1}; !slices.Equal(b.Targets, want) {
+		t.Fatalf("targets %v, want %v", b.Targets, want)
+	}
+	if b.Weights[4] != 6 || b.Weights[5] != 6 {
+		t.Fatalf("weights %v: the learnt tokens lost their weight", b.Weights)
+	}
+	ex.LossFrom = 0
+	if b, err = o.batch([]*Example{&ex}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{-1, -1, 4, 5, 6, 7, -1}; !slices.Equal(b.Targets, want) {
+		t.Fatalf("LossFrom 0: targets %v, want %v", b.Targets, want)
+	}
+	if !o.uses(KindUpdated) || !(Objective{SelfDistill: true, KLCoef: 0.5}).klExempt(&ex) {
+		t.Fatal("updates are not learnt, or get the KL term that would pull the replaced fact back")
+	}
+	if o.UpdateWeight = -1; o.uses(KindUpdated) {
+		t.Fatal("UpdateWeight -1 still learns updates")
+	}
+}
+
+// The updates come after the revisions and before the recorded answers
+// that drew feedback, at most a quarter of the budget.
+func TestFitBudgetPlacesUpdatesAfterRevisions(t *testing.T) {
+	var ds Dataset
+	for i := range 6 {
+		ds.Train = append(ds.Train, Example{Interaction: fmt.Sprint("u", i), Type: "policy", Kind: KindUpdated,
+			Sources: []Source{{Position: uint64(10 + i)}}})
+	}
+	ds.Train = append(ds.Train, Example{Interaction: "p1", Type: "policy", Kind: KindPolicy, Correction: "60 days"},
+		Example{Interaction: "p1", Type: "policy", Kind: KindRevised, Correction: "60 days"},
+		Example{Interaction: "a", Type: "arithmetic", Kind: KindPolicy})
+	ds.FitBudget(8)
+	var got []string
+	for _, ex := range ds.Train {
+		got = append(got, ex.Kind+":"+ex.Interaction)
+	}
+	want := []string{"revised:p1", "updated:u5", "updated:u4", "policy:p1", "policy:a", "updated:u3", "updated:u2", "updated:u1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("kept %v, want %v (updates newest first, a quarter of the budget, then leftovers)", got, want)
+	}
+}
+
+// A cycle learns the stale answers the correction check does not ask,
+// updated; the check asks the newest maxCorrectionChecks. With inverted
+// rewards (the bad-candidate hook) none is learnt.
+func TestCycleLearnsStaleAnswersUpdated(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	var stale []string
+	for i := range maxCorrectionChecks + 6 {
+		id := w.recordQA(tok, base, "policy", fmt.Sprintf("I bought lamp %d %d days ago. Can I still return it?", i, 20+i), "No, the refund window is 30 days.")
+		w.evaluate(id, "policy", 1, 1, true)
+		stale = append(stale, id)
+	}
+	for i := range 2 {
+		w.correctedQA(tok, base, "policy", fmt.Sprintf("What is the refund window for order %d?", i), "The refund window is 30 days.", "60 days", "")
+	}
+	for i := range 8 {
+		id := w.recordQA(tok, base, "arithmetic", fmt.Sprintf("what is %d plus 1?", i), fmt.Sprintf("The answer is %d.", i+1))
+		w.evaluate(id, "arithmetic", 1, 1, true)
+	}
+	for _, invert := range []bool{false, true} {
+		d := newDistiller(t, w, func(c *Config) {
+			c.CorrectionTemplate = "{correction}"
+			c.Pipeline.InvertRewards = invert
+			c.Gate.ForceAccept = true
+		})
+		catchUp(t, d, w.store)
+		wt, err := d.RunCycle(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := ReadDataset(filepath.Join(d.cfg.DataDir, "datasets", wt.Version))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var updated []string
+		for _, ex := range ds.Train {
+			if ex.Kind == KindUpdated {
+				updated = append(updated, ex.Interaction)
+				if ex.Answer.Content != "No, the refund window is 60 days." || ex.LossFrom == 0 || ex.Weight != d.cfg.Objective.UpdateWeight {
+					t.Fatalf("update %q, LossFrom %d, weight %v", ex.Answer.Content, ex.LossFrom, ex.Weight)
+				}
+			}
+		}
+		if invert {
+			if len(updated) != 0 {
+				t.Fatalf("inverted rewards: %d updates learnt", len(updated))
+			}
+			continue
+		}
+		if !slices.Equal(updated, stale[:6]) || ds.Manifest.KindCounts[KindUpdated] != 6 || d.cfg.Objective.UpdateWeight != 6 {
+			t.Fatalf("updates %v (manifest %v, weight %v); want the 6 oldest stale answers at weight 6", updated, ds.Manifest.KindCounts, d.cfg.Objective.UpdateWeight)
+		}
+		if c := wt.Corrections; c == nil || c.Stale != maxCorrectionChecks {
+			t.Fatalf("correction check %+v; want the newest %d stale questions asked", c, maxCorrectionChecks)
+		}
+	}
+}
