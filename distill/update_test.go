@@ -195,7 +195,7 @@ func TestCycleLearnsStaleAnswersUpdated(t *testing.T) {
 			}
 			continue
 		}
-		if !slices.Equal(updated, stale[:6]) || ds.Manifest.KindCounts[KindUpdated] != 6 || d.cfg.Objective.UpdateWeight != 6 {
+		if !slices.Equal(updated, stale[:6]) || ds.Manifest.KindCounts[KindUpdated] != 6 || d.cfg.Objective.UpdateWeight != 6 || wt.Hyper["update_weight"] != 6 {
 			t.Fatalf("updates %v (manifest %v, weight %v); want the 6 oldest stale answers at weight 6", updated, ds.Manifest.KindCounts, d.cfg.Objective.UpdateWeight)
 		}
 		if c := wt.Corrections; c == nil || c.Stale != maxCorrectionChecks {
