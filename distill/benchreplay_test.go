@@ -18,6 +18,7 @@ import (
 	"citizen/events/eventlog"
 	"citizen/memory"
 	"citizen/model"
+	"citizen/reflection"
 	"citizen/model/chat"
 	"citizen/model/tokenizer"
 	"citizen/workplace"
@@ -260,6 +261,10 @@ func TestBenchReplayCycle(t *testing.T) {
 			setObjective(&cfg, func(o *Objective) { o.UpdateWeight = -1 })
 		case "update_w2":
 			setObjective(&cfg, func(o *Objective) { o.UpdateWeight = 2 })
+		case "update_total_1000":
+			setObjective(&cfg, func(o *Objective) { o.UpdateTotal = 1000 })
+		case "update_total_24":
+			setObjective(&cfg, func(o *Objective) { o.UpdateTotal = 24 })
 		case "update_w12":
 			setObjective(&cfg, func(o *Objective) { o.UpdateWeight = 12 })
 		case "sd_weight_6":
@@ -278,6 +283,15 @@ func TestBenchReplayCycle(t *testing.T) {
 			}
 			t.Fatalf("unknown CITIZEN_BENCH_MUT %q", m)
 		}
+	}
+	if os.Getenv("CITIZEN_BENCH_SUITE") == "1" {
+		// The run's regression suite, asked as the live gate asked it.
+		if cfg.Suite, err = LoadSuite(filepath.Join(dir, "suite.jsonl")); err != nil {
+			t.Fatal(err)
+		}
+		rubrics := reflection.DefaultRubrics()
+		cfg.SuiteGrade = func(c SuiteCase, answer string) (bool, bool) { return rubrics.Judge(c.Type, answer, c.Expected) }
+		cfg.Gate.MaxSuiteLoss = 0.02
 	}
 	t.Logf("objective %+v", cfg.Objective)
 	var indexer *memory.Indexer
@@ -544,6 +558,11 @@ func replayOnce(ctx context.Context, t *testing.T, cfg Config, st events.Store, 
 		wt.Version, wt.WindowFrom, wt.WindowTo, wt.Accepted, wt.Reason, wt.ExamplesPerType, wt.KLToParent, wt.Hyper["steps"], wt.Corrections)
 	for _, k := range sortedKeys(wt.OfflineEval) {
 		t.Logf("    gate %-22s parent %.4f cand %.4f", k, wt.ParentEval[k], wt.OfflineEval[k])
+	}
+	if s := wt.Suite; s != nil {
+		for _, k := range sortedKeys(s.Candidate) {
+			t.Logf("    suite %-16s candidate %d of %d, base %d", k, s.Candidate[k].Right, s.Candidate[k].N, s.Base[k].Right)
+		}
 	}
 	ds, err := ReadDataset(filepath.Join(cfg.DataDir, "datasets", wt.Version))
 	if err != nil {

@@ -584,7 +584,7 @@ func (d *Distiller) hyper() map[string]float64 {
 		"lora_rank": float64(c.LoRA.Rank), "lora_alpha": c.LoRA.Alpha, "lr": c.Hyper.LR, "batch_seqs": float64(c.Hyper.BatchSeqs),
 		"max_steps": float64(c.Hyper.MaxSteps), "min_steps": float64(c.Hyper.MinSteps), "epochs": c.Hyper.Epochs, "importance_cap": c.Objective.ImportanceCap,
 		"kl_coef": c.Objective.KLCoef, "self_distill_weight": c.Objective.SelfDistillWeight, "fallback_weight": c.Objective.FallbackWeight,
-		"edit_weight": c.Objective.EditWeight, "one_off_weight": c.Objective.OneOffWeight, "update_weight": c.Objective.UpdateWeight,
+		"edit_weight": c.Objective.EditWeight, "one_off_weight": c.Objective.OneOffWeight, "update_weight": c.Objective.UpdateWeight, "update_total": c.Objective.UpdateTotal,
 		"anchor_weight":    c.Pipeline.AnchorWeight,
 		"anchors_per_type": float64(c.Pipeline.AnchorsPerType), "holdout_fraction": c.Pipeline.HoldOutFraction,
 		"max_regression": c.Gate.MaxRegression, "kl_budget": c.Gate.KLBudget, "seed": float64(c.Hyper.Seed),
@@ -674,7 +674,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 			// inverted rewards (the bad-candidate hook) nothing that
 			// feedback says is learnt.
 			learn, _ := staleSplit(ds.Stale)
-			up := staleUpdates(cfg.Chat.Tok, learn, cfg.Pipeline.MaxSeqLen, cfg.Objective.UpdateWeight)
+			up := staleUpdates(cfg.Chat.Tok, learn, cfg.Pipeline.MaxSeqLen, cfg.Hyper.Budget()/4, cfg.Objective.UpdateWeight, cfg.Objective.UpdateTotal)
 			ds.Train = append(ds.Train, up...)
 			if len(learn) > 0 {
 				log.Info("stale updates", "stale", len(ds.Stale), "learnt", len(up))

@@ -92,7 +92,10 @@ type Objective struct {
 	// Arithmetic 266 against 261 of 1,200, unit conversion 726 against
 	// 714 (docs/benchmarks/learn.md, "Thirteenth session").
 	UpdateWeight float64
-	KLCoef       float64
+	// UpdateTotal bounds the weight of a cycle's updates together
+	// (default 48): n of them weigh min(UpdateWeight, UpdateTotal/n) each.
+	UpdateTotal float64
+	KLCoef      float64
 	// Rehearsal learns the cycle's rehearsal sample; RehearsalWeight
 	// weighs it (default 1.5). RehearsalMargin selects what is rehearsed:
 	// the conversations whose answer the base wins by less than this many
@@ -181,6 +184,9 @@ func (o *Objective) defaults() {
 	}
 	if o.UpdateWeight == 0 {
 		o.UpdateWeight = defaultUpdateWeight
+	}
+	if o.UpdateTotal <= 0 {
+		o.UpdateTotal = defaultUpdateTotal
 	}
 	if o.RehearsalWeight <= 0 {
 		o.RehearsalWeight = 1.5

@@ -47,7 +47,7 @@ func TestStaleUpdatesLearnTheReplacementOnly(t *testing.T) {
 		staleQ(t, "both", "What is your refund window?", "The refund window is 30 days.",
 			[]string{"the refund window is 30 days", "30 days"}, []string{"the refund window is 60 days", "60 days"}),
 	}
-	got := staleUpdates(tok, qs, 0, 6)
+	got := staleUpdates(tok, qs, 0, 0, 6, 48)
 	var ids []string
 	for _, ex := range got {
 		ids = append(ids, ex.Interaction)
@@ -68,8 +68,42 @@ func TestStaleUpdatesLearnTheReplacementOnly(t *testing.T) {
 			t.Fatalf("update %q keeps %q as context and learns %q; want the recorded words up to the replacement kept", want, kept, learnt)
 		}
 	}
-	if got := staleUpdates(tok, qs[:1], len(qs[0].PromptTokens)+3, 6); len(got) != 0 {
+	if got := staleUpdates(tok, qs[:1], len(qs[0].PromptTokens)+3, 0, 6, 48); len(got) != 0 {
 		t.Fatalf("an update longer than MaxSeqLen was kept: %+v", got)
+	}
+}
+
+// A cycle keeps the newest limit updates, and they share the total
+// weight: each weighs total/n, at most each.
+func TestStaleUpdatesShareTheirWeight(t *testing.T) {
+	tok, _ := tinyBase(t)
+	var qs []StaleQuestion
+	for i := range 10 {
+		qs = append(qs, staleQ(t, fmt.Sprint(i), fmt.Sprintf("I bought lamp %d 45 days ago. Can I still return it?", i),
+			"No, the refund window is 30 days.", []string{"30 days"}, []string{"60 days"}))
+	}
+	for _, c := range []struct {
+		limit  int
+		total  float64
+		first  string
+		n      int
+		weight float64
+	}{
+		{0, 48, "0", 10, 4.8},
+		{8, 48, "2", 8, 6},     // 48/8 = 6: at most each
+		{4, 48, "6", 4, 6},     // 12 each, capped at 6
+		{5, 10, "5", 5, 2},     // 10/5
+		{20, 1000, "0", 10, 6}, // no bound to speak of
+	} {
+		got := staleUpdates(tok, qs, 0, c.limit, 6, c.total)
+		if len(got) != c.n || got[0].Interaction != c.first || got[len(got)-1].Interaction != "9" {
+			t.Fatalf("limit %d: %d updates from %s; want %d, the newest, from %s", c.limit, len(got), got[0].Interaction, c.n, c.first)
+		}
+		for _, ex := range got {
+			if ex.Weight != c.weight {
+				t.Fatalf("limit %d, total %v: weight %v, want %v", c.limit, c.total, ex.Weight, c.weight)
+			}
+		}
 	}
 }
 
