@@ -18,9 +18,9 @@ import (
 	"citizen/events/eventlog"
 	"citizen/memory"
 	"citizen/model"
-	"citizen/reflection"
 	"citizen/model/chat"
 	"citizen/model/tokenizer"
+	"citizen/reflection"
 	"citizen/workplace"
 )
 
