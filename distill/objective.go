@@ -94,6 +94,11 @@ type Objective struct {
 	UpdateWeight float64
 	// UpdateTotal bounds the weight of a cycle's updates together
 	// (default 48): n of them weigh min(UpdateWeight, UpdateTotal/n) each.
+	// Replaying two cycles of a seed-2 run whose candidates the gate
+	// rejected for the arithmetic suite (base 223 of 965 right): with 12
+	// updates 206 uncapped, 210 at 48, 213 without updates; with 25,
+	// 198, 202 and 201. Refund questions right of 300: 247, 240, 240 and
+	// 253, 255, 238.
 	UpdateTotal float64
 	KLCoef      float64
 	// Rehearsal learns the cycle's rehearsal sample; RehearsalWeight
