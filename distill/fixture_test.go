@@ -171,3 +171,18 @@ func targetLogprob(t *testing.T, tok *tokenizer.Tokenizer, m *model.Model, a *mo
 func newChat(tok *tokenizer.Tokenizer, m *model.Model) *chat.Model {
 	return chat.New(tok, model.NewEngine(m, model.EngineConfig{}))
 }
+
+// renderedQA is a one-turn conversation asking user, rendered by tok: its
+// messages, prompt tokens and answer's completion tokens.
+func renderedQA(t testing.TB, tok *tokenizer.Tokenizer, user, answer string) (msgs []events.ChatMessage, prompt, comp []int) {
+	t.Helper()
+	msgs = []events.ChatMessage{{Role: "user", Content: user}}
+	prompt, _, err := tok.RenderChat(toTok(msgs), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if comp, err = answerTokens(tok, msgs, answer); err != nil {
+		t.Fatal(err)
+	}
+	return msgs, prompt, comp
+}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"citizen/events"
 	"citizen/model"
 )
 
@@ -170,15 +169,7 @@ func trainTiny(t *testing.T, exs []Example, o Objective, user, answer string) fl
 func TestKLLeavesCorrectedExamplesOut(t *testing.T) {
 	tok, _ := tinyBase(t)
 	qa := func(kind, user, answer, correction string) Example {
-		msgs := []events.ChatMessage{{Role: "user", Content: user}}
-		prompt, _, err := tok.RenderChat(toTok(msgs), true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		comp, err := answerTokens(tok, msgs, answer)
-		if err != nil {
-			t.Fatal(err)
-		}
+		msgs, prompt, comp := renderedQA(t, tok, user, answer)
 		return Example{Type: "policy", Kind: kind, Messages: msgs, PromptTokens: prompt, CompletionTokens: comp, Weight: 1, Correction: correction}
 	}
 	var revised, anchors []Example

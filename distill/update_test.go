@@ -16,15 +16,7 @@ import (
 func staleQ(t *testing.T, id, user, answer string, stale, repl []string) StaleQuestion {
 	t.Helper()
 	tok, _ := tinyBase(t)
-	msgs := []events.ChatMessage{{Role: "user", Content: user}}
-	prompt, _, err := tok.RenderChat(toTok(msgs), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	comp, err := answerTokens(tok, msgs, answer)
-	if err != nil {
-		t.Fatal(err)
-	}
+	msgs, prompt, comp := renderedQA(t, tok, user, answer)
 	return StaleQuestion{Example: Example{Interaction: id, Type: "policy", Kind: KindStale, Messages: msgs,
 		Answer: events.ChatMessage{Role: "assistant", Content: answer}, PromptTokens: prompt, CompletionTokens: comp,
 		BehaviourLogprobs: make([]float32, len(comp))}, Stale: stale, Replacements: repl}
