@@ -134,19 +134,21 @@ type Objective struct {
 }
 
 // correctedExample reports whether ex carries a correction, which says
-// what the answer should be: the recorded answer that drew it, or its
-// revision (which states the correction, or is the correction itself).
-// A revision from a hint alone is the teacher's guess, checked by no one
-// unless Config.Revise is set: it keeps the KL term.
+// what the answer should be: the recorded answer that drew it, its
+// revision (which states the correction, or is the correction itself),
+// or an update (KindUpdated: another answer with what the corrections
+// replaced put right). A revision from a hint alone is the teacher's
+// guess, checked by no one unless Config.Revise is set: it keeps the KL
+// term.
 func correctedExample(ex *Example) bool {
-	return ex.Correction != ""
+	return ex.Correction != "" || ex.Kind == KindUpdated
 }
 
 // klExempt reports whether the KL term leaves ex out: a corrected
 // example (unless KLOnCorrected), and a rehearsed one, whose answer is
 // the base's training data, not the parent's.
 func (o Objective) klExempt(ex *Example) bool {
-	return o.KLCoef > 0 && (ex.Kind == KindRehearsal || !o.KLOnCorrected && (correctedExample(ex) || ex.Kind == KindUpdated))
+	return o.KLCoef > 0 && (ex.Kind == KindRehearsal || !o.KLOnCorrected && correctedExample(ex))
 }
 
 // noReference is the reference of a sequence of n tokens that the KL term
