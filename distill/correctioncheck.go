@@ -16,8 +16,7 @@ import (
 const maxCorrectionChecks = 32
 
 // correctionCheck asks the candidate and the parent (nil: the base),
-// greedily, two kinds of questions, the most recent maxCorrectionChecks
-// of each:
+// greedily, two kinds of questions, at most maxCorrectionChecks of each:
 //
 //   - the hold-out's corrected questions whose correction replaces a
 //     statement most of its type's corrections replaced (replaced,
@@ -29,7 +28,8 @@ const maxCorrectionChecks = 32
 //   - the stale questions (Dataset.Stale): questions whose recorded
 //     answer states a changed fact and that drew no feedback, counting
 //     the answers that state a replacement and none of the stale
-//     statements (number-bounded: "60 days" and not "30 days").
+//     statements (number-bounded: "60 days" and not "30 days"): the
+//     newest half of them (staleSplit).
 //
 // The first kind is the customers' own questions, one or two in the
 // first cycles after a drift; the second is the newest questions the

@@ -463,7 +463,10 @@ func TestCorrectionCheckCounts(t *testing.T) {
 	q := func(stale, repl string) StaleQuestion {
 		return StaleQuestion{Example: Example{Type: "policy", Messages: msgs, Answer: old}, Stale: []string{stale}, Replacements: []string{repl}}
 	}
+	// The check asks the newest half (staleSplit): the three before
+	// them are learnt, not asked (each would count as wrong).
 	stale := []StaleQuestion{
+		q("zebra", "quartz"), q("zebra", "quartz"), q("zebra", "quartz"),
 		q("30 days", stated),         // states the replacement: right
 		q(stated, stated),            // states the stale statement too: wrong
 		q("30 days", "zebra quartz"), // states no replacement: wrong
@@ -476,7 +479,7 @@ func TestCorrectionCheckCounts(t *testing.T) {
 	if got == nil || *got != want {
 		t.Fatalf("correction check %+v for the answer %q; want %+v", got, said, want)
 	}
-	if got, err := d.correctionCheck(context.Background(), "v", zero, nil, nil, nil, stale[:1]); err != nil || got == nil || *got != (events.CorrectionCheck{Stale: 1, StaleCandidate: 1, StaleParent: 1}) {
+	if got, err := d.correctionCheck(context.Background(), "v", zero, nil, nil, nil, stale[3:4]); err != nil || got == nil || *got != (events.CorrectionCheck{Stale: 1, StaleCandidate: 1, StaleParent: 1}) {
 		t.Fatalf("stale questions alone: %+v, %v", got, err)
 	}
 }

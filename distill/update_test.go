@@ -99,20 +99,30 @@ func TestStaleUpdatesShareTheirWeight(t *testing.T) {
 	}
 }
 
-// The correction check asks the newest stale questions; the cycle
-// learns only the older ones, so no version learnt a question that a
-// later cycle's check asks.
+// The correction check asks the newest half of the stale questions, at
+// most maxCorrectionChecks; the cycle learns only the older ones, and as
+// questions arrive none moves back from the training data into the
+// check, so no version learnt a question that a later cycle's check asks.
 func TestStaleSplitAsksTheNewest(t *testing.T) {
 	var qs []StaleQuestion
-	for i := range maxCorrectionChecks + 8 {
+	for i := range 3*maxCorrectionChecks + 1 {
 		qs = append(qs, StaleQuestion{Example: Example{Interaction: fmt.Sprint(i)}})
 	}
-	learn, ask := staleSplit(qs)
-	if len(learn) != 8 || len(ask) != maxCorrectionChecks || learn[7].Interaction != "7" || ask[0].Interaction != "8" {
-		t.Fatalf("learn %d (last %s), ask %d (first %s); want the 8 oldest learnt, the newest %d asked", len(learn), learn[len(learn)-1].Interaction, len(ask), ask[0].Interaction, maxCorrectionChecks)
+	for _, c := range []struct{ n, learn int }{
+		{0, 0}, {1, 0}, {2, 1}, {31, 15}, {32, 16}, {40, 20}, {64, 32}, {72, 40}, {3*maxCorrectionChecks + 1, 2*maxCorrectionChecks + 1},
+	} {
+		learn, ask := staleSplit(qs[:c.n])
+		if len(learn) != c.learn || len(learn)+len(ask) != c.n || (len(ask) > 0 && ask[0].Interaction != fmt.Sprint(c.learn)) {
+			t.Fatalf("%d stale questions: learn %d, ask %d; want the %d oldest learnt, the rest asked", c.n, len(learn), len(ask), c.learn)
+		}
 	}
-	if learn, ask := staleSplit(qs[:10]); len(learn) != 0 || len(ask) != 10 {
-		t.Fatalf("10 stale questions: learn %d, ask %d; want all asked", len(learn), len(ask))
+	prev := 0
+	for n := range len(qs) + 1 {
+		learn, ask := staleSplit(qs[:n])
+		if len(learn) < prev || len(ask) > maxCorrectionChecks {
+			t.Fatalf("%d stale questions: learn %d after %d, ask %d: a question moved back into the check, or the check is over %d", n, len(learn), prev, len(ask), maxCorrectionChecks)
+		}
+		prev = len(learn)
 	}
 }
 
@@ -173,13 +183,13 @@ func TestFitBudgetPlacesUpdatesAfterRevisions(t *testing.T) {
 }
 
 // A cycle learns the stale answers the correction check does not ask,
-// updated; the check asks the newest maxCorrectionChecks. With inverted
+// updated; the check asks the newest half. With inverted
 // rewards (the bad-candidate hook) none is learnt.
 func TestCycleLearnsStaleAnswersUpdated(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
 	var stale []string
-	for i := range maxCorrectionChecks + 6 {
+	for i := range 12 {
 		id := w.recordQA(tok, base, "policy", fmt.Sprintf("I bought lamp %d %d days ago. Can I still return it?", i, 20+i), "No, the refund window is 30 days.")
 		w.evaluate(id, "policy", 1, 1, true)
 		stale = append(stale, id)
@@ -224,8 +234,8 @@ func TestCycleLearnsStaleAnswersUpdated(t *testing.T) {
 		if !slices.Equal(updated, stale[:6]) || ds.Manifest.KindCounts[KindUpdated] != 6 || d.cfg.Objective.UpdateWeight != 6 || wt.Hyper["update_weight"] != 6 {
 			t.Fatalf("updates %v (manifest %v, weight %v); want the 6 oldest stale answers at weight 6", updated, ds.Manifest.KindCounts, d.cfg.Objective.UpdateWeight)
 		}
-		if c := wt.Corrections; c == nil || c.Stale != maxCorrectionChecks {
-			t.Fatalf("correction check %+v; want the newest %d stale questions asked", c, maxCorrectionChecks)
+		if c := wt.Corrections; c == nil || c.Stale != 6 {
+			t.Fatalf("correction check %+v; want the newest 6 stale questions asked", c)
 		}
 	}
 }
