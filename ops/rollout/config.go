@@ -50,8 +50,9 @@ type Config struct {
 	Tau float64 `yaml:"tau"`
 	// TypeTau, when positive (default 0.5), adds a reward test per task type (a
 	// stratified look at the same evidence): for every type that is at
-	// least TypeShare of the stable arm's evaluations and has MinPerType
-	// evaluations on each arm, the confidence sequence of the type's
+	// least TypeShare of the stable arm's evaluations (or whose facts the
+	// candidate was trained to change, whatever its share) and has
+	// MinPerType evaluations on each arm, the confidence sequence of the type's
 	// difference of mean reward with mixture deviation TypeTau at level
 	// Alpha/k (k such types, Bonferroni), or, when some of them are types
 	// whose facts the candidate was trained to change (weights.trained

@@ -21,6 +21,12 @@ func (m moments) mean() float64 {
 	return m.sum / float64(m.n)
 }
 
+// withEnds is m with one reward of +1 and one of -1 added, the ends of
+// the reward range (pooledVar).
+func (m moments) withEnds() moments {
+	return moments{n: m.n + 2, sum: m.sum, sumsq: m.sumsq + 2}
+}
+
 // variance is the sample variance (n-1), 0 for fewer than two values.
 func (m moments) variance() float64 {
 	if m.n < 2 {
