@@ -139,14 +139,10 @@ func TestChangedTypeTestedAtHalfAlpha(t *testing.T) {
 	}
 }
 
-// A type the candidate was trained to change (weights.trained
-// contradicted) is tested whatever its share of the stable arm's
-// evaluations: in a bench run the policy type made 9.8% of them (a tool
-// call makes an order_status conversation count twice), below
-// TypeShare, and a refund fix at 0.92 against 0.34 on policy gave way
-// as futile at 50%, its one winning type left out. Here the changed
-// type is 2 in 27 (7.4%), the rest split evenly over five others.
-func TestChangedTypeTestedWhateverItsShare(t *testing.T) {
+// skewed is a workload in which type f, the one a candidate is trained
+// to change, is 2 in 27 (7.4%) and five others share the rest (b and e
+// are 95% right: typeMix), with bench learn's evidence sizes.
+func skewed() (Config, []string) {
 	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 30, MinPerType: 2, MaxPerArm: 600, TypeTau: 0.5}.WithDefaults()
 	mix := []string{"f", "f"}
 	for _, typ := range []string{"a", "b", "c", "d", "e"} {
@@ -154,6 +150,20 @@ func TestChangedTypeTestedWhateverItsShare(t *testing.T) {
 			mix = append(mix, typ)
 		}
 	}
+	return cfg, mix
+}
+
+// A type the candidate was trained to change (weights.trained
+// contradicted) is tested whatever its share of the stable arm's
+// evaluations: in a bench run the policy type made 9.8% of them (a tool
+// call makes an order_status conversation count twice), below
+// TypeShare, and a refund fix at 0.92 against 0.34 on policy gave way
+// as futile at 50%, its one winning type left out. On the skewed
+// workload 6 of 20 fixes were promoted when only common types were
+// tested, 17 without pooledVar's adjustment (the rest rolled back for a
+// false regression on a type 95% right).
+func TestChangedTypeTestedWhateverItsShare(t *testing.T) {
+	cfg, mix := skewed()
 	shift := map[string]float64{"f": 1.2}
 	wins := 0
 	for i := range 20 {
@@ -170,20 +180,13 @@ func TestChangedTypeTestedWhateverItsShare(t *testing.T) {
 	}
 }
 
-// A/A on a skewed mix (the changed type 7.4%, two types 95% right) with
-// the bench's evidence sizes (MinPerType 2): false rollbacks for a
+// A/A on the skewed workload: false rollbacks for a
 // regression stay within the per-type tests' share. Measured 11 of 200
 // (15 without pooledVar's adjustment, all on the types 95% right at 3-10
 // evaluations of the candidate).
 func TestTypeTestAASkewedBounded(t *testing.T) {
 	const runs = 200
-	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 30, MinPerType: 2, MaxPerArm: 600, TypeTau: 0.5}.WithDefaults()
-	mix := []string{"f", "f"}
-	for _, typ := range []string{"a", "b", "c", "d", "e"} {
-		for range 5 {
-			mix = append(mix, typ)
-		}
-	}
+	cfg, mix := skewed()
 	harm := 0
 	for i := range runs {
 		var facts []string
