@@ -384,6 +384,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// commonType reports whether a type with n of the stable arm's total
+// evaluations is common: at least TypeShare of them. A step waits for
+// MinPerType candidate evaluations of every common type, and the
+// per-type reward tests cover the common types (and the changed ones).
+func (c Config) commonType(n, total int) bool {
+	return float64(n) >= c.TypeShare*float64(total)
+}
+
 // comparativeSteps is the number of steps at which candidate and stable
 // are compared: all of them, less the last if it is 1 (reaching it is the
 // promotion).

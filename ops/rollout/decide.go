@@ -215,8 +215,7 @@ func (s *State) typeTests(c, st *arm, ev *evidence, put func(string, moments, mo
 	}
 	var types []string
 	for typ, n := range st.types {
-		common := float64(n) >= cfg.TypeShare*float64(st.reward.n) || slices.Contains(changed, typ)
-		if common && c.types[typ] >= max(cfg.MinPerType, 2) && n >= max(cfg.MinPerType, 2) {
+		if (cfg.commonType(n, st.reward.n) || slices.Contains(changed, typ)) && c.types[typ] >= max(cfg.MinPerType, 2) && n >= max(cfg.MinPerType, 2) {
 			types = append(types, typ)
 		}
 	}
@@ -518,7 +517,7 @@ func (s *State) stepReady() bool {
 		return false
 	}
 	for typ, n := range st.types {
-		if float64(n) >= cfg.TypeShare*float64(st.reward.n) && c.types[typ] < cfg.MinPerType {
+		if cfg.commonType(n, st.reward.n) && c.types[typ] < cfg.MinPerType {
 			return false
 		}
 	}
