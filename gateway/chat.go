@@ -182,7 +182,7 @@ func (s *Server) chat(c echo.Context) error {
 		dec.Gen.User = key.User
 	}
 	iid := events.NewID().String()
-	version, err := s.router.Route(dec.Model, stickyKey(dec.Metadata["conversation_id"], dec.Gen.User), s.versionKnown(c.Request().Context()))
+	version, err := s.router.Route(dec.Model, stickyKey(dec.Metadata["conversation_id"], dec.Gen.User), DeclaredType(dec.Metadata), s.versionKnown(c.Request().Context()))
 	if err != nil {
 		return s.fail(c, errModelNotFound(dec.Model))
 	}

@@ -352,25 +352,25 @@ func TestRouterRemembersAssignmentsFromTheStore(t *testing.T) {
 // stable or the candidate, during a rollout, for keys not yet assigned.
 func TestRouterObserve(t *testing.T) {
 	r := NewRouter("v1")
-	r.observe(ModelName, "v1", "c0", "") // no rollout
+	r.observe(recordedRoute{Model: ModelName, ModelVersion: "v1", Conversation: "c0", User: ""}) // no rollout
 	r.SetRollout("v1", "v2", 0.05)
-	r.observe(ModelName, "v2", "c1", "")
-	r.observe(ModelName, "v1", "", "bob") // the user is the key without a conversation
-	r.observe("citizen@v2", "v2", "c2", "")
-	r.observe(ModelName, "v9", "c3", "")
-	r.observe(ModelName, "v2", "", "")
+	r.observe(recordedRoute{Model: ModelName, ModelVersion: "v2", Conversation: "c1", User: ""})
+	r.observe(recordedRoute{Model: ModelName, ModelVersion: "v1", Conversation: "", User: "bob"}) // the user is the key without a conversation
+	r.observe(recordedRoute{Model: "citizen@v2", ModelVersion: "v2", Conversation: "c2", User: ""})
+	r.observe(recordedRoute{Model: ModelName, ModelVersion: "v9", Conversation: "c3", User: ""})
+	r.observe(recordedRoute{Model: ModelName, ModelVersion: "v2", Conversation: "", User: ""})
 	if got := r.remembered(); got != 2 {
 		t.Fatalf("%d keys remembered, want 2 (c1, bob)", got)
 	}
 	known := func(string) bool { return false }
-	if v, _ := r.Route(ModelName, "c1", known); v != "v2" {
+	if v, _ := r.Route(ModelName, "c1", "", known); v != "v2" {
 		t.Errorf("c1 on %s, want the candidate it was observed on", v)
 	}
-	if v, _ := r.Route(ModelName, "bob", known); v != "v1" {
+	if v, _ := r.Route(ModelName, "bob", "", known); v != "v1" {
 		t.Errorf("bob on %s", v)
 	}
-	r.observe(ModelName, "v1", "c1", "") // an arm is never overwritten
-	if v, _ := r.Route(ModelName, "c1", known); v != "v2" {
+	r.observe(recordedRoute{Model: ModelName, ModelVersion: "v1", Conversation: "c1", User: ""}) // an arm is never overwritten
+	if v, _ := r.Route(ModelName, "c1", "", known); v != "v2" {
 		t.Errorf("c1 moved to %s", v)
 	}
 	if err := r.Apply(&events.Event{Type: events.TypeInteractionRecorded, Data: []byte("{")}); err == nil {

@@ -44,7 +44,7 @@ func (r *request) interaction(res *Result) *events.InteractionRecorded {
 		Tenant:        r.key.Tenant,
 		User:          g.User,
 		Conversation:  r.dec.Metadata["conversation_id"],
-		TaskType:      r.dec.Metadata["task_type"],
+		TaskType:      DeclaredType(r.dec.Metadata),
 		Metadata:      r.dec.Metadata,
 		Model:         r.dec.Model,
 		ModelVersion:  res.Version,

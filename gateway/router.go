@@ -31,50 +31,82 @@ type Rollout struct {
 // the conversation id (metadata "conversation_id"), else the user; a
 // request with neither has no key and is assigned on its own.
 //
-// Assignment to the candidate is a quota with a random draw, remembered per
-// key for the candidate's whole rollout: a key seen for the first time
-// during a rollout step goes to the candidate when StickyFraction(key) <
-// weight·(n+1) − c, where n keys were new in this step before it and c of
-// them went to the candidate. The candidate's count therefore never exceeds
-// ⌈weight·N⌉ of the step's N new conversations, and never falls more than
-// one behind weight·N: a hash alone (StickyFraction(key) < weight) left a
-// 4% canary serving 5.5–6.3% of a 240–350-conversation rollout, which is
-// the binomial spread, not the share the controller set. A key keeps its
-// arm until the candidate changes (steps do not move conversations between
-// versions); a rollback or promotion moves everything to the new stable.
+// Assignment to the candidate is a quota with a random draw, kept per
+// stratum and remembered per key for the candidate's whole rollout. The
+// stratum is the request's declared task type (metadata "task_type", else
+// "type"; DeclaredType), so a canary's evidence covers every type in step
+// with the traffic. A key seen for the first time during a rollout step
+// goes to the candidate when StickyFraction(key) < weight·(n+1) − c, where
+// n keys of its stratum were new in this step before it and c of them went
+// to the candidate. In each stratum the candidate's count therefore never
+// exceeds ⌈weight·N⌉ of the step's N new conversations, and never falls
+// more than one behind weight·N. A hash alone (StickyFraction(key) <
+// weight) left a 4% canary serving 5.5–6.3% of a 240–350-conversation
+// rollout, which is the binomial spread, not the share the controller set;
+// one quota over all types still left a canary with 1 arithmetic
+// conversation of 45 while arithmetic was 17% of the traffic, and the
+// controller waits for every common type's evidence. A key keeps its arm
+// (and the stratum of its first request) until the candidate changes
+// (steps do not move conversations between versions); a rollback or
+// promotion moves everything to the new stable. At most maxStrata types
+// get their own quota per step; further types share one.
 //
 // The memory is rebuilt from the store: FollowRollouts replays rollout.*
 // and interaction.recorded events in store order, and a recorded
 // interaction of the public model (not a pinned version) that the
 // candidate or the stable answered during the rollout sets its key's arm
-// when the router has none for it (observe), counting toward the step's
-// quota. So a gateway that restarts mid-rollout keeps every conversation
-// on the version that answered it, and replicas following one store learn
-// each other's assignments within the subscription's delay (a
-// conversation whose requests alternate between replicas faster than that
-// can still be assigned twice; a load balancer should keep a conversation
-// on one replica). Requests without a key are not remembered, so after a
-// restart the step's quota counts only keyed conversations. At most
-// maxAssignedKeys keys are remembered per rollout; beyond that a new key
-// falls back to the hash rule, unremembered. Safe for concurrent use; the
-// rollout controller (or FollowRollouts) updates it.
+// when the router has none for it (observe), counting toward its
+// stratum's quota in the step. So a gateway that restarts mid-rollout
+// keeps every conversation on the version that answered it, and replicas
+// following one store learn each other's assignments within the
+// subscription's delay (a conversation whose requests alternate between
+// replicas faster than that can still be assigned twice; a load balancer
+// should keep a conversation on one replica). Requests without a key are
+// not remembered, so after a restart the step's quota counts only keyed
+// conversations. At most maxAssignedKeys keys are remembered per rollout;
+// beyond that a new key falls back to the hash rule, unremembered. Safe
+// for concurrent use; the rollout controller (or FollowRollouts) updates
+// it.
 type Router struct {
 	mu      sync.RWMutex
 	r       Rollout
 	changed chan struct{} // closed and replaced on every SetRollout
 
-	arms    map[string]bool // sticky key → assigned to the candidate, for r.Candidate
-	newKeys int             // keys first seen in the current step
-	newCand int             // of those, assigned to the candidate
-	draws   uint64          // counter for keyless requests' draws
+	arms  map[string]bool       // sticky key → assigned to the candidate, for r.Candidate
+	step  map[string]*stepQuota // stratum → its quota in the current step
+	draws uint64                // counter for keyless requests' draws
 }
 
-// maxAssignedKeys bounds the router's memory of assignments per rollout.
-const maxAssignedKeys = 1 << 20
+// stepQuota counts one stratum's keys first seen in the current step and,
+// of those, the ones assigned to the candidate.
+type stepQuota struct{ keys, cand int }
+
+const (
+	// maxAssignedKeys bounds the router's memory of assignments per rollout.
+	maxAssignedKeys = 1 << 20
+	// maxStrata bounds the strata with their own quota per step (types
+	// are client-declared); further types share otherStratum's.
+	maxStrata    = 64
+	otherStratum = "\x00other"
+)
+
+// DeclaredType is a request's task type as its client declared it:
+// metadata "task_type", else "type" (the reflection workers read the same
+// keys, in the same order, as a given type). Empty when neither is set.
+func DeclaredType(metadata map[string]string) string {
+	return declaredType(metadata["task_type"], metadata["type"])
+}
+
+func declaredType(taskType, typ string) string {
+	if taskType != "" {
+		return taskType
+	}
+	return typ
+}
 
 // NewRouter returns a router that sends everything to stable.
 func NewRouter(stable string) *Router {
-	return &Router{r: Rollout{Stable: stable}, changed: make(chan struct{}), arms: map[string]bool{}}
+	return &Router{r: Rollout{Stable: stable}, changed: make(chan struct{}), arms: map[string]bool{}, step: map[string]*stepQuota{}}
 }
 
 // Changed returns a channel that is closed at the next SetRollout (for
@@ -100,9 +132,9 @@ func (rt *Router) SetRollout(stable, candidate string, weight float64) {
 	rt.mu.Lock()
 	if candidate != rt.r.Candidate || stable != rt.r.Stable {
 		clear(rt.arms)
-		rt.newKeys, rt.newCand = 0, 0
+		clear(rt.step)
 	} else if weight != rt.r.Weight {
-		rt.newKeys, rt.newCand = 0, 0 // a new step: its own quota
+		clear(rt.step) // a new step: its own quotas
 	}
 	rt.r = Rollout{Stable: stable, Candidate: candidate, Weight: weight}
 	close(rt.changed)
@@ -123,15 +155,16 @@ var errUnknownModel = errors.New("gateway: unknown model")
 
 // Route resolves a requested model to a version. known reports whether a
 // pinned version is served. stickyKey is the conversation or user; empty
-// when the request has neither.
-func (rt *Router) Route(model, stickyKey string, known func(string) bool) (version string, err error) {
+// when the request has neither. stratum is the request's declared type
+// (DeclaredType); empty when it has none.
+func (rt *Router) Route(model, stickyKey, stratum string, known func(string) bool) (version string, err error) {
 	if model == ModelName {
 		r := rt.Rollout()
 		if r.Candidate != "" && r.Weight > 0 {
 			// Assignment writes the router's memory.
 			rt.mu.Lock()
 			r = rt.r
-			onCandidate := r.Candidate != "" && r.Weight > 0 && rt.assign(stickyKey)
+			onCandidate := r.Candidate != "" && r.Weight > 0 && rt.assign(stickyKey, stratum)
 			rt.mu.Unlock()
 			if onCandidate {
 				return r.Candidate, nil
@@ -150,8 +183,9 @@ func (rt *Router) Route(model, stickyKey string, known func(string) bool) (versi
 
 // assign reports whether key goes to the candidate (rt.mu held, a
 // rollout with a positive weight in progress): a remembered key keeps its
-// arm; a new one is drawn against the step's quota (see Router).
-func (rt *Router) assign(key string) bool {
+// arm; a new one is drawn against its stratum's quota in the step (see
+// Router).
+func (rt *Router) assign(key, stratum string) bool {
 	if key != "" {
 		if arm, ok := rt.arms[key]; ok {
 			return arm
@@ -165,16 +199,38 @@ func (rt *Router) assign(key string) bool {
 		rt.draws++
 		draw = "\x00keyless\x00" + strconv.FormatUint(rt.draws, 10)
 	}
-	quota := rt.r.Weight*float64(rt.newKeys+1) - float64(rt.newCand)
-	arm := StickyFraction(draw) < quota
-	rt.newKeys++
-	if arm {
-		rt.newCand++
-	}
+	q := rt.quota(stratum)
+	arm := StickyFraction(draw) < rt.r.Weight*float64(q.keys+1)-float64(q.cand)
+	q.count(arm)
 	if key != "" {
 		rt.arms[key] = arm
 	}
 	return arm
+}
+
+// quota returns stratum's quota in the current step (rt.mu held).
+func (rt *Router) quota(stratum string) *stepQuota {
+	q, ok := rt.step[stratum]
+	if ok {
+		return q
+	}
+	if len(rt.step) >= maxStrata {
+		stratum = otherStratum
+		if q, ok := rt.step[stratum]; ok {
+			return q
+		}
+	}
+	q = &stepQuota{}
+	rt.step[stratum] = q
+	return q
+}
+
+// count adds a key first seen in the step, assigned to the candidate or not.
+func (q *stepQuota) count(candidate bool) {
+	q.keys++
+	if candidate {
+		q.cand++
+	}
 }
 
 // StickyFraction maps a key to [0,1): FNV-1a (64 bit) followed by the
@@ -213,35 +269,47 @@ func (rt *Router) remembered() int {
 // how it was routed.
 type recordedRoute struct {
 	User, Conversation, Model, ModelVersion string
+	Stratum                                 string // the declared type: task_type, else metadata's (DeclaredType)
 }
 
 // routeOf reads the routing fields of an interaction.recorded payload,
 // stopping at model_version: events.InteractionRecorded declares user,
-// conversation and model before it, so the gateway's encoder has written
-// whichever of them are set by then, and the messages, token ids and
-// logprobs after it are never scanned: 3.0 µs per 2.2 KB interaction
-// instead of 11.6 µs for a full decoding (0.03 instead of 0.12 of a core
-// at 10,000 interactions/s during a rollout; BenchmarkRouterApplyRecorded).
-// Another producer that wrote conversation after model_version would have
-// it ignored (its user is then the sticky key); the fuzz test holds the
-// gateway's own encoding to the full decoding.
+// conversation, task_type, metadata and model before it, so the gateway's
+// encoder has written whichever of them are set by then, and the
+// messages, token ids and logprobs after it are never scanned: 3.0 µs per
+// 2.2 KB interaction instead of 11.6 µs for a full decoding (0.03 instead
+// of 0.12 of a core at 10,000 interactions/s during a rollout;
+// BenchmarkRouterApplyRecorded). Another producer that wrote conversation
+// after model_version would have it ignored (its user is then the sticky
+// key); the fuzz test holds the gateway's own encoding to the full
+// decoding.
 func routeOf(data []byte) (recordedRoute, error) {
 	var r recordedRoute
+	var taskType string
+	var meta struct {
+		TaskType string `json:"task_type"`
+		Type     string `json:"type"`
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return r, fmt.Errorf("gateway: interaction.recorded payload is not a JSON object")
 	}
+	stratum := func() string { return declaredType(taskType, declaredType(meta.TaskType, meta.Type)) }
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
 			return r, err
 		}
-		var dst *string
+		var dst any
 		switch t {
 		case "user":
 			dst = &r.User
 		case "conversation":
 			dst = &r.Conversation
+		case "task_type":
+			dst = &taskType
+		case "metadata":
+			dst = &meta
 		case "model":
 			dst = &r.Model
 		case "model_version":
@@ -258,9 +326,11 @@ func routeOf(data []byte) (recordedRoute, error) {
 			return r, err
 		}
 		if dst == &r.ModelVersion {
+			r.Stratum = stratum()
 			return r, nil
 		}
 	}
+	r.Stratum = stratum()
 	_, err := dec.Token() // the closing brace
 	return r, err
 }
@@ -268,28 +338,26 @@ func routeOf(data []byte) (recordedRoute, error) {
 // observe remembers, during a rollout, the arm of a recorded interaction's
 // sticky key (its conversation, else its user) when the router has none
 // for it: the candidate's if the candidate answered it, the stable's if
-// the stable did. Interactions of a pinned version ("citizen@v"), of
-// other versions, without a key, or outside a rollout change nothing.
-func (rt *Router) observe(model, version, conversation, user string) {
-	key := stickyKey(conversation, user)
-	if model != ModelName || key == "" {
+// the stable did, counted in its stratum's quota. Interactions of a pinned
+// version ("citizen@v"), of other versions, without a key, or outside a
+// rollout change nothing.
+func (rt *Router) observe(rec recordedRoute) {
+	key := stickyKey(rec.Conversation, rec.User)
+	if rec.Model != ModelName || key == "" {
 		return
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	r := rt.r
-	if r.Candidate == "" || (version != r.Candidate && version != r.Stable) {
+	if r.Candidate == "" || (rec.ModelVersion != r.Candidate && rec.ModelVersion != r.Stable) {
 		return
 	}
 	if _, ok := rt.arms[key]; ok || len(rt.arms) >= maxAssignedKeys {
 		return
 	}
-	arm := version == r.Candidate
+	arm := rec.ModelVersion == r.Candidate
 	rt.arms[key] = arm
-	rt.newKeys++
-	if arm {
-		rt.newCand++
-	}
+	rt.quota(rec.Stratum).count(arm)
 }
 
 // Apply updates the routing state from a rollout.* event, or its memory of
@@ -306,7 +374,7 @@ func (rt *Router) Apply(ev *events.Event) error {
 		if err != nil {
 			return err
 		}
-		rt.observe(rec.Model, rec.ModelVersion, rec.Conversation, rec.User)
+		rt.observe(rec)
 		return nil
 	}
 	if !strings.HasPrefix(ev.Type, "rollout.") {

@@ -158,10 +158,10 @@ func TestStickyFraction(t *testing.T) {
 	if got := r.Rollout().Weight; got != 1 {
 		t.Fatal(got)
 	}
-	if v, err := r.Route("citizen", "x", func(string) bool { return false }); err != nil || v != "v2" {
+	if v, err := r.Route("citizen", "x", "", func(string) bool { return false }); err != nil || v != "v2" {
 		t.Fatal(v, err)
 	}
-	if _, err := r.Route("citizen@v3", "x", func(string) bool { return false }); !errors.Is(err, errUnknownModel) {
+	if _, err := r.Route("citizen@v3", "x", "", func(string) bool { return false }); !errors.Is(err, errUnknownModel) {
 		t.Fatal(err)
 	}
 }
@@ -195,7 +195,7 @@ func TestRouterQuotaShare(t *testing.T) {
 		cand, hashCand, worst := 0, 0, 0.0
 		for n := 1; n <= 5000; n++ {
 			key := fmt.Sprintf("conv-%d-%g", n, w)
-			v, err := r.Route(ModelName, key, known)
+			v, err := r.Route(ModelName, key, "", known)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,18 +225,18 @@ func TestRouterQuotaShare(t *testing.T) {
 	arm := map[string]string{}
 	for i := range 300 {
 		k := fmt.Sprintf("c%d", i)
-		arm[k], _ = r.Route(ModelName, k, known)
+		arm[k], _ = r.Route(ModelName, k, "", known)
 	}
 	r.SetRollout("v1", "v2", 0.1) // resumed at the same weight: nothing changes
 	r.SetRollout("v1", "v2", 0.5)
 	for k, v := range arm {
-		if got, _ := r.Route(ModelName, k, known); got != v {
+		if got, _ := r.Route(ModelName, k, "", known); got != v {
 			t.Fatalf("%s moved from %s to %s when the step rose", k, v, got)
 		}
 	}
 	newCand := 0
 	for i := range 100 {
-		if v, _ := r.Route(ModelName, fmt.Sprintf("n%d", i), known); v == "v2" {
+		if v, _ := r.Route(ModelName, fmt.Sprintf("n%d", i), "", known); v == "v2" {
 			newCand++
 		}
 	}
@@ -245,14 +245,14 @@ func TestRouterQuotaShare(t *testing.T) {
 	}
 	r.SetRollout("v1", "", 0) // rolled back
 	for k := range arm {
-		if got, _ := r.Route(ModelName, k, known); got != "v1" {
+		if got, _ := r.Route(ModelName, k, "", known); got != "v1" {
 			t.Fatalf("%s on %s after the rollback", k, got)
 		}
 	}
 	r.SetRollout("v1", "v3", 0.05) // a new candidate: fresh assignment
 	n3 := 0
 	for k := range arm {
-		if got, _ := r.Route(ModelName, k, known); got == "v3" {
+		if got, _ := r.Route(ModelName, k, "", known); got == "v3" {
 			n3++
 		}
 	}
@@ -262,12 +262,98 @@ func TestRouterQuotaShare(t *testing.T) {
 	// Requests without a key are assigned one by one, by the same quota.
 	keyless := 0
 	for range 200 {
-		if v, _ := r.Route(ModelName, "", known); v == "v3" {
+		if v, _ := r.Route(ModelName, "", "", known); v == "v3" {
 			keyless++
 		}
 	}
 	if keyless < 8 || keyless > 12 {
 		t.Fatalf("keyless: %d of 200 at 5%%", keyless)
+	}
+}
+
+// The quota is kept per declared type: in every type the candidate's count
+// stays within one conversation of the weight at every point of the step,
+// where one quota over all types lets a type's count stray (a canary with
+// no evidence of a type holds its step); a gateway that rebuilds its memory
+// from the recorded interactions continues each type's quota; client-made
+// types beyond maxStrata share one quota.
+func TestRouterQuotaPerType(t *testing.T) {
+	known := func(string) bool { return false }
+	types := []string{"refund", "arithmetic", "order_status", "unit", "policy", "other"}
+	share := []float64{0.40, 0.17, 0.15, 0.12, 0.10, 0.06}
+	typeOf := func(n int) string { // a fixed, well-mixed draw of the types
+		u := StickyFraction("type-draw-" + strconv.Itoa(n))
+		for i, p := range share {
+			if u < p {
+				return types[i]
+			}
+			u -= p
+		}
+		return types[len(types)-1]
+	}
+	const w, total = 0.04, 3000
+	typed, single := NewRouter("v1"), NewRouter("v1")
+	typed.SetRollout("v1", "v2", w)
+	single.SetRollout("v1", "v2", w)
+	n, c, cs := map[string]int{}, map[string]int{}, map[string]int{}
+	worstSingle := 0.0
+	var recorded []recordedRoute
+	for i := 1; i <= total; i++ {
+		key, typ := fmt.Sprintf("conv-%d", i), typeOf(i)
+		v, err := typed.Route(ModelName, key, typ, known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded = append(recorded, recordedRoute{Model: ModelName, ModelVersion: v, Conversation: key, Stratum: typ})
+		vs, _ := single.Route(ModelName, key, "", known)
+		n[typ]++
+		if v == "v2" {
+			c[typ]++
+		}
+		if vs == "v2" {
+			cs[typ]++
+		}
+		if d := float64(c[typ]) - w*float64(n[typ]); d > 1 || d < -1 {
+			t.Fatalf("%s: %d of %d conversations on the candidate at %g", typ, c[typ], n[typ], w)
+		}
+		worstSingle = max(worstSingle, math.Abs(float64(cs[typ])-w*float64(n[typ])))
+	}
+	if worstSingle < 2 {
+		t.Fatalf("one quota over all types never strayed by 2 conversations in a type (%.2f): the check above is trivial", worstSingle)
+	}
+
+	// A restart half way: the memory rebuilt from the first half's records
+	// keeps each type's quota where it was.
+	again := NewRouter("v1")
+	again.SetRollout("v1", "v2", w)
+	n, c = map[string]int{}, map[string]int{}
+	for _, rec := range recorded[:total/2] {
+		again.observe(rec)
+		n[rec.Stratum]++
+		if rec.ModelVersion == "v2" {
+			c[rec.Stratum]++
+		}
+	}
+	for i := total + 1; i <= total+1000; i++ {
+		key, typ := fmt.Sprintf("conv-%d", i), typeOf(i)
+		v, _ := again.Route(ModelName, key, typ, known)
+		n[typ]++
+		if v == "v2" {
+			c[typ]++
+		}
+		if d := float64(c[typ]) - w*float64(n[typ]); d > 1 || d < -1 {
+			t.Fatalf("after the restart, %s: %d of %d conversations on the candidate", typ, c[typ], n[typ])
+		}
+	}
+
+	// Types made up by clients do not grow the router's memory per step.
+	many := NewRouter("v1")
+	many.SetRollout("v1", "v2", 0.5)
+	for i := range 10 * maxStrata {
+		_, _ = many.Route(ModelName, fmt.Sprintf("c%d", i), fmt.Sprintf("type-%d", i), known)
+	}
+	if got := len(many.step); got > maxStrata+1 {
+		t.Fatalf("%d quotas for %d types; at most %d", got, 10*maxStrata, maxStrata+1)
 	}
 }
 
@@ -297,7 +383,7 @@ func BenchmarkRoute(b *testing.B) {
 					if c.keys == 0 {
 						key = "new-" + strconv.FormatInt(i, 10)
 					}
-					if _, err := r.Route(ModelName, key, known); err != nil {
+					if _, err := r.Route(ModelName, key, "", known); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -348,28 +434,50 @@ func BenchmarkRouterApplyRecorded(b *testing.B) {
 // interaction the gateway's encoder writes, whatever their values (the
 // messages after them may hold anything), and never panics on other bytes.
 func FuzzRouteOf(f *testing.F) {
-	f.Add("alice", "conv-1", ModelName, "v2", `{"x":"}"}`, []byte(`{"user":"a","model_version":"v"}`))
-	f.Add("", "", "citizen@v1", "v1", "\"\\\x00", []byte(`{"model":1}`))
-	f.Add("ü", "c\"", "", "", "", []byte(`[`))
-	f.Fuzz(func(t *testing.T, user, conv, model, version, content string, raw []byte) {
+	f.Add("alice", "conv-1", ModelName, "v2", "refund", "", `{"x":"}"}`, []byte(`{"user":"a","model_version":"v"}`))
+	f.Add("", "", "citizen@v1", "v1", "", "arithmetic", "\"\\\x00", []byte(`{"model":1}`))
+	f.Add("ü", "c\"", "", "", "a", "b", "", []byte(`[`))
+	f.Add("u", "c", ModelName, "v", "", "", "", []byte(`{"metadata":{"type":7},"model_version":"v"}`))
+	f.Fuzz(func(t *testing.T, user, conv, model, version, taskType, typ, content string, raw []byte) {
+		meta := map[string]string{"conversation_id": conv, content: content}
+		if taskType != "" {
+			meta["task_type"] = taskType
+		}
+		if typ != "" {
+			meta["type"] = typ
+		}
 		rec := &events.InteractionRecorded{InteractionID: "i", Tenant: "t", User: user, Conversation: conv, Model: model, ModelVersion: version,
-			Metadata: map[string]string{"conversation_id": conv, content: content}, Messages: []events.ChatMessage{{Role: "user", Content: content}}}
+			TaskType: DeclaredType(meta), Metadata: meta, Messages: []events.ChatMessage{{Role: "user", Content: content}}}
 		ev, err := events.Encode(rec, events.Meta{Stream: "interaction-i"})
 		if err != nil {
 			t.Skip(err)
 		}
 		var want struct {
-			User         string `json:"user"`
-			Conversation string `json:"conversation"`
-			Model        string `json:"model"`
-			ModelVersion string `json:"model_version"`
+			User         string            `json:"user"`
+			Conversation string            `json:"conversation"`
+			TaskType     string            `json:"task_type"`
+			Metadata     map[string]string `json:"metadata"`
+			Model        string            `json:"model"`
+			ModelVersion string            `json:"model_version"`
 		}
 		if err := json.Unmarshal(ev.Data, &want); err != nil {
 			t.Fatal(err)
 		}
+		if want.TaskType != DeclaredType(want.Metadata) {
+			t.Fatalf("recorded task_type %q, metadata %v", want.TaskType, want.Metadata)
+		}
 		got, err := routeOf(ev.Data)
-		if err != nil || got != (recordedRoute{want.User, want.Conversation, want.Model, want.ModelVersion}) {
+		if err != nil || got != (recordedRoute{want.User, want.Conversation, want.Model, want.ModelVersion, want.TaskType}) {
 			t.Fatalf("routeOf(%s) = %+v, %v; want %+v", ev.Data, got, err, want)
+		}
+		// A store written before the gateway recorded task_type from
+		// metadata "type": the stratum is read from the metadata.
+		rec.TaskType = ""
+		if ev, err = events.Encode(rec, events.Meta{Stream: "interaction-i"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := routeOf(ev.Data); err != nil || got.Stratum != want.TaskType {
+			t.Fatalf("without task_type: routeOf(%s) = %+v, %v; want stratum %q", ev.Data, got, err, want.TaskType)
 		}
 		_, _ = routeOf(raw)
 	})

@@ -118,7 +118,8 @@ func (h *harness) one() {
 	h.t.Helper()
 	h.n++
 	id := fmt.Sprintf("i%07d", h.n)
-	v, err := h.router.Route(gateway.ModelName, "conv-"+id, func(string) bool { return true })
+	typ := []string{"qa", "code", "chat"}[h.n%3]
+	v, err := h.router.Route(gateway.ModelName, "conv-"+id, typ, func(string) bool { return true })
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func (h *harness) one() {
 	if r.Float64() < p.tools {
 		tools = 1
 	}
-	ev := &events.InteractionEvaluated{InteractionID: id, Seq: 1, TaskType: []string{"qa", "code", "chat"}[h.n%3],
+	ev := &events.InteractionEvaluated{InteractionID: id, Seq: 1, TaskType: typ,
 		ModelVersion: v, Reward: p.reward + p.rewardSD*r.NormFloat64(), AnswerLength: length, ToolCalls: tools,
 		RubricVersion: "r1", EvaluatorVersion: "e1"}
 	if r.Float64() < p.errRate {
@@ -139,7 +140,7 @@ func (h *harness) one() {
 	if r.Float64() < p.dropRate {
 		ev.Outcome = "timeout"
 	}
-	rec := &events.InteractionRecorded{InteractionID: id, Tenant: "acme", Model: "citizen", ModelVersion: v, Engine: "stub",
+	rec := &events.InteractionRecorded{InteractionID: id, Tenant: "acme", TaskType: typ, Model: "citizen", ModelVersion: v, Engine: "stub",
 		LatencyMS: p.latency * (0.5 + r.Float64())}
 	stream := events.InteractionStream(id)
 	a, err := events.Encode(rec, events.Meta{Stream: stream, Tenant: "acme"})
