@@ -413,6 +413,7 @@ func BenchmarkRouterApplyRecorded(b *testing.B) {
 			evs := make([]events.Event, 1000)
 			for i := range evs {
 				rec.Conversation = fmt.Sprintf("conv-%d", i)
+				rec.TaskType, rec.Metadata = "refund", map[string]string{"type": "refund", "user": "alice", "conversation_id": rec.Conversation}
 				ev, err := events.Encode(rec, events.Meta{Stream: "interaction-" + rec.Conversation})
 				if err != nil {
 					b.Fatal(err)
