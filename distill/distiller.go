@@ -1092,11 +1092,15 @@ func (d *Distiller) editedAnswer(ex *Example) (string, bool) {
 // template, the recorded answer with the correction in place of the span
 // it corrects when it has that shape (an edit, edit true; editAnswer:
 // "60 days" against "No, the refund window is 30 days." gives "No, the
-// refund window is 60 days."), else CorrectionTemplate with the
-// correction.
+// refund window is 60 days."), or the correction when it restates the
+// whole answer with a few words changed (also an edit; rewriteAnswer),
+// else CorrectionTemplate with the correction.
 func (d *Distiller) correctedAnswer(ex *Example) (answer string, edit bool) {
 	if d.cfg.CorrectionTemplate == "{correction}" && len(ex.Answer.ToolCalls) == 0 {
 		if a, ok := editAnswer(ex.Answer.Content, ex.Correction); ok {
+			return a, true
+		}
+		if a, ok := rewriteAnswer(ex.Answer.Content, ex.Correction); ok {
 			return a, true
 		}
 	}

@@ -113,19 +113,49 @@ func TestEditAnswerPutsTheCorrectionInPlace(t *testing.T) {
 	}
 }
 
+func TestRewriteAnswerTakesAWholeAnswerWithAFewWordsChanged(t *testing.T) {
+	for _, c := range []struct {
+		answer, correction, want string
+		ok                       bool
+	}{
+		// The verdict and the window changed: two words of seven.
+		{"No, the refund window is 30 days.", "Yes, the refund window is 60 days.", "Yes, the refund window is 60 days.", true},
+		// Case, spacing and the final stop aside; the answer's stop is kept.
+		{"No, the refund window is 30 days.", "yes,  the Refund window is 60 days", "yes, the Refund window is 60 days.", true},
+		{"Category: billing", "Category: shipping", "", false}, // two words: too short to tell an edit
+		{"The order is lost.", "The order is shipped!", "The order is shipped!", true},
+		// Three of seven words: another answer, for the teacher.
+		{"No, the refund window is 30 days.", "Yes, the return period is 60 days.", "", false},
+		// Another length or wording.
+		{"No, the refund window is 30 days.", "You have 60 days to return it.", "", false},
+		{"No, the refund window is 30 days.", "Yes.", "", false},
+		// Nothing changed.
+		{"No, the refund window is 30 days.", "no, the refund window is 30 days", "", false},
+		{"", "", "", false},
+	} {
+		got, ok := rewriteAnswer(c.answer, c.correction)
+		if ok != c.ok || got != c.want {
+			t.Errorf("rewriteAnswer(%q, %q) = %q, %v; want %q, %v", c.answer, c.correction, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 // A correction that states a number in place of one span of the answer
 // is learnt as the answer so edited (weight EditWeight), without asking
 // the teacher: "60 days" against "No, the refund window is 30 days."
 // gives "No, the refund window is 60 days.", never the teacher's "Yes,
 // ..." (which would contain the correction and be wrong). A correction
-// that is a whole other answer still goes to the teacher. A correction
-// that replaces no statement most of its type's corrections replaced is
-// learnt at OneOffWeight.
+// that restates the whole answer with a few words changed ("Yes, the
+// refund window is 60 days." for an item bought 52 days ago) is an edit
+// too; one that is a whole other answer still goes to the teacher. A
+// correction that replaces no statement most of its type's corrections
+// replaced is learnt at OneOffWeight.
 func TestSpanCorrectionIsLearntAsTheEditedAnswer(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
 	edited := w.correctedQA(tok, base, "policy", "I bought a lamp 80 days ago. Can I still return it?", "No, the refund window is 30 days.", "60 days", "")
-	w.correctedQA(tok, base, "policy", "I bought a lamp 52 days ago. Can I still return it?", "No, the refund window is 30 days.", "Yes, the refund window is 60 days.", "")
+	verdict := w.correctedQA(tok, base, "policy", "I bought a lamp 52 days ago. Can I still return it?", "No, the refund window is 30 days.", "Yes, the refund window is 60 days.", "")
+	w.correctedQA(tok, base, "policy", "How long is the return period?", "The refund window is 30 days.", "You have 60 days to return it.", "")
 	// A second correction of the same statement: most of the type's
 	// corrections replace "30 days", so they are taught at full weight.
 	w.correctedQA(tok, base, "policy", "What is the refund window?", "The refund window is 30 days.", "60 days", "")
@@ -138,17 +168,19 @@ func TestSpanCorrectionIsLearntAsTheEditedAnswer(t *testing.T) {
 	catchUp(t, d, w.store)
 	ds, before := revisedDataset(t, d)
 	sd := ds.Manifest.SelfDistill
-	if sd["edited"] != 3 || sd["revised"]+sd["correction_fallback"]+sd["dropped"] != 1 || sd["one_off"] != 1 ||
+	if sd["edited"] != 4 || sd["revised"]+sd["correction_fallback"]+sd["dropped"] != 1 || sd["one_off"] != 1 ||
 		!slices.Equal(ds.Manifest.Replaced, []string{"policy: 30 days"}) {
-		t.Fatalf("self-distillation %v, replaced %q: want three edits (one of them one-off) and one answer from the teacher (revised, fallback or dropped)", sd, ds.Manifest.Replaced)
+		t.Fatalf("self-distillation %v, replaced %q: want four edits (one of them one-off) and one answer from the teacher (revised, fallback or dropped)", sd, ds.Manifest.Replaced)
 	}
-	var got, gotOneOff *Example
+	var got, gotOneOff, gotVerdict *Example
 	for i := range ds.Train[before:] {
 		switch r := &ds.Train[before+i]; r.Interaction {
 		case edited:
 			got = r
 		case oneOff:
 			gotOneOff = r
+		case verdict:
+			gotVerdict = r
 		}
 	}
 	if got == nil || got.Kind != KindRevised || got.Answer.Content != "No, the refund window is 60 days." {
@@ -161,6 +193,12 @@ func TestSpanCorrectionIsLearntAsTheEditedAnswer(t *testing.T) {
 	o := d.cfg.Objective
 	if w := got.Weight * o.SelfDistillWeight; w != o.EditWeight || o.EditWeight != 12 {
 		t.Fatalf("edited revision weighs %v (objective %+v); want EditWeight 12", w, o)
+	}
+	if gotVerdict == nil || gotVerdict.Answer.Content != "Yes, the refund window is 60 days." || gotVerdict.Weight*o.SelfDistillWeight != o.EditWeight {
+		t.Fatalf("the whole-answer correction's revision %+v; want it learnt as written at EditWeight", gotVerdict)
+	}
+	if want, _ := answerTokens(tok, gotVerdict.Messages, gotVerdict.Answer.Content); !slices.Equal(gotVerdict.CompletionTokens, want) {
+		t.Fatal("the rewritten answer's tokens are not its text's")
 	}
 	if gotOneOff == nil || gotOneOff.Answer.Content != "The answer is 4." || gotOneOff.Weight*o.SelfDistillWeight != o.OneOffWeight || o.OneOffWeight != 1 {
 		t.Fatalf("one-off correction's revision %+v; want the edited answer at OneOffWeight 1", gotOneOff)
