@@ -69,8 +69,9 @@
 // "citizen" goes to the stable version, or to the candidate for a sticky
 // share of conversations (conversation id from metadata "conversation_id",
 // else the user): each step's new conversations are drawn against a quota
-// per declared task type (metadata "task_type", else "type"), so the
-// candidate serves its share of every type within one conversation, and a
+// per declared task type (metadata "task_type", else "type") under the
+// step's overall bound, so the candidate serves at most ⌈weight·N⌉ of N
+// conversations and keeps its share of every type within about two, and a
 // conversation keeps its version for the candidate's whole rollout, across
 // restarts: the assignments are rebuilt from the recorded interactions (see
 // Router).
