@@ -85,11 +85,26 @@ func TestSelfDistillationTeacherSeesNoteStudentDoesNot(t *testing.T) {
 	}
 }
 
+// editCase is one answer, a correction of it, and the edited answer
+// expected (ok false: no edit).
+type editCase struct {
+	answer, correction, want string
+	ok                       bool
+}
+
+// checkEdits runs edit (editAnswer or rewriteAnswer) over cases.
+func checkEdits(t *testing.T, name string, edit func(answer, correction string) (string, bool), cases []editCase) {
+	t.Helper()
+	for _, c := range cases {
+		got, ok := edit(c.answer, c.correction)
+		if ok != c.ok || got != c.want {
+			t.Errorf("%s(%q, %q) = %q, %v; want %q, %v", name, c.answer, c.correction, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 func TestEditAnswerPutsTheCorrectionInPlace(t *testing.T) {
-	for _, c := range []struct {
-		answer, correction, want string
-		ok                       bool
-	}{
+	checkEdits(t, "editAnswer", editAnswer, []editCase{
 		{"The refund window is 30 days.", "60 days", "The refund window is 60 days.", true},
 		{"No, the refund window is 30 days.", "no, the refund window is 60 days", "No, the refund window is 60 days.", true},
 		{"No, the refund window is 30 days.", "60 days.", "No, the refund window is 60 days.", true},
@@ -105,19 +120,11 @@ func TestEditAnswerPutsTheCorrectionInPlace(t *testing.T) {
 		{"The refund window is 60 days.", "60 days", "", false},
 		// Numbers are whole: the one number of the answer is the span.
 		{"Call 1800 now.", "900", "Call 900 now.", true},
-	} {
-		got, ok := editAnswer(c.answer, c.correction)
-		if ok != c.ok || got != c.want {
-			t.Errorf("editAnswer(%q, %q) = %q, %v; want %q, %v", c.answer, c.correction, got, ok, c.want, c.ok)
-		}
-	}
+	})
 }
 
 func TestRewriteAnswerTakesAWholeAnswerWithAFewWordsChanged(t *testing.T) {
-	for _, c := range []struct {
-		answer, correction, want string
-		ok                       bool
-	}{
+	checkEdits(t, "rewriteAnswer", rewriteAnswer, []editCase{
 		// The verdict and the window changed: two words of seven.
 		{"No, the refund window is 30 days.", "Yes, the refund window is 60 days.", "Yes, the refund window is 60 days.", true},
 		// Case, spacing and the final stop aside; the answer's stop is kept.
@@ -132,12 +139,7 @@ func TestRewriteAnswerTakesAWholeAnswerWithAFewWordsChanged(t *testing.T) {
 		// Nothing changed.
 		{"No, the refund window is 30 days.", "no, the refund window is 30 days", "", false},
 		{"", "", "", false},
-	} {
-		got, ok := rewriteAnswer(c.answer, c.correction)
-		if ok != c.ok || got != c.want {
-			t.Errorf("rewriteAnswer(%q, %q) = %q, %v; want %q, %v", c.answer, c.correction, got, ok, c.want, c.ok)
-		}
-	}
+	})
 }
 
 // A correction that states a number in place of one span of the answer

@@ -38,23 +38,25 @@ type Rollout struct {
 // with the traffic. A key seen for the first time during a rollout step
 // goes to the candidate when StickyFraction(key) < weight·(n+1) − c, where
 // n keys of its stratum were new in this step before it and c of them went
-// to the candidate, and while the candidate has fewer than weight·(N+1) of
+// to the candidate, provided the candidate has fewer than weight·(N+1) of
 // the step's N new conversations before it over all strata. So the
 // candidate never has more than ⌈weight·N⌉ of the step's N new
-// conversations, and in each stratum never more than ⌈weight·n⌉ of its n
-// (it falls at most about two behind weight·n). A quota per stratum
-// alone let each stratum's count run up to one ahead, and with six types
-// a 4% canary served 5.9% of a step's first 100 conversations on average
-// (4.9% of 306 in a bench run, against a 5% limit). A hash alone (StickyFraction(key) <
-// weight) left a 4% canary serving 5.5–6.3% of a 240–350-conversation
-// rollout, which is the binomial spread, not the share the controller set;
-// one quota over all types still left a canary with 1 arithmetic
-// conversation of 45 while arithmetic was 17% of the traffic, and the
-// controller waits for every common type's evidence. A key keeps its arm
-// (and the stratum of its first request) until the candidate changes
-// (steps do not move conversations between versions); a rollback or
-// promotion moves everything to the new stable. At most maxStrata types
-// get their own quota per step; further types share one.
+// conversations, nor more than ⌈weight·n⌉ of a stratum's n, and a stratum
+// falls at most about two behind weight·n.
+//
+// Why each part: a hash alone (StickyFraction(key) < weight) left a 4%
+// canary serving 5.5–6.3% of a 240–350-conversation rollout, the binomial
+// spread rather than the share the controller set; one quota over all
+// types left a canary with 1 arithmetic conversation of 45 while
+// arithmetic was 17% of the traffic, and the controller waits for every
+// common type's evidence; quotas per stratum without the overall bound
+// each ran up to one ahead, and over six types a bad candidate served
+// 24 of 526 conversations (⌈0.04·526⌉ is 22).
+//
+// A key keeps its arm (and the stratum of its first request) until the
+// candidate changes (steps do not move conversations between versions); a
+// rollback or promotion moves everything to the new stable. At most
+// maxStrata types get their own quota per step; further types share one.
 //
 // The memory is rebuilt from the store: FollowRollouts replays rollout.*
 // and interaction.recorded events in store order, and a recorded
