@@ -234,9 +234,10 @@ func BenchmarkGate(b *testing.B) {
 // mode=decode answers every question greedily with the adapter (what the
 // gate did before suiteScreen), mode=screen is suiteScore's exact way
 // (SuiteStableMargin negative: one teacher-forced pass over all the
-// base's answers, decoding only those the adapter may change), and
-// mode=near-ties its default (the same, on the questions the base wins
-// by under 2 nats). The suite is the workplace quiz's questions, 200 per
+// base's answers, decoding only those the adapter may change),
+// mode=default the same on the questions the base wins by under 2 nats
+// and every 4th of the others (SuiteStableSample), and mode=near-ties on
+// the near-ties alone (the default until the sixteenth session). The suite is the workplace quiz's questions, 200 per
 // family of the initial world; the adapter is the base's plus a small
 // fixed perturbation; changed% is how many answers it changes, asked% how
 // many questions the mode teacher-forces.
@@ -255,8 +256,8 @@ func BenchmarkSuiteScore(b *testing.B) {
 	}
 	grade := func(c SuiteCase, answer string) (bool, bool) { return strings.Contains(answer, c.Expected), true }
 	ctx := context.Background()
-	distiller := func(stable float64) (*Distiller, []suiteAnswer) {
-		d, err := New(Config{DataDir: b.TempDir(), Base: base, Chat: cm, Suite: suite, SuiteGrade: grade, SuiteStableMargin: stable}, newWorld(b).store, nil)
+	distiller := func(stable float64, sample int) (*Distiller, []suiteAnswer) {
+		d, err := New(Config{DataDir: b.TempDir(), Base: base, Chat: cm, Suite: suite, SuiteGrade: grade, SuiteStableMargin: stable, SuiteStableSample: sample}, newWorld(b).store, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -266,8 +267,9 @@ func BenchmarkSuiteScore(b *testing.B) {
 		}
 		return d, ans
 	}
-	exact, baseAns := distiller(-1)
-	nearTies, nearAns := distiller(0)
+	exact, baseAns := distiller(-1, 0)
+	def, defAns := distiller(0, 0)
+	nearTies, nearAns := distiller(0, -1)
 	a, err := model.NewAdapter("cand", base.Config, DefaultLoRA(), 1)
 	if err != nil {
 		b.Fatal(err)
@@ -293,6 +295,7 @@ func BenchmarkSuiteScore(b *testing.B) {
 		}
 	}
 	near, _ := suiteExamples(nearAns, true)
+	screened, _ := suiteExamples(defAns, true)
 	b.Logf("base: %s; %d questions, %d near-ties; the adapter changes %d answers", what, len(suite), len(near), changed)
 	pct := func(n int) float64 { return 100 * float64(n) / float64(len(suite)) }
 	for _, m := range []struct {
@@ -302,6 +305,7 @@ func BenchmarkSuiteScore(b *testing.B) {
 	}{
 		{"decode", len(suite), func() error { return exact.suiteAsk(ctx, "cand", all, full) }},
 		{"screen", len(suite), func() error { _, err := exact.suiteScreen(ctx, a, baseAns); return err }},
+		{"default", len(screened), func() error { _, err := def.suiteScreen(ctx, a, defAns); return err }},
 		{"near-ties", len(near), func() error { _, err := nearTies.suiteScreen(ctx, a, nearAns); return err }},
 	} {
 		b.Run("mode="+m.name, func(b *testing.B) {

@@ -292,6 +292,12 @@ func TestBenchReplayCycle(t *testing.T) {
 		rubrics := reflection.DefaultRubrics()
 		cfg.SuiteGrade = func(c SuiteCase, answer string) (bool, bool) { return rubrics.Judge(c.Type, answer, c.Expected) }
 		cfg.Gate.MaxSuiteLoss = 0.02
+		if m, err := strconv.ParseFloat(os.Getenv("CITIZEN_BENCH_SUITE_MARGIN"), 64); err == nil {
+			cfg.SuiteStableMargin = m // negative: every question screened
+		}
+		if k, err := strconv.Atoi(os.Getenv("CITIZEN_BENCH_SUITE_SAMPLE")); err == nil {
+			cfg.SuiteStableSample = k // negative: no stable question screened
+		}
 	}
 	t.Logf("objective %+v", cfg.Objective)
 	var indexer *memory.Indexer

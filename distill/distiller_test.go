@@ -2,6 +2,7 @@ package distill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -481,5 +482,88 @@ func TestCorrectionCheckCounts(t *testing.T) {
 	}
 	if got, err := d.correctionCheck(context.Background(), "v", zero, nil, nil, nil, stale[3:4]); err != nil || got == nil || *got != (events.CorrectionCheck{Stale: 1, StaleCandidate: 1, StaleParent: 1}) {
 		t.Fatalf("stale questions alone: %+v, %v", got, err)
+	}
+}
+
+// A cycle whose data does not know a changed fact that the store comes to
+// know while it trains (two corrections of "30 days" arrive) is abandoned
+// before anything is recorded, and the next cycle runs the same window,
+// longer, under the same version, knowing the fact. With
+// FinishStaleCycles the cycle runs to its end.
+func TestCycleAbandonedForAChangedFactItsDataDoesNotKnow(t *testing.T) {
+	for _, finish := range []bool{false, true} {
+		t.Run(fmt.Sprintf("finish=%v", finish), func(t *testing.T) {
+			tok, base := tinyBase(t)
+			w := newWorld(t)
+			for i := range 12 {
+				id := w.recordQA(tok, base, "policy", fmt.Sprintf("I bought lamp %d %d days ago. Can I still return it?", i, 20+i), "No, the refund window is 30 days.")
+				w.evaluate(id, "policy", 1, 1, true)
+			}
+			for i := range 8 {
+				// Half right, half wrong: the first cycle has something to learn.
+				id := w.recordQA(tok, base, "arithmetic", fmt.Sprintf("what is %d plus 1?", i), fmt.Sprintf("The answer is %d.", i+1-i%2))
+				w.evaluate(id, "arithmetic", 1, float64(1-2*(i%2)), true)
+			}
+			started, release := make(chan struct{}), make(chan struct{})
+			calls := 0
+			trainer := TrainerFunc(func(ctx context.Context, job *TrainJob) (TrainResult, error) {
+				calls++
+				if calls == 1 {
+					close(started)
+					<-release
+					if err := ctx.Err(); err != nil {
+						return TrainResult{}, err
+					}
+				}
+				return EmbeddedTrainer{}.Train(ctx, job)
+			})
+			d := newDistiller(t, w, func(c *Config) {
+				c.CorrectionTemplate = "{correction}"
+				c.Gate.ForceAccept = true
+				c.Trainer = trainer
+				c.FinishStaleCycles = finish
+			})
+			catchUp(t, d, w.store)
+			type result struct {
+				wt  events.WeightsTrained
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				wt, err := d.RunCycle(context.Background())
+				done <- result{wt, err}
+			}()
+			<-started
+			for i := range 2 {
+				w.correctedQA(tok, base, "policy", fmt.Sprintf("What is the refund window for order %d?", i), "The refund window is 30 days.", "60 days", "")
+			}
+			catchUp(t, d, w.store) // the corrections reach the distiller while it trains
+			close(release)
+			first := <-done
+			if finish {
+				if first.err != nil || len(first.wt.Contradicted) != 0 || !first.wt.Accepted {
+					t.Fatalf("with FinishStaleCycles: %+v, %v; want the cycle recorded without the fact", first.wt, first.err)
+				}
+				return
+			}
+			if !errors.Is(first.err, ErrCycleAbandoned) {
+				t.Fatalf("RunCycle: %+v, %v; want ErrCycleAbandoned", first.wt, first.err)
+			}
+			if n, _ := d.Projection().Cycles(); n != 0 {
+				t.Fatalf("%d weights.trained recorded for the abandoned cycle", n)
+			}
+			if st := d.Status(); st.Abandoned != 1 || st.State != "idle" || !d.Due() {
+				t.Fatalf("status %+v, due %v; want idle, one abandoned, the window still due", st, d.Due())
+			}
+			wt, err := d.RunCycle(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wt.Version != first.wt.Version || wt.WindowFrom != first.wt.WindowFrom || wt.WindowTo <= first.wt.WindowTo ||
+				!slices.Equal(wt.Contradicted, []string{"policy: 30 days"}) || !wt.Accepted {
+				t.Fatalf("the cycle after: %s window (%d, %d] contradicted %q accepted %v; want %s over (%d, more] knowing policy: 30 days",
+					wt.Version, wt.WindowFrom, wt.WindowTo, wt.Contradicted, wt.Accepted, first.wt.Version, first.wt.WindowFrom)
+			}
+		})
 	}
 }

@@ -269,6 +269,28 @@ func hashUnit(id string) float64 {
 	return float64(binary.BigEndian.Uint64(sum[:8])>>11) / float64(1<<53)
 }
 
+// gradedUpTo are buf's interactions graded by store position to, in
+// evaluation order: what a dataset built up to to knows (baselines are
+// running means of earlier rewards per type).
+func gradedUpTo(buf []Interaction, to uint64) []*Interaction {
+	graded := make([]*Interaction, 0, len(buf))
+	for i := range buf {
+		if buf[i].Eval != nil && buf[i].EvalPosition() <= to {
+			graded = append(graded, &buf[i])
+		}
+	}
+	sort.SliceStable(graded, func(i, j int) bool { return graded[i].EvalPosition() < graded[j].EvalPosition() })
+	return graded
+}
+
+// ChangedFacts are the changed facts (Manifest.Contradicted) that a
+// dataset built from buf up to store position to would know.
+func ChangedFacts(buf []Interaction, to uint64, cfg PipelineConfig) []string {
+	cfg.defaults()
+	_, facts, _ := contradicted(gradedUpTo(buf, to), cfg.GoodReward)
+	return facts
+}
+
 // BuildDataset selects, dedupes, balances and splits the buffer's
 // interactions. The window is the interactions whose evaluation in use is
 // at a position in (from, to]; anchors come from before it. Answers that
@@ -300,15 +322,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		return it.Eval != nil && it.Eval.Trainable && len(it.PromptTokens) > 0 && len(it.CompletionTokens) > 0 && !tooLong(it)
 	}
 
-	// Graded interactions in evaluation order: baselines (running means of
-	// earlier rewards per type) and the split.
-	graded := make([]*Interaction, 0, len(buf))
-	for i := range buf {
-		if buf[i].Eval != nil && buf[i].EvalPosition() <= to {
-			graded = append(graded, &buf[i])
-		}
-	}
-	sort.SliceStable(graded, func(i, j int) bool { return graded[i].EvalPosition() < graded[j].EvalPosition() })
+	graded := gradedUpTo(buf, to)
 	all := map[string][]float64{}
 	for _, it := range graded {
 		if it.Eval.Trainable {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -160,8 +161,11 @@ type suiteAnswer struct {
 	judged, right  bool  // the grader's verdict (judged false: it could not judge)
 	// stable: the base answers this case with a margin of at least
 	// Config.SuiteStableMargin at every token (set on the base's answers
-	// only); candidates keep its verdict without being asked.
-	stable bool
+	// only); candidates keep its verdict without being asked, unless it
+	// is one of the sample (sampled: every Config.SuiteStableSample-th
+	// stable case of its type), which is screened and stands for the
+	// rest.
+	stable, sampled bool
 }
 
 // suiteCache holds the base's answers to the suite (asked once per
@@ -187,8 +191,11 @@ type suiteCache struct {
 //
 // Only the base answers every case by decoding. A version keeps the
 // base's verdict on the cases the base answers with a margin of at least
-// Config.SuiteStableMargin (suiteAnswer.stable). On the others, its
-// greedy answer is the base's exactly when, fed the base's answer, it
+// Config.SuiteStableMargin (suiteAnswer.stable), except a sample of them
+// (suiteAnswer.sampled): per type, what it lost or won on the sample,
+// scaled to all its stable cases, is added to its count of right
+// answers (suiteSampleShift). On the others and the sample, its greedy
+// answer is the base's exactly when, fed the base's answer, it
 // ranks each of its tokens first; one packed teacher-forced pass
 // (answerMargins) finds the cases where it does by at least
 // suiteSureMargin, and those keep the base's verdict too. Only the rest,
@@ -224,6 +231,11 @@ func (d *Distiller) suiteScore(ctx context.Context, a *model.Adapter, key string
 			n.Right++
 		}
 		out[d.cfg.Suite[i].Type] = n
+	}
+	for t, shift := range suiteSampleShift(d.cfg.Suite, base, answers) {
+		n := out[t]
+		n.Right = min(n.N, max(0, n.Right+shift))
+		out[t] = n
 	}
 	if key != "" {
 		d.suite.mu.Lock()
@@ -262,18 +274,64 @@ func (d *Distiller) suiteBase(ctx context.Context) ([]suiteAnswer, error) {
 		for k, i := range idx {
 			base[i].stable = margins[k] >= th
 		}
+		markSample(d.cfg.Suite, base, d.cfg.SuiteStableSample)
 	}
 	d.suite.base = base
 	d.suite.ready.Store(true)
 	return base, nil
 }
 
+// suiteSampleShift is, per type, what a version's answers lost or won
+// against the base's on the sampled stable cases, scaled to the stable
+// cases that were not sampled (rounded): the change in right answers
+// that its count, which keeps the base's verdict on those, is missing.
+func suiteSampleShift(suite []SuiteCase, base, answers []suiteAnswer) map[string]int {
+	sampled, unsampled, delta := map[string]int{}, map[string]int{}, map[string]int{}
+	right := func(a suiteAnswer) int {
+		if a.judged && a.right {
+			return 1
+		}
+		return 0
+	}
+	for i, b := range base {
+		t := suite[i].Type
+		switch {
+		case b.sampled:
+			sampled[t]++
+			delta[t] += right(answers[i]) - right(b)
+		case b.stable:
+			unsampled[t]++
+		}
+	}
+	out := map[string]int{}
+	for t, n := range sampled {
+		if delta[t] != 0 {
+			out[t] = int(math.Round(float64(delta[t]) * float64(unsampled[t]) / float64(n)))
+		}
+	}
+	return out
+}
+
+// markSample marks every k-th stable case of each type (in suite order)
+// as sampled (k 1: every stable case; k negative: none).
+func markSample(suite []SuiteCase, base []suiteAnswer, k int) {
+	seen := map[string]int{}
+	for i := range base {
+		if !base[i].stable {
+			continue
+		}
+		t := suite[i].Type
+		base[i].sampled = k > 0 && seen[t]%k == 0
+		seen[t]++
+	}
+}
+
 // suiteExamples are the base's answers as examples to teacher-force
 // (prompt, then answer), with their indices in base: every asked case,
-// or with unstable only those not stable.
+// or with unstable only those not stable and the sampled stable ones.
 func suiteExamples(base []suiteAnswer, unstable bool) (idx []int, exs []Example) {
 	for i, b := range base {
-		if b.asked && !(unstable && b.stable) {
+		if b.asked && !(unstable && b.stable && !b.sampled) {
 			idx = append(idx, i)
 			exs = append(exs, Example{PromptTokens: b.prompt, CompletionTokens: b.answer})
 		}

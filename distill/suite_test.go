@@ -3,6 +3,7 @@ package distill
 import (
 	"bytes"
 	"context"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -212,8 +213,9 @@ func TestCycleRejectsCandidateLosingSuite(t *testing.T) {
 // suiteScreen returns (the base's where the teacher-forced pass says the
 // adapter keeps them, decoded elsewhere) are token for token those of
 // decoding every case with the adapter, and so are the verdicts. With a
-// stable margin at the base's median, the cases above it are never asked
-// and keep the base's answer, and the others are again exact.
+// stable margin at the base's median, the cases above it keep the base's
+// answer except every SuiteStableSample-th of them (the default 4), which
+// with the others are again exact.
 func TestSuiteScreenMatchesDecoding(t *testing.T) {
 	_, base := tinyBase(t)
 	var suite []SuiteCase
@@ -272,14 +274,28 @@ func TestSuiteScreenMatchesDecoding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stable := 0
+		stable, sampled := 0, 0
+		perType := map[string]int{} // stable cases per type
 		for i, b := range baseAns {
+			if b.stable {
+				perType[suite[i].Type]++
+			}
 			if b.stable != (th >= 0 && margins[i] >= th) {
 				t.Fatalf("stable margin %v: case %d (base margin %v) stable=%v", th, i, margins[i], b.stable)
 			}
-			if b.stable {
+			if b.stable && !b.sampled {
 				stable++
 			}
+			if b.sampled {
+				sampled++
+			}
+		}
+		want := 0
+		for _, n := range perType {
+			want += (n + 3) / 4
+		}
+		if th >= 0 && (sampled == 0 || sampled != want) {
+			t.Fatalf("stable margin %v: %d of %d stable cases sampled; want every 4th of each type, %d", th, sampled, stable+sampled, want)
 		}
 		if th >= 0 && (stable == 0 || stable == len(suite)) {
 			t.Fatalf("stable margin %v: %d of %d cases stable; the test needs some of each", th, stable, len(suite))
@@ -310,16 +326,36 @@ func TestSuiteScreenMatchesDecoding(t *testing.T) {
 				t.Fatal(err)
 			}
 			changed := 0
+			answer := func(a suiteAnswer) suiteAnswer { a.stable, a.sampled = false, false; return a }
 			for i := range suite {
+				kept := baseAns[i].stable && !baseAns[i].sampled
 				want := full[i]
-				if baseAns[i].stable {
+				if kept {
 					want = baseAns[i]
 				}
-				if !reflect.DeepEqual(screened[i], want) {
+				if !reflect.DeepEqual(answer(screened[i]), answer(want)) {
 					t.Fatalf("stable margin %v, scale %v, case %d: screened %+v, want %+v", th, scale, i, screened[i], want)
 				}
-				if !baseAns[i].stable && !reflect.DeepEqual(full[i].answer, baseAns[i].answer) {
+				if !kept && !reflect.DeepEqual(full[i].answer, baseAns[i].answer) {
 					changed++
+				}
+			}
+			// The counts: the screened answers' verdicts, shifted by what
+			// the sample lost or won, scaled to the stable cases.
+			counts, err := d.suiteScore(ctx, a, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			shift := suiteSampleShift(suite, baseAns, screened)
+			for typ, c := range counts {
+				right := 0
+				for i := range suite {
+					if suite[i].Type == typ && screened[i].judged && screened[i].right {
+						right++
+					}
+				}
+				if c.Right != min(c.N, max(0, right+shift[typ])) {
+					t.Fatalf("stable margin %v, scale %v, %s: %d right counted; screened %d, sample shift %d", th, scale, typ, c.Right, right, shift[typ])
 				}
 			}
 			t.Logf("stable margin %.3g, scale %v: %d of %d asked answers differ from the base's; %d decoded", th, scale, changed, len(suite)-stable, decodedCases)
@@ -360,5 +396,31 @@ func TestSuiteWarmUpFailureLetsCyclesRun(t *testing.T) {
 	}
 	if !d.Due() {
 		t.Fatal("no cycle due after the warm-up failed")
+	}
+}
+
+// suiteSampleShift scales what the sampled stable cases lost or won to
+// the stable cases that were not sampled, per type.
+func TestSuiteSampleShift(t *testing.T) {
+	suite := []SuiteCase{{Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "b"}, {Type: "b"}, {Type: "b"}}
+	right := suiteAnswer{asked: true, judged: true, right: true}
+	wrong := suiteAnswer{asked: true, judged: true}
+	stable := func(a suiteAnswer, sampled bool) suiteAnswer { a.stable, a.sampled = true, sampled; return a }
+	base := []suiteAnswer{
+		stable(right, true), stable(right, false), stable(right, false), stable(right, false), // a: 2 sampled, 6 not
+		stable(right, true), stable(right, false), stable(right, false), right, // the last is a near-tie
+		stable(wrong, true), stable(right, false), stable(wrong, false), // b: 1 sampled, 2 not
+	}
+	answers := slices.Clone(base)
+	answers[0] = wrong // a: a sampled case lost
+	answers[7] = wrong // a near-tie lost: counted as it is, not scaled
+	answers[8] = right // b: a sampled case won
+	answers[1] = wrong // an unsampled stable case (never asked in the screen) is not part of the sample
+	got := suiteSampleShift(suite, base, answers)
+	if want := map[string]int{"a": -3, "b": 2}; !maps.Equal(got, want) {
+		t.Fatalf("shift %v, want %v (a: -1 of 2 sampled, 6 not; b: +1 of 1, 2 not)", got, want)
+	}
+	if got := suiteSampleShift(suite, base, base); len(got) != 0 {
+		t.Fatalf("the base's own answers shift %v", got)
 	}
 }

@@ -508,8 +508,9 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 			return rubrics.Judge(c.Type, answer, c.Expected)
 		}
 		cfg.Gate.MaxSuiteLoss = dc.MaxSuiteLoss
-		cfg.SuiteStableMargin = dc.SuiteStableMargin
+		cfg.SuiteStableMargin, cfg.SuiteStableSample = dc.SuiteStableMargin, dc.SuiteStableSample
 	}
+	cfg.FinishStaleCycles = dc.FinishStaleCycles
 	rehearsal, err := a.rehearsal()
 	if err != nil {
 		return nil, err

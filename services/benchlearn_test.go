@@ -215,7 +215,7 @@ func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	}
 	// The service's defaults reach the distiller: the bench's allowance,
 	// and the stable margin below which candidates are asked.
-	if h := wt.Hyper; h["suite_questions"] != float64(len(suite)) || h["max_suite_loss"] != 0.02 || h["suite_stable_margin"] != 2 {
+	if h := wt.Hyper; h["suite_questions"] != float64(len(suite)) || h["max_suite_loss"] != 0.02 || h["suite_stable_margin"] != 2 || h["suite_stable_sample"] != 4 {
 		t.Fatalf("forced candidate %s: suite hyper-parameters %v", b.Version, h)
 	}
 }

@@ -76,7 +76,11 @@ type DistillConfig struct {
 	MaxSuiteLoss float64       `yaml:"max_suite_loss" help:"fraction of a type's suite questions a candidate may lose against its parent or the base"`
 	// SuiteStableMargin: see distill.Config.SuiteStableMargin.
 	SuiteStableMargin float64 `yaml:"suite_stable_margin" help:"nats by which the base must win a suite answer at every token for candidates to keep its verdict unasked (0: the default, 2; negative: ask every question)"`
-	Rehearsal         string  `yaml:"rehearsal" help:"conversations of the base's training data that every cycle rehearses (JSON Lines: type, messages ending with the answer; empty: the checkpoint's rehearsal.jsonl if it has one; off: none)"`
+	// SuiteStableSample: see distill.Config.SuiteStableSample.
+	SuiteStableSample int `yaml:"suite_stable_sample" help:"every k-th of a type's stable suite questions is screened as well, and what it lost or won is scaled to the rest (0: the default, 4; 1: every one, exact; negative: none)"`
+	// FinishStaleCycles: see distill.Config.FinishStaleCycles.
+	FinishStaleCycles bool   `yaml:"finish_stale_cycles" help:"let a running cycle finish when customers' corrections contradict a statement its data does not know (default: abandon it, recording nothing, and start again on the longer window)"`
+	Rehearsal         string `yaml:"rehearsal" help:"conversations of the base's training data that every cycle rehearses (JSON Lines: type, messages ending with the answer; empty: the checkpoint's rehearsal.jsonl if it has one; off: none)"`
 }
 
 // MemoryConfig configures the vector memory.
