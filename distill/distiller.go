@@ -85,15 +85,16 @@ type Config struct {
 	//
 	// SuiteStableSample: every k-th stable question of a type (default
 	// 4) is screened as well, and what the sample lost or won, scaled to
-	// the type's stable questions, is added to the candidate's count
-	// (1: every stable question is screened, exact; negative: none). Until the sixteenth
-	// session no stable question was asked, and bench learn's z15r-fail
-	// promoted a d0004 that lost 4.3 points of unit conversion on the
-	// quiz while the gate counted 12 of 922 suite questions lost:
-	// screened exactly, it lost 40, 28 of them stable. Screening every
-	// question costs 4.4 times the near-ties alone (BenchmarkSuiteScore),
-	// which would make bench learn's cycles about half again as long
-	// (docs/benchmarks/learn.md, "Sixteenth session").
+	// the type's stable questions, is added to the candidate's count (1:
+	// every stable question is screened, exact; negative: none). Until
+	// the sixteenth session no stable question was asked, and bench
+	// learn's z15r-fail promoted a d0004 that lost 4.3 points of unit
+	// conversion on the quiz while the gate counted 12 of 922 suite
+	// questions lost: screened exactly, it lost 40, 28 of them stable;
+	// with the sample the gate counts 52 and rejects it. Screening every
+	// question costs 3.3 times the near-ties alone, the sample 1.6 times
+	// (BenchmarkSuiteScore; docs/benchmarks/learn.md, "Sixteenth
+	// session").
 	SuiteStableMargin float64
 	SuiteStableSample int
 
