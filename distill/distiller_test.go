@@ -567,3 +567,28 @@ func TestCycleAbandonedForAChangedFactItsDataDoesNotKnow(t *testing.T) {
 		})
 	}
 }
+
+// A cycle's data knows a changed fact found as a longer or shorter span
+// of the same answers, of the same type; not another number or type.
+func TestKnowsFact(t *testing.T) {
+	known := []string{"policy: 30 days"}
+	for _, c := range []struct {
+		fact string
+		want bool
+	}{
+		{"policy: 30 days", true},
+		{"policy: the refund window is 30 days", true},
+		{"policy: 30", true},
+		{"policy: 3 days", false},
+		{"policy: the refund window is 300 days", false},
+		{"arithmetic: 30 days", false},
+		{"arithmetic: the answer is 1", false},
+	} {
+		if got := knowsFact(known, c.fact); got != c.want {
+			t.Errorf("knowsFact(%q, %q) = %v, want %v", known, c.fact, got, c.want)
+		}
+	}
+	if knowsFact(nil, "policy: 30 days") {
+		t.Error("a cycle that knows no fact knows one")
+	}
+}

@@ -62,8 +62,15 @@ func runPubSub(t *testing.T, brokers []string) {
 		}
 		return pub, s
 	}
+	// The suite runs its tests in parallel. With one consumer group for
+	// all of them, every subscriber that joins or leaves (each on its own
+	// topic) rebalances every other test's readers, and under load a
+	// test's single message could wait out its 15 s (TestTopic failed so
+	// on kfake during a loaded make test). A group per test keeps the
+	// rebalances inside it; a test's repeated constructor calls (offsets
+	// continued across subscribers) still share one.
 	tests.TestPubSub(t, features(),
-		func(t *testing.T) (message.Publisher, message.Subscriber) { return sub(t, "default") },
+		func(t *testing.T) (message.Publisher, message.Subscriber) { return sub(t, "default-"+t.Name()) },
 		sub)
 }
 
