@@ -140,7 +140,7 @@ type Config struct {
 	// CycleTimeout bounds a cycle's training (default 5 minutes).
 	CycleTimeout time.Duration
 	// FinishStaleCycles keeps a running cycle going when the store comes
-	// to know a changed fact its data does not (ChangedFacts: customers'
+	// to know a changed fact its data does not (changedFacts: customers'
 	// corrections have contradicted a statement since the cycle's window
 	// ended). By default such a cycle is abandoned before it is recorded
 	// and starts again at once on the longer window (at most once per
@@ -374,7 +374,7 @@ func (d *Distiller) abandonIfStale() {
 	if r.stop == nil || !r.knowsFacts {
 		return
 	}
-	for _, f := range ChangedFacts(d.proj.Snapshot(), d.proj.Position(), d.cfg.Pipeline) {
+	for _, f := range changedFacts(d.proj.Snapshot(), d.proj.Position(), d.cfg.Pipeline) {
 		if !knowsFact(r.facts, f) {
 			d.mu.Lock()
 			stop := d.running.stop

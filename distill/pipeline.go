@@ -283,9 +283,9 @@ func gradedUpTo(buf []Interaction, to uint64) []*Interaction {
 	return graded
 }
 
-// ChangedFacts are the changed facts (Manifest.Contradicted) that a
+// changedFacts are the changed facts (Manifest.Contradicted) that a
 // dataset built from buf up to store position to would know.
-func ChangedFacts(buf []Interaction, to uint64, cfg PipelineConfig) []string {
+func changedFacts(buf []Interaction, to uint64, cfg PipelineConfig) []string {
 	cfg.defaults()
 	_, facts, _ := contradicted(gradedUpTo(buf, to), cfg.GoodReward)
 	return facts

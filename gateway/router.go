@@ -293,10 +293,10 @@ type recordedRoute struct {
 // decoding; 8.1 µs with the workplace's three metadata keys, which are
 // decoded for the type a store written before task_type was recorded
 // holds only there (0.08 of a core at 10,000 interactions/s during a
-// rollout; BenchmarkRouterApplyRecorded, idle machine). Another producer that wrote conversation
-// after model_version would have it ignored (its user is then the sticky
-// key); the fuzz test holds the gateway's own encoding to the full
-// decoding.
+// rollout; BenchmarkRouterApplyRecorded, idle machine). Another producer
+// that wrote conversation after model_version would have it ignored (its
+// user is then the sticky key); the fuzz test holds the gateway's own
+// encoding to the full decoding.
 func routeOf(data []byte) (recordedRoute, error) {
 	var r recordedRoute
 	var taskType string
