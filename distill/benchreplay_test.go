@@ -299,6 +299,15 @@ func TestBenchReplayCycle(t *testing.T) {
 			cfg.SuiteStableSample = k // negative: no stable question screened
 		}
 	}
+	if os.Getenv("CITIZEN_BENCH_VET") == "1" {
+		// The rubrics' check-mode graders vet the distiller's own answers
+		// (services sets this unless distill.unvetted_answers).
+		rubrics := reflection.DefaultRubrics()
+		cfg.Revise = func(ex Example, answer string) (bool, bool) {
+			pass, checked, _ := rubrics.Check(ex.Type, ex.Question(), answer)
+			return pass, checked
+		}
+	}
 	t.Logf("objective %+v", cfg.Objective)
 	var indexer *memory.Indexer
 	if os.Getenv("CITIZEN_BENCH_EXEMPLARS") == "1" {

@@ -31,6 +31,10 @@ const maxCorrectionChecks = 32
 //     statements (number-bounded: "60 days" and not "30 days"): the
 //     newest half of them (staleSplit).
 //
+// Where Config.Revise checks an answer, one it rejects is not counted
+// right ("No, the refund window is 60 days." for an item bought 45 days
+// ago states the replacement and a verdict it made wrong).
+//
 // The first kind is the customers' own questions, one or two in the
 // first cycles after a drift; the second is the newest questions the
 // change made stale (staleSplit), which the training data leaves out
@@ -93,18 +97,37 @@ func (d *Distiller) correctionCheck(ctx context.Context, version string, cand, p
 		return nil
 	}
 	for _, ex := range asked {
-		want, _ := d.correctedAnswer(ex)
-		if err := ask(ex, len(ex.TargetTokens), &out.Candidate, &out.Parent, func(a string) bool { return containsFold(a, want) }); err != nil {
+		if err := ask(ex, len(ex.TargetTokens), &out.Candidate, &out.Parent, d.correctionRight(ex)); err != nil {
 			return nil, err
 		}
 	}
 	for i := range stale {
 		q := &stale[i]
-		if err := ask(&q.Example, len(q.CompletionTokens), &out.StaleCandidate, &out.StaleParent, q.answered); err != nil {
+		right := func(a string) bool { return d.staleRight(q, a) }
+		if err := ask(&q.Example, len(q.CompletionTokens), &out.StaleCandidate, &out.StaleParent, right); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// correctionRight says which answers to corrected ex the check counts
+// right: those containing the corrected answer, or, when Config.Revise
+// rejects that (an edit wrong beside the correction), those that state
+// the correction and pass.
+func (d *Distiller) correctionRight(ex *Example) func(answer string) bool {
+	want, _ := d.correctedAnswer(ex)
+	if d.rejects(ex, want) {
+		return func(a string) bool { return containsFold(a, ex.Correction) && !d.rejects(ex, a) }
+	}
+	return func(a string) bool { return containsFold(a, want) }
+}
+
+// staleRight reports whether the check counts answer to q right: it
+// states a replacement and none of the stale statements, and
+// Config.Revise does not reject it.
+func (d *Distiller) staleRight(q *StaleQuestion, answer string) bool {
+	return q.answered(answer) && !d.rejects(&q.Example, answer)
 }
 
 // answered reports whether answer states a replacement of q's stale

@@ -104,10 +104,25 @@ type Config struct {
 	// (rehearsal.go). Rendering them needs Chat's tokenizer.
 	Rehearsal []RehearsalCase
 
-	// Revise checks a teacher's revised answer where a grader can (nil:
-	// only the correction-contained check, and no revisions from hints
-	// unless UncheckedHints).
-	Revise func(ex Example, answer string) bool
+	// Revise vets an answer the distiller writes itself for ex's question
+	// where a grader can (services: the type's check-mode graders,
+	// reflection.Rubrics.Check): pass is false when a check fails,
+	// checked is whether any applied. It vets the teacher's revisions,
+	// the edits of corrected answers and the updated stale answers
+	// (staleUpdates), and what the correction check counts as right; a
+	// hint's revision is made only for answers it checks (unless
+	// UncheckedHints). nil: nothing is vetted beyond the
+	// correction-contained test, and no revisions from hints unless
+	// UncheckedHints.
+	//
+	// An edit or update keeps the recorded answer's other words, and
+	// where a changed fact decides them they go stale with it: "No, the
+	// refund window is 30 days." edited with the correction "60 days" for
+	// an item bought 45 days ago says "No, the refund window is 60
+	// days.". A rejected edit or update is given to the teacher, whose
+	// revision replaces it when it passes; else it is learnt only from
+	// the corrected span on (Example.LossFrom).
+	Revise func(ex Example, answer string) (pass, checked bool)
 	// UncheckedHints keeps the teacher's revisions of answers that drew a
 	// hint without a correction when no Revise grader checks them. Off by
 	// default: on the base checkpoint such a revision is mostly another
@@ -810,10 +825,21 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 			// inverted rewards (the bad-candidate hook) nothing that
 			// feedback says is learnt.
 			learn, _ := staleSplit(ds.Stale)
-			up := staleUpdates(cfg.Chat.Tok, learn, cfg.Pipeline.MaxSeqLen, cfg.Hyper.Budget()/4, cfg.Objective.UpdateWeight, cfg.Objective.UpdateTotal)
+			rv, err := d.updateReviser(ctx, pad)
+			if err != nil {
+				return &cycleFailure{"self-distillation", err}
+			}
+			up := staleUpdates(cfg.Chat.Tok, learn, cfg.Pipeline.MaxSeqLen, cfg.Hyper.Budget()/4, cfg.Objective.UpdateWeight, cfg.Objective.UpdateTotal, rv.revise)
+			rv.close()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			ds.Train = append(ds.Train, up...)
 			if len(learn) > 0 {
-				log.Info("stale updates", "stale", len(ds.Stale), "learnt", len(up))
+				log.Info("stale updates", "stale", len(ds.Stale), "learnt", len(up), "rejected", rv.rejected, "revised", rv.revised)
+				if ds.Manifest.SelfDistill != nil {
+					ds.Manifest.SelfDistill["updates_rejected"], ds.Manifest.SelfDistill["updates_revised"] = rv.rejected, rv.revised
+				}
 			}
 		}
 	}
@@ -1052,7 +1078,8 @@ func (d *Distiller) evaluate(ctx context.Context, a *model.Adapter, hold []Examp
 	return out, nil
 }
 
-// corrections renders corrections as target answers and, with
+// corrections renders corrections as target answers (in the hold-out,
+// only those Config.Revise does not reject) and, with
 // self-distillation on, asks the teacher (the parent with the correction
 // or hint in its context) for revised answers: of at most limit corrected
 // examples (limit <= 0: all), the newest first, taken round-robin over
@@ -1060,13 +1087,20 @@ func (d *Distiller) evaluate(ctx context.Context, a *model.Adapter, hold []Examp
 func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Dataset, parent *model.Adapter, limit int) error {
 	cfg := d.cfg
 	tok := cfg.Chat.Tok
-	for _, list := range [][]Example{ds.Train, ds.HoldOut} {
+	for h, list := range [][]Example{ds.Train, ds.HoldOut} {
 		for i := range list {
 			ex := &list[i]
 			if ex.Correction == "" {
 				continue
 			}
 			content, _ := d.correctedAnswer(ex)
+			if h == 1 && d.rejects(ex, content) {
+				// The gate does not score a candidate on an answer a
+				// check rejects (an edit whose verdict the correction
+				// made wrong); the correction check still asks the
+				// question (correctionRight).
+				continue
+			}
 			if ids, err := answerTokens(tok, ex.Messages, content); err == nil && len(ex.PromptTokens)+len(ids) <= cfg.Pipeline.MaxSeqLen {
 				ex.TargetTokens = ids
 			}
@@ -1088,14 +1122,24 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		defer cfg.Chat.Engine.RemoveAdapter(adapter)
 	}
 	var revised []Example
-	kept, fallback, dropped, edits := 0, 0, 0, 0
-	hints := cfg.Revise != nil || cfg.UncheckedHints
+	kept, fallback, dropped, edits, rejected := 0, 0, 0, 0, 0
+	// A hint's revision is made where it is checked: Revise checks the
+	// recorded answer (a check that applies to it applies to a revision
+	// of the same shape).
+	hints := func(ex *Example) bool {
+		if cfg.UncheckedHints {
+			return true
+		}
+		if cfg.Revise == nil {
+			return false
+		}
+		_, checked := cfg.Revise(*ex, ex.Answer.Content)
+		return checked
+	}
 	unchecked := 0
-	if !hints {
-		for _, ex := range ds.Train {
-			if ex.Kind == KindPolicy && ex.Correction == "" && ex.Hint != "" {
-				unchecked++
-			}
+	for i := range ds.Train {
+		if ex := &ds.Train[i]; ex.Kind == KindPolicy && ex.Correction == "" && ex.Hint != "" && !hints(ex) {
+			unchecked++
 		}
 	}
 	oneOffs := 0
@@ -1114,7 +1158,15 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			// The objective multiplies by SelfDistillWeight.
 			r.Weight = w / cfg.Objective.SelfDistillWeight
 		}
-		if edited, ok := d.editedAnswer(&ex); ok {
+		// editRejected: the edit states the correction and words it made
+		// wrong (Config.Revise); the teacher is asked instead, and
+		// failing that the edit is learnt from the corrected span on.
+		edited, isEdit := d.editedAnswer(&ex)
+		editRejected := isEdit && d.rejects(&ex, edited)
+		if editRejected {
+			rejected++
+		}
+		if isEdit && !editRejected {
 			r := ex
 			r.Kind, r.Advantage, r.BehaviourLogprobs = KindRevised, 0, nil
 			weigh(&r, cfg.Objective.EditWeight)
@@ -1154,7 +1206,10 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			ok = containsFold(c.Message.Content, ex.Correction)
 		}
 		if ok && cfg.Revise != nil {
-			ok = cfg.Revise(ex, c.Message.Content)
+			// A hint's revision must be checked; a correction's is
+			// vetted where it can be.
+			pass, checked := cfg.Revise(ex, c.Message.Content)
+			ok = pass && (checked || ex.Correction != "" || cfg.UncheckedHints)
 		}
 		if ok && sameText(c.Message.Content, ex.Answer.Content) && len(c.Message.ToolCalls) == 0 {
 			// The teacher repeated the answer that drew the feedback (a
@@ -1173,6 +1228,12 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			r.Answer = fromTok(c.Message)
 			r.CompletionTokens = c.IDs()
 			kept++
+		case editRejected:
+			r.Answer = events.ChatMessage{Role: "assistant", Content: edited}
+			r.CompletionTokens = ex.TargetTokens
+			r.LossFrom = sharedPrefix(ex.TargetTokens, ex.CompletionTokens)
+			weigh(&r, cfg.Objective.EditWeight)
+			edits++
 		case cfg.Objective.CorrectionFallback && len(ex.TargetTokens) > 0:
 			content, _ := d.correctedAnswer(&ex)
 			r.Answer = events.ChatMessage{Role: "assistant", Content: content}
@@ -1186,9 +1247,81 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		revised = append(revised, r)
 	}
 	ds.Train = append(ds.Train, revised...)
-	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "edited": edits, "correction_fallback": fallback, "dropped": dropped, "hints_unchecked": unchecked, "one_off": oneOffs}
-	log.Info("self-distillation", "revised", kept, "edited", edits, "correction_fallback", fallback, "dropped", dropped, "hints_unchecked", unchecked, "one_off", oneOffs)
+	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "edited": edits, "edits_rejected": rejected, "correction_fallback": fallback, "dropped": dropped, "hints_unchecked": unchecked, "one_off": oneOffs}
+	log.Info("self-distillation", "revised", kept, "edited", edits, "edits_rejected", rejected, "correction_fallback", fallback, "dropped", dropped, "hints_unchecked", unchecked, "one_off", oneOffs)
 	return nil
+}
+
+// updateReviser is staleUpdates' revise for one cycle: an updated answer
+// Config.Revise rejects goes to the teacher (the parent with the
+// replacements in its note, as a customer's correction reads: "The
+// correct answer is 60 days."), whose answer replaces it when it
+// finished, states a replacement and none of the stale statements
+// (StaleQuestion.answered), and Revise checked and passed it. An update
+// Revise passes, and a revision that replaced one, is vetted (learnt
+// whole; staleUpdates). Without Revise nothing is vetted (revise is
+// nil).
+type updateReviser struct {
+	revise            func(q *StaleQuestion, updated string) (string, bool)
+	close             func()
+	rejected, revised int
+}
+
+func (d *Distiller) updateReviser(ctx context.Context, parent *model.Adapter) (*updateReviser, error) {
+	cfg := d.cfg
+	rv := &updateReviser{close: func() {}}
+	if cfg.Revise == nil {
+		return rv, nil
+	}
+	adapter := ""
+	if parent != nil {
+		adapter = "distill-teacher-" + parent.Name
+		if err := cfg.Chat.Engine.RegisterAdapter(adapter, parent); err != nil {
+			return nil, err
+		}
+		rv.close = func() { cfg.Chat.Engine.RemoveAdapter(adapter) }
+	}
+	rv.revise = func(q *StaleQuestion, updated string) (string, bool) {
+		if ctx.Err() != nil {
+			return updated, false
+		}
+		if pass, checked := cfg.Revise(q.Example, updated); pass || !checked {
+			return updated, checked
+		}
+		rv.rejected++
+		ex := q.Example
+		ex.Correction, ex.Hint = strings.Join(q.Replacements, ", "), ""
+		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: teacherMessages(&ex, nil), MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
+		if err != nil || c.FinishReason != model.FinishStop || len(c.Message.ToolCalls) > 0 || !q.answered(c.Message.Content) {
+			return updated, false
+		}
+		if pass, checked := cfg.Revise(q.Example, c.Message.Content); !pass || !checked {
+			return updated, false
+		}
+		rv.revised++
+		return c.Message.Content, true
+	}
+	return rv, nil
+}
+
+// rejects reports whether Config.Revise checked answer, written for ex's
+// question, and found it wrong.
+func (d *Distiller) rejects(ex *Example, answer string) bool {
+	if d.cfg.Revise == nil {
+		return false
+	}
+	pass, checked := d.cfg.Revise(*ex, answer)
+	return checked && !pass
+}
+
+// sharedPrefix is the number of leading tokens a and b share, short of
+// all of a (a LossFrom that leaves at least one token learnt).
+func sharedPrefix(a, b []int) int {
+	n := 0
+	for n < len(a)-1 && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // replacesFact reports whether ex's correction replaces a statement most
@@ -1254,11 +1387,11 @@ func (d *Distiller) correctedAnswer(ex *Example) (answer string, edit bool) {
 // round-robin over task types (roundRobin), so that no type's corrections
 // crowd out another's and the newest (after a drift, the ones about the
 // world as it is) are revised first.
-func toRevise(train []Example, limit int, hints bool) []Example {
+func toRevise(train []Example, limit int, hints func(*Example) bool) []Example {
 	var out []Example
-	for _, ex := range train {
-		if ex.Kind == KindPolicy && (ex.Correction != "" || hints && ex.Hint != "") {
-			out = append(out, ex)
+	for i := range train {
+		if ex := &train[i]; ex.Kind == KindPolicy && (ex.Correction != "" || ex.Hint != "" && hints(ex)) {
+			out = append(out, *ex)
 		}
 	}
 	newestFirst(out)

@@ -731,6 +731,9 @@ func cosine(a, b []float32) float32 {
 	return float32(d / math.Sqrt(na*nb))
 }
 
+// Question is ex's last user message: the question its answer answers.
+func (ex *Example) Question() string { return lastUser(ex.Messages) }
+
 func lastUser(msgs []events.ChatMessage) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "user" {

@@ -3,9 +3,11 @@ package distill
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"citizen/events"
+	"citizen/reflection"
 )
 
 func TestSelfDistillationTeacherSeesNoteStudentDoesNot(t *testing.T) {
@@ -26,9 +28,12 @@ func TestSelfDistillationTeacherSeesNoteStudentDoesNot(t *testing.T) {
 	var asked []string
 	d := newDistiller(t, w, func(c *Config) {
 		c.Objective = Objective{PolicyGradient: true, SelfDistill: true} // no correction fallback
-		c.Revise = func(ex Example, answer string) bool {
+		c.Revise = func(ex Example, answer string) (bool, bool) {
+			if answer == ex.Answer.Content {
+				return true, true // the recorded answer: it checks this shape of answer
+			}
 			asked = append(asked, ex.Interaction)
-			return ex.Interaction != hinted[0] // the grader rejects one revision
+			return ex.Interaction != hinted[0], true // the grader rejects one revision
 		}
 	})
 	catchUp(t, d, w.store)
@@ -241,5 +246,112 @@ func TestInvertedRewardsLearnNoCorrection(t *testing.T) {
 		if got := len(ds.Train) - before; (got == 0) != invert {
 			t.Fatalf("inverted rewards %v: %d revisions", invert, got)
 		}
+	}
+}
+
+// vetByRubrics is Config.Revise as services sets it: the default rubrics'
+// check-mode graders (for policy, the verdict must follow from the
+// question's number against the stated window).
+func vetByRubrics() func(Example, string) (bool, bool) {
+	r := reflection.DefaultRubrics()
+	return func(ex Example, answer string) (bool, bool) {
+		pass, checked, _ := r.Check(ex.Type, ex.Question(), answer)
+		return pass, checked
+	}
+}
+
+// An edit that a check rejects ("60 days" into "No, the refund window is
+// 30 days." for an item bought 45 days ago says "No" to an item inside
+// the new window) is not learnt as written: the teacher is asked, and
+// when its answer does not pass (the tiny teacher never states the
+// correction) the edit is learnt only from the corrected span on. An
+// edit that passes is learnt whole, as before.
+func TestRejectedEditIsLearntFromTheCorrectionOn(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	inside := w.correctedQA(tok, base, "policy", "I bought a lamp 45 days ago. Can I still return it?", "No, the refund window is 30 days.", "60 days", "")
+	beyond := w.correctedQA(tok, base, "policy", "I bought a lamp 80 days ago. Can I still return it?", "No, the refund window is 30 days.", "60 days", "")
+	d := newDistiller(t, w, func(c *Config) {
+		c.Objective = DefaultObjective()
+		c.CorrectionTemplate = "{correction}"
+		c.Revise = vetByRubrics()
+	})
+	catchUp(t, d, w.store)
+	ds, before := revisedDataset(t, d)
+	if sd := ds.Manifest.SelfDistill; sd["edited"] != 2 || sd["edits_rejected"] != 1 || sd["revised"] != 0 {
+		t.Fatalf("self-distillation %v: want two edits, one of them rejected, and no revision from the tiny teacher", sd)
+	}
+	got := map[string]*Example{}
+	for i := range ds.Train[before:] {
+		got[ds.Train[before+i].Interaction] = &ds.Train[before+i]
+	}
+	in, out := got[inside], got[beyond]
+	if in == nil || out == nil || in.Answer.Content != "No, the refund window is 60 days." || out.Answer.Content != in.Answer.Content {
+		t.Fatalf("edits %+v and %+v", in, out)
+	}
+	if out.LossFrom != 0 {
+		t.Fatalf("the edit that passes is learnt from token %d, want all of it", out.LossFrom)
+	}
+	if in.LossFrom == 0 || !strings.HasPrefix(strings.TrimSpace(tok.Decode(in.CompletionTokens[in.LossFrom:])), "6") {
+		t.Fatalf("the rejected edit learns %q; want only the corrected span on", tok.Decode(in.CompletionTokens[in.LossFrom:]))
+	}
+	// In the hold-out the gate scores the edit that passes, not the one
+	// rejected.
+	var hold []Example
+	for _, ex := range ds.Train[:before] {
+		if ex.Interaction == inside || ex.Interaction == beyond {
+			ex.TargetTokens = nil
+			hold = append(hold, ex)
+		}
+	}
+	hds := &Dataset{HoldOut: hold}
+	if err := d.corrections(context.Background(), d.log, hds, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range hds.HoldOut {
+		if (len(ex.TargetTokens) > 0) != (ex.Interaction == beyond) {
+			t.Fatalf("hold-out %s has target %v; want one for the edit that passes only", ex.Interaction, ex.TargetTokens)
+		}
+	}
+	// Without the check both are learnt whole.
+	d.cfg.Revise = nil
+	ds, before = revisedDataset(t, d)
+	for _, r := range ds.Train[before:] {
+		if r.LossFrom != 0 {
+			t.Fatalf("without a check an edit is learnt from token %d", r.LossFrom)
+		}
+	}
+}
+
+// The correction check counts an answer right only where the rubrics'
+// checks pass: "No, the refund window is 60 days." states the
+// replacement for an item bought 45 days ago, and is still wrong.
+func TestCorrectionCheckCountsOnlyVettedAnswers(t *testing.T) {
+	d := &Distiller{cfg: Config{CorrectionTemplate: "{correction}", Revise: vetByRubrics()}}
+	q := StaleQuestion{Example: Example{Type: "policy", Answer: events.ChatMessage{Content: "No, the refund window is 30 days."},
+		Messages: []events.ChatMessage{{Role: "user", Content: "I bought a lamp 45 days ago. Can I still return it?"}}},
+		Stale: []string{"30 days"}, Replacements: []string{"60 days"}}
+	ex := q.Example
+	ex.Correction = "60 days"
+	right := d.correctionRight(&ex)
+	for _, c := range []struct {
+		answer string
+		right  bool
+	}{
+		{"Yes, the refund window is 60 days.", true},
+		{"No, the refund window is 60 days.", false},
+		{"No, the refund window is 30 days.", false},
+	} {
+		if got := d.staleRight(&q, c.answer); got != c.right {
+			t.Errorf("stale question: %q counted right %v, want %v", c.answer, got, c.right)
+		}
+		if got := right(c.answer); got != c.right {
+			t.Errorf("corrected question: %q counted right %v, want %v", c.answer, got, c.right)
+		}
+	}
+	// Without a check, the edit is the right answer.
+	d.cfg.Revise = nil
+	if !d.correctionRight(&ex)("No, the refund window is 60 days.") || d.correctionRight(&ex)("Yes, the refund window is 60 days.") {
+		t.Error("without a check the corrected answer is not the edit")
 	}
 }

@@ -1,6 +1,8 @@
 package distill
 
 import (
+	"slices"
+
 	"citizen/events"
 	"citizen/internal/statement"
 	"citizen/model/tokenizer"
@@ -54,14 +56,30 @@ func staleSplit(stale []StaleQuestion) (learn, ask []StaleQuestion) {
 // reaches other types' answers that put a number after "is": at 6 each,
 // up to 25 a cycle, the gate rejected 6 of 11 candidates of a seed-2
 // run for arithmetic and unit conversion, the first fix among them.
-func staleUpdates(tok *tokenizer.Tokenizer, stale []StaleQuestion, maxSeqLen, limit int, each, total float64) []Example {
+//
+// revise, when not nil, vets an updated answer and may replace it
+// (Config.Revise: "No, the refund window is 60 days." for an item bought
+// 45 days ago goes to the teacher, whose "Yes, the refund window is 60
+// days." replaces it); it is asked only about the updates kept. An
+// answer it vetted (a check applied and passed: the verdict follows from
+// the new window) is learnt whole, the verdict included; the others from
+// the replacement on. Learning only the revised verdicts would teach
+// one side: in a replay of bench learn's seed-7 first fix, revised
+// "Yes" answers beside updates whose "No" was context only made the
+// candidate say "Yes" to 57 of the items bought 60 days ago or more
+// (1 without the check).
+func staleUpdates(tok *tokenizer.Tokenizer, stale []StaleQuestion, maxSeqLen, limit int, each, total float64, revise func(q *StaleQuestion, updated string) (string, bool)) []Example {
 	var out []Example
 	seen := map[[32]byte]bool{}
-	for i := range stale {
+	for i := len(stale) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- { // the newest first
 		q := &stale[i]
 		content, ok := updatedAnswer(q)
 		if !ok {
 			continue
+		}
+		vetted := false
+		if revise != nil {
+			content, vetted = revise(q, content)
 		}
 		ids, err := answerTokens(tok, q.Messages, content)
 		if err != nil || maxSeqLen > 0 && len(q.PromptTokens)+len(ids) > maxSeqLen {
@@ -76,19 +94,16 @@ func staleUpdates(tok *tokenizer.Tokenizer, stale []StaleQuestion, maxSeqLen, li
 			continue
 		}
 		seen[h] = true
-		kept := 0
-		for kept < len(ids)-1 && kept < len(recorded) && ids[kept] == recorded[kept] {
-			kept++
-		}
 		ex := q.Example
 		ex.Kind, ex.Advantage, ex.BehaviourLogprobs, ex.TargetTokens = KindUpdated, 0, nil, nil
 		ex.Answer = events.ChatMessage{Role: "assistant", Content: content}
-		ex.CompletionTokens, ex.LossFrom = ids, kept
+		ex.CompletionTokens, ex.LossFrom = ids, sharedPrefix(ids, recorded)
+		if vetted {
+			ex.LossFrom = 0
+		}
 		out = append(out, ex)
 	}
-	if limit > 0 && len(out) > limit {
-		out = out[len(out)-limit:] // store order: the newest last
-	}
+	slices.Reverse(out) // store order: the newest last
 	for i := range out {
 		out[i].Weight = min(each, total/float64(len(out)))
 	}

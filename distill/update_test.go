@@ -25,8 +25,8 @@ func staleQ(t *testing.T, id, user, answer string, stale, repl []string) StaleQu
 // A stale answer is learnt with the changed fact replaced, and only from
 // the replacement on: the words before it ("No, the refund window is")
 // are context, so the update does not teach a verdict no correction
-// gave. Exact duplicates count once; an answer the replacement does not
-// fit is left out.
+// gave. Exact duplicates count once (the newest); an answer the
+// replacement does not fit is left out.
 func TestStaleUpdatesLearnTheReplacementOnly(t *testing.T) {
 	tok, _ := tinyBase(t)
 	one := []string{"30 days"}
@@ -39,13 +39,13 @@ func TestStaleUpdatesLearnTheReplacementOnly(t *testing.T) {
 		staleQ(t, "both", "What is your refund window?", "The refund window is 30 days.",
 			[]string{"the refund window is 30 days", "30 days"}, []string{"the refund window is 60 days", "60 days"}),
 	}
-	got := staleUpdates(tok, qs, 0, 0, 6, 48)
+	got := staleUpdates(tok, qs, 0, 0, 6, 48, nil)
 	var ids []string
 	for _, ex := range got {
 		ids = append(ids, ex.Interaction)
 	}
-	if !slices.Equal(ids, []string{"a", "both"}) {
-		t.Fatalf("updates of %v; want a and both (dup is a's duplicate, two has two spans)", ids)
+	if !slices.Equal(ids, []string{"dup", "both"}) {
+		t.Fatalf("updates of %v; want dup and both (a is dup's older duplicate, two has two spans)", ids)
 	}
 	for i, want := range []string{"No, the refund window is 60 days.", "The refund window is 60 days."} {
 		ex := got[i]
@@ -60,7 +60,7 @@ func TestStaleUpdatesLearnTheReplacementOnly(t *testing.T) {
 			t.Fatalf("update %q keeps %q as context and learns %q; want the recorded words up to the replacement kept", want, kept, learnt)
 		}
 	}
-	if got := staleUpdates(tok, qs[:1], len(qs[0].PromptTokens)+3, 0, 6, 48); len(got) != 0 {
+	if got := staleUpdates(tok, qs[:1], len(qs[0].PromptTokens)+3, 0, 6, 48, nil); len(got) != 0 {
 		t.Fatalf("an update longer than MaxSeqLen was kept: %+v", got)
 	}
 }
@@ -87,7 +87,7 @@ func TestStaleUpdatesShareTheirWeight(t *testing.T) {
 		{5, 10, "5", 5, 2},     // 10/5
 		{20, 1000, "0", 10, 6}, // no bound to speak of
 	} {
-		got := staleUpdates(tok, qs, 0, c.limit, 6, c.total)
+		got := staleUpdates(tok, qs, 0, c.limit, 6, c.total, nil)
 		if len(got) != c.n || got[0].Interaction != c.first || got[len(got)-1].Interaction != "9" {
 			t.Fatalf("limit %d: %d updates from %s; want %d, the newest, from %s", c.limit, len(got), got[0].Interaction, c.n, c.first)
 		}
@@ -237,5 +237,37 @@ func TestCycleLearnsStaleAnswersUpdated(t *testing.T) {
 		if c := wt.Corrections; c == nil || c.Stale != 6 {
 			t.Fatalf("correction check %+v; want the newest 6 stale questions asked", c)
 		}
+	}
+}
+
+// revise sees only the updates a cycle keeps (the newest limit) and its
+// answer replaces the update; what it vetted is learnt whole, the rest
+// from the replacement on.
+func TestStaleUpdatesRevised(t *testing.T) {
+	tok, _ := tinyBase(t)
+	var qs []StaleQuestion
+	for i := range 3 {
+		qs = append(qs, staleQ(t, fmt.Sprint(i), fmt.Sprintf("I bought lamp %d 45 days ago. Can I still return it?", i),
+			"No, the refund window is 30 days.", []string{"30 days"}, []string{"60 days"}))
+	}
+	var asked []string
+	revise := func(q *StaleQuestion, updated string) (string, bool) {
+		asked = append(asked, q.Interaction+": "+updated)
+		if q.Interaction == "1" {
+			return updated, false // not vetted: learnt from the replacement on
+		}
+		return "Yes, the refund window is 60 days.", true
+	}
+	got := staleUpdates(tok, qs, 0, 2, 6, 48, revise)
+	if len(got) != 2 || got[0].Interaction != "1" || got[1].Interaction != "2" ||
+		!slices.Equal(asked, []string{"2: No, the refund window is 60 days.", "1: No, the refund window is 60 days."}) {
+		t.Fatalf("updates %d (from %s); revise asked %q; want the newest two, each asked once", len(got), got[0].Interaction, asked)
+	}
+	want, _ := answerTokens(tok, got[1].Messages, "Yes, the refund window is 60 days.")
+	if ex := got[1]; ex.Answer.Content != "Yes, the refund window is 60 days." || !slices.Equal(ex.CompletionTokens, want) || ex.LossFrom != 0 {
+		t.Fatalf("vetted update %q learnt from token %d, want all of it", ex.Answer.Content, ex.LossFrom)
+	}
+	if ex := got[0]; ex.Answer.Content != "No, the refund window is 60 days." || ex.LossFrom == 0 {
+		t.Fatalf("update %q learnt from token %d, want from the replacement on", ex.Answer.Content, ex.LossFrom)
 	}
 }

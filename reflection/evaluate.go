@@ -88,10 +88,13 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 	}
 
 	// graders
-	gi := &GradeInput{Answer: answer, ToolCalls: choice.Message.ToolCalls, Tools: rec.Tools, Metadata: rec.Metadata, Correction: fb.Correction}
+	gi := &GradeInput{Answer: answer, ToolCalls: choice.Message.ToolCalls, Tools: rec.Tools, Metadata: rec.Metadata, Correction: fb.Correction, Question: lastUser(rec.Messages)}
 	graders, _ := r.For(out.TaskType)
 	var penalty []bool // parallel to out.Graders
 	for _, g := range graders {
+		if g.Mode() == ModeCheck {
+			continue // not part of the reward (GraderSpec.Mode)
+		}
 		if res, ok := g.Grade(gi); ok {
 			out.Graders = append(out.Graders, res)
 			penalty = append(penalty, g.Mode() == ModePenalty)

@@ -25,6 +25,9 @@ type GradeInput struct {
 	// Correction is the right answer stated in feedback, if any: the
 	// fallback reference.
 	Correction string
+	// Question is the last user message (the verdict grader compares a
+	// number in it with the answer's).
+	Question string
 
 	schemas map[string]*Schema // compiled tool schemas, by tool name
 }
@@ -60,13 +63,18 @@ type Grader interface {
 var graderVersion = map[string]string{
 	"exact": "exact-1", "normalized": "normalized-1", "numeric": "numeric-1", "regex": "regex-1",
 	"json_valid": "json_valid-1", "json_schema": "json_schema-1", "tool_call": "tool_call-1",
-	"length": "length-1", "format": "format-1",
+	"length": "length-1", "format": "format-1", "verdict": "verdict-1",
 }
 
 // Grader modes.
 const (
 	ModeReward  = "reward"
 	ModePenalty = "penalty"
+	// ModeCheck graders never count toward the reward: they vet answers
+	// citizen writes itself (the distiller's revised and updated answers;
+	// Rubrics.Check). See GraderSpec.Mode for why a check can be kept out
+	// of the reward.
+	ModeCheck = "check"
 )
 
 // defaultMode: graders that compare with a reference judge correctness and
@@ -75,6 +83,8 @@ func defaultMode(kind string) string {
 	switch kind {
 	case "exact", "normalized", "numeric":
 		return ModeReward
+	case "verdict":
+		return ModeCheck
 	}
 	return ModePenalty
 }
@@ -87,9 +97,9 @@ func NewGrader(s GraderSpec) (Grader, error) {
 	switch s.Mode {
 	case "":
 		s.Mode = defaultMode(s.Kind)
-	case ModeReward, ModePenalty:
+	case ModeReward, ModePenalty, ModeCheck:
 	default:
-		return nil, fmt.Errorf("grader %q: mode %q (reward|penalty)", s.Name, s.Mode)
+		return nil, fmt.Errorf("grader %q: mode %q (reward|penalty|check)", s.Name, s.Mode)
 	}
 	if s.Weight == 0 {
 		s.Weight = 1
@@ -142,6 +152,11 @@ func NewGrader(s GraderSpec) (Grader, error) {
 			}
 		}
 		return &formatGrader{base: b}, nil
+	case "verdict":
+		if s.YesWhen != "below" && s.YesWhen != "above" {
+			return nil, fmt.Errorf("grader %q: verdict needs yes_when: below or above, got %q", s.Name, s.YesWhen)
+		}
+		return &verdictGrader{base: b}, nil
 	}
 	return nil, fmt.Errorf("grader %q: unknown kind %q", s.Name, s.Kind)
 }
@@ -436,6 +451,71 @@ func (g *formatGrader) Grade(in *GradeInput) (events.GraderResult, bool) {
 		label = "fail"
 	}
 	return g.result(score, label, strings.Join(failed, ",")), true
+}
+
+// verdictGrader: a yes/no answer's verdict must follow from comparing the
+// question's number with the number the answer states ("I bought it 45
+// days ago. Can I still return it?" against "No, the refund window is 60
+// days.": yes_when below says 45 < 60 means yes, so "No" fails). It
+// judges an answer's consistency with itself, not its truth: "No, the
+// refund window is 30 days." passes for the same question.
+//
+// It applies when the question holds exactly one number, the answer
+// opens with a verdict (yes, no or a negation: yesNo) and states exactly
+// one number besides the question's, and the two differ.
+type verdictGrader struct{ base }
+
+func (g *verdictGrader) Grade(in *GradeInput) (events.GraderResult, bool) {
+	qn := ParseNumbers(in.Question)
+	if len(qn) != 1 {
+		return events.GraderResult{}, false
+	}
+	said, ok := yesNo(in.Answer)
+	if !ok {
+		return events.GraderResult{}, false
+	}
+	var stated []float64
+	for _, n := range ParseNumbers(in.Answer) {
+		if n != qn[0] {
+			stated = append(stated, n)
+		}
+	}
+	if len(stated) != 1 {
+		return events.GraderResult{}, false
+	}
+	want := qn[0] < stated[0]
+	if g.spec.YesWhen == "above" {
+		want = qn[0] > stated[0]
+	}
+	s, l := passFail(said == want)
+	return g.result(s, l, fmt.Sprintf("question's %g against the answer's %g: want %s, said %s", qn[0], stated[0], yesWord(want), yesWord(said))), true
+}
+
+func yesWord(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// yesNo finds an answer's verdict: its first word when that is yes or no
+// (or a variant), else a negation anywhere ("cannot", "no longer").
+func yesNo(answer string) (yes, ok bool) {
+	low := strings.ToLower(answer)
+	if f := strings.Fields(low); len(f) > 0 {
+		switch strings.Trim(f[0], ".,!;:'\"-") {
+		case "yes", "yep", "yeah", "sure", "certainly", "absolutely":
+			return true, true
+		case "no", "nope", "unfortunately":
+			return false, true
+		}
+	}
+	for _, neg := range []string{"can't", "cannot", "can not", "not eligible", "no longer", "too late", "not able", "unable"} {
+		if strings.Contains(low, neg) {
+			return false, true
+		}
+	}
+	return false, false
 }
 
 func truncate(s string, n int) string {

@@ -60,6 +60,18 @@ func TestGraders(t *testing.T) {
 		{"format all", GraderSpec{Name: "g", Kind: "format", Checks: []string{"single_line", "plain_number"}}, GradeInput{Answer: "42"}, true, 1},
 		{"format half", GraderSpec{Name: "g", Kind: "format", Checks: []string{"single_line", "no_markdown"}}, GradeInput{Answer: "**42**"}, true, 0.5},
 		{"format lists", GraderSpec{Name: "g", Kind: "format", Checks: []string{"bullet_list", "numbered_list"}}, GradeInput{Answer: "- a\n- b\n1. x\n2. y"}, true, 1},
+		{"verdict consistent no", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "below"}, GradeInput{Question: "I bought a mug 45 days ago. Can I still return it?", Answer: "No, the refund window is 30 days."}, true, 1},
+		{"verdict inconsistent no", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "below"}, GradeInput{Question: "I bought a mug 45 days ago. Can I still return it?", Answer: "No, the refund window is 60 days."}, true, 0},
+		{"verdict consistent yes", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "below"}, GradeInput{Question: "It's been 45 days since I got my mug.", Answer: "Yes, the refund window is 60 days."}, true, 1},
+		{"verdict inconsistent yes", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "below"}, GradeInput{Question: "My mug arrived 80 days ago.", Answer: "Yes, the refund window is 60 days."}, true, 0},
+		{"verdict negation", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "below"}, GradeInput{Question: "My mug arrived 80 days ago.", Answer: "You cannot return it: the window is 60 days."}, true, 1},
+		{"verdict repeats the question's number", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "below"}, GradeInput{Question: "My mug arrived 45 days ago.", Answer: "Yes: 45 days is within our 60-day window."}, true, 1},
+		{"verdict above", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "above"}, GradeInput{Question: "Is an order of $80 shipped free?", Answer: "Yes, shipping is free over $50."}, true, 1},
+		{"verdict no verdict", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "below"}, GradeInput{Question: "My mug arrived 45 days ago.", Answer: "The refund window is 60 days."}, false, 0},
+		{"verdict two numbers in the question", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "below"}, GradeInput{Question: "I bought 2 mugs 45 days ago.", Answer: "No, the refund window is 30 days."}, false, 0},
+		{"verdict two numbers in the answer", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "below"}, GradeInput{Question: "My mug arrived 45 days ago.", Answer: "No, it is 30 days, or 60 for members."}, false, 0},
+		{"verdict same number", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "below"}, GradeInput{Question: "My mug arrived 30 days ago.", Answer: "Yes, the refund window is 30 days."}, false, 0},
+		{"verdict no question", GraderSpec{Name: "g", Kind: "verdict", YesWhen: "below"}, GradeInput{Answer: "No, the refund window is 30 days."}, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strings"
 	"sync/atomic"
 
 	"gopkg.in/yaml.v3"
@@ -48,12 +49,23 @@ type TypeRubric struct {
 // apply to the kinds named in their comments.
 type GraderSpec struct {
 	Name   string  `yaml:"name"`
-	Kind   string  `yaml:"kind"` // exact, normalized, numeric, regex, json_valid, json_schema, tool_call, length, format
+	Kind   string  `yaml:"kind"` // exact, normalized, numeric, regex, json_valid, json_schema, tool_call, length, format, verdict
 	Weight float64 `yaml:"weight"`
 	// Mode: "reward" (the score earns reward, 2*score-1; default for
-	// exact, normalized, numeric) or "penalty" (a constraint that only
+	// exact, normalized, numeric), "penalty" (a constraint that only
 	// counts when it fails, as score-1; default for the other kinds, so
-	// that passing a length or format check alone earns nothing).
+	// that passing a length or format check alone earns nothing) or
+	// "check" (never in the reward; default for verdict): the grader vets
+	// the answers citizen writes itself, the distiller's revised and
+	// updated answers (Rubrics.Check).
+	//
+	// A consistency check is kept out of the reward because the reward is
+	// what the rollout compares: after the refund window changed from 30
+	// to 60 days, a half-learnt fix answering "No, the refund window is
+	// 60 days." for an item bought 45 days ago is inconsistent, the
+	// stable version's "No, the refund window is 30 days." is consistent
+	// (and as wrong), and penalising only the fix would hold back the
+	// version that knows the new window.
 	Mode string `yaml:"mode"`
 	// Reference is the metadata key holding the reference answer (exact,
 	// normalized, numeric; default "expected"). Without one in the
@@ -81,6 +93,10 @@ type GraderSpec struct {
 	// format: single_line, no_markdown, no_code_fence, bullet_list,
 	// numbered_list, plain_number
 	Checks []string `yaml:"checks"`
+	// verdict: "below" (the answer's yes means the question's number is
+	// below the number the answer states: an age against a window) or
+	// "above".
+	YesWhen string `yaml:"yes_when"`
 }
 
 // Rubrics is a compiled rubric file: graders per type, type inference
@@ -225,6 +241,31 @@ func (r *Rubrics) Judge(taskType, answer, expected string) (right, ok bool) {
 		right = right && res.Score >= 1
 	}
 	return right && ok, ok
+}
+
+// Check vets an answer citizen wrote itself (a revised or updated answer
+// to question, of taskType) with the type's check-mode graders: pass is
+// false when one that applies fails, checked is whether any applied.
+// why names the failures.
+func (r *Rubrics) Check(taskType, question, answer string) (pass, checked bool, why string) {
+	graders, _ := r.For(taskType)
+	in := &GradeInput{Answer: answer, Question: question}
+	pass = true
+	for _, g := range graders {
+		if g.Mode() != ModeCheck {
+			continue
+		}
+		res, applies := g.Grade(in)
+		if !applies {
+			continue
+		}
+		checked = true
+		if res.Score < 1 {
+			pass = false
+			why += res.Name + ": " + res.Explanation + "; "
+		}
+	}
+	return pass, checked, strings.TrimSuffix(why, "; ")
 }
 
 // Infer returns the first type (in name order) whose match patterns match

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"citizen/events"
 )
 
 func TestDefaultRubricsCompile(t *testing.T) {
@@ -152,6 +154,41 @@ types:
 		right, ok := c.r.Judge(c.typ, c.answer, c.expected)
 		if right != c.right || ok != c.ok {
 			t.Errorf("Judge(%s, %q, %q) = %v, %v; want %v, %v", c.typ, c.answer, c.expected, right, ok, c.right, c.ok)
+		}
+	}
+}
+
+// TestCheck: Rubrics.Check runs only a type's check-mode graders, says
+// whether any applied, and names a failure; and the self-evaluation
+// leaves check-mode graders out of the reward.
+func TestCheck(t *testing.T) {
+	r := DefaultRubrics()
+	q := "I bought a desk lamp 45 days ago. Can I still return it?"
+	for _, c := range []struct {
+		typ, question, answer string
+		pass, checked         bool
+	}{
+		{"policy", q, "Yes, the refund window is 60 days.", true, true},
+		{"policy", q, "No, the refund window is 60 days.", false, true},
+		{"policy", q, "No, the refund window is 30 days.", true, true},
+		{"policy", "What is your refund window?", "The refund window is 60 days.", true, false},
+		{"arithmetic", q, "No, the refund window is 60 days.", true, false}, // no check for the type
+		{"policy", q, strings.Repeat("no ", 200), true, false},              // a failing length grader is no check
+	} {
+		pass, checked, why := r.Check(c.typ, c.question, c.answer)
+		if pass != c.pass || checked != c.checked || pass == (why != "") {
+			t.Errorf("Check(%q, %q, %q) = %v, %v, %q; want %v, %v", c.typ, c.question, c.answer, pass, checked, why, c.pass, c.checked)
+		}
+	}
+	if _, err := ParseRubrics([]byte("types:\n  p:\n    graders:\n      - {name: v, kind: verdict}\n")); err == nil {
+		t.Error("a verdict grader without yes_when compiled")
+	}
+	ev := Evaluate(r, DefaultConfig(), &events.InteractionRecorded{TaskType: "policy",
+		Messages: []events.ChatMessage{{Role: "user", Content: q}},
+		Choices:  []events.Choice{{Message: events.ChatMessage{Role: "assistant", Content: "No, the refund window is 60 days."}}}}, Feedback{})
+	for _, g := range ev.Graders {
+		if g.Name == "verdict" {
+			t.Errorf("a check-mode grader is in the evaluation: %+v", g)
 		}
 	}
 }

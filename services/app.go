@@ -497,12 +497,21 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 	if dc.Command != "" {
 		cfg.Trainer = &distill.CommandTrainer{Command: strings.Fields(dc.Command)}
 	}
+	// The rubrics the self-evaluation grades by: their check-mode graders
+	// vet what the distiller writes itself, and their reference graders
+	// judge the regression suite.
+	rubrics := reflection.DefaultRubrics()
+	if !dc.UnvettedAnswers {
+		cfg.Revise = func(ex distill.Example, answer string) (bool, bool) {
+			pass, checked, _ := rubrics.Check(ex.Type, ex.Question(), answer)
+			return pass, checked
+		}
+	}
 	if dc.Suite != "" {
 		suite, err := distill.LoadSuite(dc.Suite)
 		if err != nil {
 			return nil, fmt.Errorf("distill.suite: %w", err)
 		}
-		rubrics := reflection.DefaultRubrics()
 		cfg.Suite = suite
 		cfg.SuiteGrade = func(c distill.SuiteCase, answer string) (bool, bool) {
 			return rubrics.Judge(c.Type, answer, c.Expected)
