@@ -66,8 +66,9 @@ func staleSplit(stale []StaleQuestion) (learn, ask []StaleQuestion) {
 // the replacement on. Learning only the revised verdicts would teach
 // one side: in a replay of bench learn's seed-7 first fix, revised
 // "Yes" answers beside updates whose "No" was context only made the
-// candidate say "Yes" to 57 of the items bought 60 days ago or more
-// (1 without the check).
+// candidate say "Yes" for 54 items bought 60 days ago or more, of 500
+// fresh refund questions (1 without the check; 10 with vetted updates
+// learnt whole).
 func staleUpdates(tok *tokenizer.Tokenizer, stale []StaleQuestion, maxSeqLen, limit int, each, total float64, revise func(q *StaleQuestion, updated string) (string, bool)) []Example {
 	var out []Example
 	seen := map[[32]byte]bool{}
