@@ -53,3 +53,19 @@ func FuzzSchema(f *testing.F) {
 		_ = s.ValidateJSON([]byte(doc))
 	})
 }
+
+// FuzzCheck: the verdict check reads any question and answer without
+// panicking, fails only with a reason, and never fails unchecked.
+func FuzzCheck(f *testing.F) {
+	f.Add("I bought a desk lamp 45 days ago. Can I still return it?", "No, the refund window is 60 days.")
+	f.Add("It's been 1,240.5 days.", "Yes: $1,300 is the limit")
+	f.Add("30", "no 30")
+	f.Add("", "Unfortunately")
+	r := DefaultRubrics()
+	f.Fuzz(func(t *testing.T, question, answer string) {
+		pass, checked, why := r.Check("policy", question, answer)
+		if pass == (why != "") || !checked && !pass {
+			t.Fatalf("Check(%q, %q) = %v, %v, %q", question, answer, pass, checked, why)
+		}
+	})
+}
