@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 
 	"gopkg.in/yaml.v3"
+
+	"citizen/events"
 )
 
 // ErrRubric: a rubric file is invalid. The message names the line at fault.
@@ -224,23 +226,14 @@ func (r *Rubrics) For(taskType string) ([]Grader, bool) {
 // numeric one). Constraints (length, format) do not decide it. It is the
 // grade of a regression suite's case (distill.SuiteGrade).
 func (r *Rubrics) Judge(taskType, answer, expected string) (right, ok bool) {
-	graders, _ := r.For(taskType)
 	// Without metadata a grader's reference is the correction, whatever
 	// key its spec names (GradeInput.reference).
-	in := &GradeInput{Answer: answer, Correction: expected}
-	right = true
-	for _, g := range graders {
-		if g.Mode() != ModeReward {
-			continue
-		}
-		res, applies := g.Grade(in)
-		if !applies {
-			continue
-		}
-		ok = true
+	results := r.grade(taskType, ModeReward, &GradeInput{Answer: answer, Correction: expected})
+	right = len(results) > 0
+	for _, res := range results {
 		right = right && res.Score >= 1
 	}
-	return right && ok, ok
+	return right, len(results) > 0
 }
 
 // Check vets an answer citizen wrote itself (a revised or updated answer
@@ -248,24 +241,30 @@ func (r *Rubrics) Judge(taskType, answer, expected string) (right, ok bool) {
 // false when one that applies fails, checked is whether any applied.
 // why names the failures.
 func (r *Rubrics) Check(taskType, question, answer string) (pass, checked bool, why string) {
-	graders, _ := r.For(taskType)
-	in := &GradeInput{Answer: answer, Question: question}
-	pass = true
-	for _, g := range graders {
-		if g.Mode() != ModeCheck {
-			continue
-		}
-		res, applies := g.Grade(in)
-		if !applies {
-			continue
-		}
-		checked = true
+	results := r.grade(taskType, ModeCheck, &GradeInput{Answer: answer, Question: question})
+	var failed []string
+	for _, res := range results {
 		if res.Score < 1 {
-			pass = false
-			why += res.Name + ": " + res.Explanation + "; "
+			failed = append(failed, res.Name+": "+res.Explanation)
 		}
 	}
-	return pass, checked, strings.TrimSuffix(why, "; ")
+	return len(failed) == 0, len(results) > 0, strings.Join(failed, "; ")
+}
+
+// grade returns the results of taskType's graders of mode that apply to
+// in.
+func (r *Rubrics) grade(taskType, mode string, in *GradeInput) []events.GraderResult {
+	graders, _ := r.For(taskType)
+	var out []events.GraderResult
+	for _, g := range graders {
+		if g.Mode() != mode {
+			continue
+		}
+		if res, applies := g.Grade(in); applies {
+			out = append(out, res)
+		}
+	}
+	return out
 }
 
 // Infer returns the first type (in name order) whose match patterns match
