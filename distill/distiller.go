@@ -742,6 +742,9 @@ func (d *Distiller) hyper() map[string]float64 {
 	if c.Pipeline.InvertRewards {
 		h["invert_rewards"] = 1
 	}
+	if c.Revise != nil {
+		h["vetted_answers"] = 1 // Config.Revise
+	}
 	if c.Objective.KLOnCorrected {
 		h["kl_on_corrected"] = 1
 	}

@@ -214,8 +214,9 @@ func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 		t.Fatalf("forced candidate %s: gate_failed %v, suite %+v judged %d of %d questions", b.Version, wt.GateFailed, wt.Suite, judged, len(suite))
 	}
 	// The service's defaults reach the distiller: the bench's allowance,
-	// and the stable margin below which candidates are asked.
-	if h := wt.Hyper; h["suite_questions"] != float64(len(suite)) || h["max_suite_loss"] != 0.02 || h["suite_stable_margin"] != 2 || h["suite_stable_sample"] != 4 {
+	// the stable margin below which candidates are asked, and the
+	// rubrics' checks vetting the distiller's own answers.
+	if h := wt.Hyper; h["suite_questions"] != float64(len(suite)) || h["max_suite_loss"] != 0.02 || h["suite_stable_margin"] != 2 || h["suite_stable_sample"] != 4 || h["vetted_answers"] != 1 {
 		t.Fatalf("forced candidate %s: suite hyper-parameters %v", b.Version, h)
 	}
 }
