@@ -828,7 +828,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 			// inverted rewards (the bad-candidate hook) nothing that
 			// feedback says is learnt.
 			learn, _ := staleSplit(ds.Stale)
-			rv, err := d.updateReviser(ctx, pad)
+			rv, err := d.newUpdateReviser(ctx, pad)
 			if err != nil {
 				return &cycleFailure{"self-distillation", err}
 			}
@@ -1270,7 +1270,9 @@ type updateReviser struct {
 	rejected, revised int
 }
 
-func (d *Distiller) updateReviser(ctx context.Context, parent *model.Adapter) (*updateReviser, error) {
+// newUpdateReviser returns the cycle's updateReviser; the teacher is
+// parent (nil: the base). The caller closes it.
+func (d *Distiller) newUpdateReviser(ctx context.Context, parent *model.Adapter) (*updateReviser, error) {
 	cfg := d.cfg
 	rv := &updateReviser{close: func() {}}
 	if cfg.Revise == nil {

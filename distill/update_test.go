@@ -65,15 +65,23 @@ func TestStaleUpdatesLearnTheReplacementOnly(t *testing.T) {
 	}
 }
 
+// lampQuestions are n stale questions "I bought lamp i 45 days ago. Can
+// I still return it?" answered "No, the refund window is 30 days." (the
+// 30 days replaced by 60), interactions "0" to n-1 in store order.
+func lampQuestions(t *testing.T, n int) []StaleQuestion {
+	var qs []StaleQuestion
+	for i := range n {
+		qs = append(qs, staleQ(t, fmt.Sprint(i), fmt.Sprintf("I bought lamp %d 45 days ago. Can I still return it?", i),
+			"No, the refund window is 30 days.", []string{"30 days"}, []string{"60 days"}))
+	}
+	return qs
+}
+
 // A cycle keeps the newest limit updates, and they share the total
 // weight: each weighs total/n, at most each.
 func TestStaleUpdatesShareTheirWeight(t *testing.T) {
 	tok, _ := tinyBase(t)
-	var qs []StaleQuestion
-	for i := range 10 {
-		qs = append(qs, staleQ(t, fmt.Sprint(i), fmt.Sprintf("I bought lamp %d 45 days ago. Can I still return it?", i),
-			"No, the refund window is 30 days.", []string{"30 days"}, []string{"60 days"}))
-	}
+	qs := lampQuestions(t, 10)
 	for _, c := range []struct {
 		limit  int
 		total  float64
@@ -245,11 +253,7 @@ func TestCycleLearnsStaleAnswersUpdated(t *testing.T) {
 // from the replacement on.
 func TestStaleUpdatesRevised(t *testing.T) {
 	tok, _ := tinyBase(t)
-	var qs []StaleQuestion
-	for i := range 3 {
-		qs = append(qs, staleQ(t, fmt.Sprint(i), fmt.Sprintf("I bought lamp %d 45 days ago. Can I still return it?", i),
-			"No, the refund window is 30 days.", []string{"30 days"}, []string{"60 days"}))
-	}
+	qs := lampQuestions(t, 3)
 	var asked []string
 	revise := func(q *StaleQuestion, updated string) (string, bool) {
 		asked = append(asked, q.Interaction+": "+updated)
