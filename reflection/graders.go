@@ -460,9 +460,9 @@ func (g *formatGrader) Grade(in *GradeInput) (events.GraderResult, bool) {
 // judges an answer's consistency with itself, not its truth: "No, the
 // refund window is 30 days." passes for the same question.
 //
-// It applies when the question holds exactly one number, the answer
-// opens with a verdict (yes, no or a negation: yesNo) and states exactly
-// one number besides the question's, and the two differ.
+// It applies when the question holds exactly one number and the answer
+// has a verdict (its first word yes or no, else a negation: yesNo) and
+// states exactly one number other than the question's.
 type verdictGrader struct{ base }
 
 func (g *verdictGrader) Grade(in *GradeInput) (events.GraderResult, bool) {
