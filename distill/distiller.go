@@ -1116,14 +1116,11 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		// bad candidate good enough to leave its first step).
 		return nil
 	}
-	adapter := ""
-	if parent != nil {
-		adapter = "distill-teacher-" + parent.Name
-		if err := cfg.Chat.Engine.RegisterAdapter(adapter, parent); err != nil {
-			return err
-		}
-		defer cfg.Chat.Engine.RemoveAdapter(adapter)
+	adapter, remove, err := d.teacher(parent)
+	if err != nil {
+		return err
 	}
+	defer remove()
 	var revised []Example
 	kept, fallback, dropped, edits, rejected := 0, 0, 0, 0, 0
 	// A hint's revision is made where it is checked: Revise checks the
@@ -1278,14 +1275,11 @@ func (d *Distiller) newUpdateReviser(ctx context.Context, parent *model.Adapter)
 	if cfg.Revise == nil {
 		return rv, nil
 	}
-	adapter := ""
-	if parent != nil {
-		adapter = "distill-teacher-" + parent.Name
-		if err := cfg.Chat.Engine.RegisterAdapter(adapter, parent); err != nil {
-			return nil, err
-		}
-		rv.close = func() { cfg.Chat.Engine.RemoveAdapter(adapter) }
+	adapter, remove, err := d.teacher(parent)
+	if err != nil {
+		return nil, err
 	}
+	rv.close = remove
 	rv.revise = func(q *StaleQuestion, updated string) (string, bool) {
 		if ctx.Err() != nil {
 			return updated, false
@@ -1307,6 +1301,20 @@ func (d *Distiller) newUpdateReviser(ctx context.Context, parent *model.Adapter)
 		return c.Message.Content, true
 	}
 	return rv, nil
+}
+
+// teacher registers parent as the teacher's adapter: its name for
+// chat.Request.Adapter ("": the base, parent nil) and remove, which
+// unregisters it.
+func (d *Distiller) teacher(parent *model.Adapter) (adapter string, remove func(), err error) {
+	if parent == nil {
+		return "", func() {}, nil
+	}
+	adapter = "distill-teacher-" + parent.Name
+	if err := d.cfg.Chat.Engine.RegisterAdapter(adapter, parent); err != nil {
+		return "", nil, err
+	}
+	return adapter, func() { d.cfg.Chat.Engine.RemoveAdapter(adapter) }, nil
 }
 
 // rejects reports whether Config.Revise checked answer, written for ex's
