@@ -506,6 +506,9 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 			pass, checked, _ := rubrics.Check(ex.Type, ex.Question(), answer)
 			return pass, checked
 		}
+		cfg.Repair = func(ex distill.Example, answer string) (string, bool) {
+			return rubrics.Repair(ex.Type, ex.Question(), answer)
+		}
 	}
 	if dc.Suite != "" {
 		suite, err := distill.LoadSuite(dc.Suite)
