@@ -152,13 +152,18 @@ type SelfEvaluation struct {
 // the same interaction (after feedback) supersedes an earlier one; both
 // stay in the stream. Stream: interaction-<ID>.
 type InteractionEvaluated struct {
-	InteractionID    string             `json:"interaction_id"`
-	Seq              int                `json:"seq"` // 1 for the first evaluation, then 2, ...
-	TaskType         string             `json:"task_type"`
-	TypeSource       string             `json:"type_source"` // given, inferred, unknown
-	TypeConfidence   float64            `json:"type_confidence"`
-	ModelVersion     string             `json:"model_version"`
-	Graders          []GraderResult     `json:"graders"`
+	InteractionID  string         `json:"interaction_id"`
+	Seq            int            `json:"seq"` // 1 for the first evaluation, then 2, ...
+	TaskType       string         `json:"task_type"`
+	TypeSource     string         `json:"type_source"` // given, inferred, unknown
+	TypeConfidence float64        `json:"type_confidence"`
+	ModelVersion   string         `json:"model_version"`
+	Graders        []GraderResult `json:"graders"`
+	// Checks are the results of the rubric's check-mode graders that
+	// apply (a yes/no verdict that must follow from the answer's own
+	// number): never part of the reward. Absent in events of evaluators
+	// before 2026-12-01.
+	Checks           []GraderResult     `json:"checks,omitempty"`
 	Self             *SelfEvaluation    `json:"self,omitempty"`
 	Faults           []Fault            `json:"faults,omitempty"`
 	Outcome          string             `json:"outcome,omitempty"`

@@ -93,7 +93,11 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 	var penalty []bool // parallel to out.Graders
 	for _, g := range graders {
 		if g.Mode() == ModeCheck {
-			continue // not part of the reward (GraderSpec.Mode)
+			// Recorded, not part of the reward (GraderSpec.Mode).
+			if res, ok := g.Grade(gi); ok {
+				out.Checks = append(out.Checks, res)
+			}
+			continue
 		}
 		if res, ok := g.Grade(gi); ok {
 			out.Graders = append(out.Graders, res)

@@ -67,7 +67,10 @@ type GraderSpec struct {
 	// 60 days." for an item bought 45 days ago is inconsistent, the
 	// stable version's "No, the refund window is 30 days." is consistent
 	// (and as wrong), and penalising only the fix would hold back the
-	// version that knows the new window.
+	// version that knows the new window. The evaluation records a check's
+	// result beside the reward (InteractionEvaluated.Checks), and the
+	// rollout scores a failed one where it scores the stale statements
+	// too (ops/rollout Config.Contradicted).
 	Mode string `yaml:"mode"`
 	// Reference is the metadata key holding the reference answer (exact,
 	// normalized, numeric; default "expected"). Without one in the

@@ -159,8 +159,9 @@ types:
 }
 
 // TestCheck: Rubrics.Check runs only a type's check-mode graders, says
-// whether any applied, and names a failure; and the self-evaluation
-// leaves check-mode graders out of the reward.
+// whether any applied, and names a failure; Rubrics.Repair turns a
+// one-word verdict that fails and nothing else; and the self-evaluation
+// records check-mode graders beside the reward, not in it.
 func TestCheck(t *testing.T) {
 	r := DefaultRubrics()
 	q := "I bought a desk lamp 45 days ago. Can I still return it?"
@@ -183,12 +184,46 @@ func TestCheck(t *testing.T) {
 	if _, err := ParseRubrics([]byte("types:\n  p:\n    graders:\n      - {name: v, kind: verdict}\n")); err == nil {
 		t.Error("a verdict grader without yes_when compiled")
 	}
+	for _, c := range []struct{ question, answer, want string }{
+		{q, "No, the refund window is 60 days.", "Yes, the refund window is 60 days."},
+		{"It's been 75 days since I got my mug. Can I still send it back?", "yes, the refund window is 60 days.", "no, the refund window is 60 days."},
+		{q, "  NO! The refund window is 60 days.", "  YES! The refund window is 60 days."},
+		{q, "Yes, the refund window is 60 days.", ""},                            // passes: nothing to repair
+		{q, "No, the refund window is 30 days.", ""},                             // consistent, if stale
+		{q, "Unfortunately the refund window is 60 days.", ""},                   // a verdict of more than one word
+		{q, "You can no longer return it; the window is 60 days.", ""},           // a negation
+		{"What is your refund window?", "No, the refund window is 60 days.", ""}, // no check applies
+	} {
+		got, ok := r.Repair("policy", c.question, c.answer)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("Repair(%q, %q) = %q, %v; want %q", c.question, c.answer, got, ok, c.want)
+		}
+		if ok {
+			if pass, checked, _ := r.Check("policy", c.question, got); !pass || !checked {
+				t.Errorf("Repair(%q, %q) = %q, which the check does not pass", c.question, c.answer, got)
+			}
+		}
+	}
+	if _, ok := r.Repair("arithmetic", q, "No, the refund window is 60 days."); ok {
+		t.Error("Repair mended an answer of a type without check graders")
+	}
 	ev := Evaluate(r, DefaultConfig(), &events.InteractionRecorded{TaskType: "policy",
 		Messages: []events.ChatMessage{{Role: "user", Content: q}},
 		Choices:  []events.Choice{{Message: events.ChatMessage{Role: "assistant", Content: "No, the refund window is 60 days."}}}}, Feedback{})
 	for _, g := range ev.Graders {
 		if g.Name == "verdict" {
-			t.Errorf("a check-mode grader is in the evaluation: %+v", g)
+			t.Errorf("a check-mode grader is in the evaluation's graders: %+v", g)
 		}
+	}
+	// It is recorded beside them, and the reward is what it would be
+	// without it.
+	if len(ev.Checks) != 1 || ev.Checks[0].Name != "verdict" || ev.Checks[0].Score != 0 {
+		t.Errorf("checks %+v; want the failed verdict", ev.Checks)
+	}
+	ok := Evaluate(r, DefaultConfig(), &events.InteractionRecorded{TaskType: "policy",
+		Messages: []events.ChatMessage{{Role: "user", Content: q}},
+		Choices:  []events.Choice{{Message: events.ChatMessage{Role: "assistant", Content: "Yes, the refund window is 60 days."}}}}, Feedback{})
+	if len(ok.Checks) != 1 || ok.Checks[0].Score != 1 || ok.Reward != ev.Reward {
+		t.Errorf("consistent answer: checks %+v, reward %v; want the passed verdict and reward %v", ok.Checks, ok.Reward, ev.Reward)
 	}
 }
