@@ -307,12 +307,6 @@ func TestBenchReplayCycle(t *testing.T) {
 			pass, checked, _ := rubrics.Check(ex.Type, ex.Question(), answer)
 			return pass, checked
 		}
-		if os.Getenv("CITIZEN_BENCH_REPAIR") != "0" {
-			// and repair what the checks can (services does both).
-			cfg.Repair = func(ex Example, answer string) (string, bool) {
-				return rubrics.Repair(ex.Type, ex.Question(), answer)
-			}
-		}
 	}
 	t.Logf("objective %+v", cfg.Objective)
 	var indexer *memory.Indexer

@@ -119,23 +119,10 @@ type Config struct {
 	// where a changed fact decides them they go stale with it: "No, the
 	// refund window is 30 days." edited with the correction "60 days" for
 	// an item bought 45 days ago says "No, the refund window is 60
-	// days.". A rejected edit or update is repaired (Repair) or else
-	// given to the teacher, whose revision replaces it when it passes;
-	// else it is learnt only from the corrected span on
-	// (Example.LossFrom).
+	// days.". A rejected edit or update is given to the teacher, whose
+	// revision replaces it when it passes; else it is learnt only from
+	// the corrected span on (Example.LossFrom).
 	Revise func(ex Example, answer string) (pass, checked bool)
-	// Repair mends an edit or update that Revise rejects, where the check
-	// that fails can say what would pass (services: the check graders'
-	// repairs, reflection.Rubrics.Repair: "No, the refund window is 60
-	// days." for an item bought 45 days ago becomes "Yes, ..."); ok only
-	// when the repair passes Revise. The corrected fact in an edit or
-	// update is the customers' and right; only the words it decided are
-	// stale, and a check that knows how they follow from it can set them.
-	// The teacher, which the tiny base model makes a poor judge of such a
-	// comparison (in bench learn it mended 1 of 5 rejected updates of a
-	// seed-10 first fix), is asked only where no repair applies. nil: no
-	// repairs.
-	Repair func(ex Example, answer string) (repaired string, ok bool)
 	// UncheckedHints keeps the teacher's revisions of answers that drew a
 	// hint without a correction when no Revise grader checks them. Off by
 	// default: on the base checkpoint such a revision is mostly another
@@ -758,9 +745,6 @@ func (d *Distiller) hyper() map[string]float64 {
 	if c.Revise != nil {
 		h["vetted_answers"] = 1 // Config.Revise
 	}
-	if c.Repair != nil {
-		h["repaired_answers"] = 1 // Config.Repair
-	}
 	if c.Objective.KLOnCorrected {
 		h["kl_on_corrected"] = 1
 	}
@@ -855,9 +839,9 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 			}
 			ds.Train = append(ds.Train, up...)
 			if len(learn) > 0 {
-				log.Info("stale updates", "stale", len(ds.Stale), "learnt", len(up), "rejected", rv.rejected, "repaired", rv.repaired, "revised", rv.revised)
-				if sd := ds.Manifest.SelfDistill; sd != nil {
-					sd["updates_rejected"], sd["updates_repaired"], sd["updates_revised"] = rv.rejected, rv.repaired, rv.revised
+				log.Info("stale updates", "stale", len(ds.Stale), "learnt", len(up), "rejected", rv.rejected, "revised", rv.revised)
+				if ds.Manifest.SelfDistill != nil {
+					ds.Manifest.SelfDistill["updates_rejected"], ds.Manifest.SelfDistill["updates_revised"] = rv.rejected, rv.revised
 				}
 			}
 		}
@@ -1116,14 +1100,9 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			if h == 1 && d.rejects(ex, content) {
 				// The gate does not score a candidate on an answer a
 				// check rejects (an edit whose verdict the correction
-				// made wrong) but on its repair, where there is one;
-				// the correction check still asks the question
-				// (correctionRight).
-				repaired, ok := d.repair(ex, content)
-				if !ok {
-					continue
-				}
-				content = repaired
+				// made wrong); the correction check still asks the
+				// question (correctionRight).
+				continue
 			}
 			if ids, err := answerTokens(tok, ex.Messages, content); err == nil && len(ex.PromptTokens)+len(ids) <= cfg.Pipeline.MaxSeqLen {
 				ex.TargetTokens = ids
@@ -1143,7 +1122,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 	}
 	defer remove()
 	var revised []Example
-	kept, fallback, dropped, edits, rejected, repaired := 0, 0, 0, 0, 0, 0
+	kept, fallback, dropped, edits, rejected := 0, 0, 0, 0, 0
 	// A hint's revision is made where it is checked: Revise checks the
 	// recorded answer (a check that applies to it applies to a revision
 	// of the same shape).
@@ -1180,27 +1159,19 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			r.Weight = w / cfg.Objective.SelfDistillWeight
 		}
 		// editRejected: the edit states the correction and words it made
-		// wrong (Config.Revise); its repair is learnt instead, else the
-		// teacher is asked, and failing that the edit is learnt from the
-		// corrected span on.
+		// wrong (Config.Revise); the teacher is asked instead, and
+		// failing that the edit is learnt from the corrected span on.
 		edited, isEdit := d.editedAnswer(&ex)
 		editRejected := isEdit && d.rejects(&ex, edited)
-		editTokens := ex.TargetTokens
 		if editRejected {
 			rejected++
-			if fixed, ok := d.repair(&ex, edited); ok {
-				if ids, err := answerTokens(tok, ex.Messages, fixed); err == nil && len(ex.PromptTokens)+len(ids) <= cfg.Pipeline.MaxSeqLen {
-					edited, editTokens, editRejected = fixed, ids, false
-					repaired++
-				}
-			}
 		}
 		if isEdit && !editRejected {
 			r := ex
 			r.Kind, r.Advantage, r.BehaviourLogprobs = KindRevised, 0, nil
 			weigh(&r, cfg.Objective.EditWeight)
 			r.Answer = events.ChatMessage{Role: "assistant", Content: edited}
-			r.CompletionTokens = editTokens
+			r.CompletionTokens = ex.TargetTokens
 			revised = append(revised, r)
 			edits++
 			continue
@@ -1276,24 +1247,24 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		revised = append(revised, r)
 	}
 	ds.Train = append(ds.Train, revised...)
-	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "edited": edits, "edits_rejected": rejected, "edits_repaired": repaired, "correction_fallback": fallback, "dropped": dropped, "hints_unchecked": unchecked, "one_off": oneOffs}
-	log.Info("self-distillation", "revised", kept, "edited", edits, "edits_rejected", rejected, "edits_repaired", repaired, "correction_fallback", fallback, "dropped", dropped, "hints_unchecked", unchecked, "one_off", oneOffs)
+	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "edited": edits, "edits_rejected": rejected, "correction_fallback": fallback, "dropped": dropped, "hints_unchecked": unchecked, "one_off": oneOffs}
+	log.Info("self-distillation", "revised", kept, "edited", edits, "edits_rejected", rejected, "correction_fallback", fallback, "dropped", dropped, "hints_unchecked", unchecked, "one_off", oneOffs)
 	return nil
 }
 
 // updateReviser is staleUpdates' revise for one cycle: an updated answer
-// Config.Revise rejects is replaced by its repair (Config.Repair), else
-// goes to the teacher (the parent with the replacements in its note, as
-// a customer's correction reads: "The correct answer is 60 days."),
-// whose answer replaces it when it finished, states a replacement and
-// none of the stale statements (StaleQuestion.answered), and Revise
-// checked and passed it. An update Revise passes, and a repair or
-// revision that replaced one, is vetted (learnt whole; staleUpdates).
-// Without Revise nothing is vetted (revise is nil).
+// Config.Revise rejects goes to the teacher (the parent with the
+// replacements in its note, as a customer's correction reads: "The
+// correct answer is 60 days."), whose answer replaces it when it
+// finished, states a replacement and none of the stale statements
+// (StaleQuestion.answered), and Revise checked and passed it. An update
+// Revise passes, and a revision that replaced one, is vetted (learnt
+// whole; staleUpdates). Without Revise nothing is vetted (revise is
+// nil).
 type updateReviser struct {
-	revise                      func(q *StaleQuestion, updated string) (string, bool)
-	close                       func()
-	rejected, repaired, revised int
+	revise            func(q *StaleQuestion, updated string) (string, bool)
+	close             func()
+	rejected, revised int
 }
 
 // newUpdateReviser returns the cycle's updateReviser; the teacher is
@@ -1317,10 +1288,6 @@ func (d *Distiller) newUpdateReviser(ctx context.Context, parent *model.Adapter)
 			return updated, checked
 		}
 		rv.rejected++
-		if fixed, ok := d.repair(&q.Example, updated); ok {
-			rv.repaired++
-			return fixed, true
-		}
 		ex := q.Example
 		ex.Correction, ex.Hint = strings.Join(q.Replacements, ", "), ""
 		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: teacherMessages(&ex, nil), MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
@@ -1358,15 +1325,6 @@ func (d *Distiller) rejects(ex *Example, answer string) bool {
 	}
 	pass, checked := d.cfg.Revise(*ex, answer)
 	return checked && !pass
-}
-
-// repair is Config.Repair's mend of answer, written for ex's question,
-// when there is one.
-func (d *Distiller) repair(ex *Example, answer string) (string, bool) {
-	if d.cfg.Repair == nil {
-		return "", false
-	}
-	return d.cfg.Repair(*ex, answer)
 }
 
 // sharedPrefix is the number of leading tokens a and b share, short of

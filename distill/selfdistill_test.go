@@ -260,15 +260,6 @@ func vetByRubrics() func(Example, string) (bool, bool) {
 	}
 }
 
-// repairByRubrics is services' Config.Repair: the shipped rubrics' check
-// graders' repairs.
-func repairByRubrics() func(Example, string) (string, bool) {
-	r := reflection.DefaultRubrics()
-	return func(ex Example, answer string) (string, bool) {
-		return r.Repair(ex.Type, ex.Question(), answer)
-	}
-}
-
 // An edit that a check rejects ("60 days" into "No, the refund window is
 // 30 days." for an item bought 45 days ago says "No" to an item inside
 // the new window) is not learnt as written: the teacher is asked, and
@@ -322,36 +313,8 @@ func TestRejectedEditIsLearntFromTheCorrectionOn(t *testing.T) {
 			t.Fatalf("hold-out %s has target %v; want one for the edit that passes only", ex.Interaction, ex.TargetTokens)
 		}
 	}
-	// With repairs the rejected edit's verdict is turned and the repair
-	// learnt whole, in training and as the gate's target.
-	d.cfg.Repair = repairByRubrics()
-	ds, before = revisedDataset(t, d)
-	if sd := ds.Manifest.SelfDistill; sd["edited"] != 2 || sd["edits_rejected"] != 1 || sd["edits_repaired"] != 1 {
-		t.Fatalf("self-distillation with repairs %v: want two edits, one rejected and repaired", sd)
-	}
-	for _, r := range ds.Train[before:] {
-		want := "No, the refund window is 60 days."
-		if r.Interaction == inside {
-			want = "Yes, the refund window is 60 days."
-		}
-		ids, _ := answerTokens(tok, r.Messages, want)
-		if r.Answer.Content != want || r.LossFrom != 0 || !slices.Equal(r.CompletionTokens, ids) {
-			t.Fatalf("with repairs %s learns %q from token %d; want %q, all of it", r.Interaction, r.Answer.Content, r.LossFrom, want)
-		}
-	}
-	for i := range hds.HoldOut {
-		hds.HoldOut[i].TargetTokens = nil
-	}
-	if err := d.corrections(context.Background(), d.log, hds, nil, 0); err != nil {
-		t.Fatal(err)
-	}
-	for _, ex := range hds.HoldOut {
-		if got := tok.Decode(ex.TargetTokens); (ex.Interaction == inside) != strings.Contains(got, "Yes") {
-			t.Fatalf("with repairs hold-out %s has target %q", ex.Interaction, got)
-		}
-	}
 	// Without the check both are learnt whole.
-	d.cfg.Revise, d.cfg.Repair = nil, nil
+	d.cfg.Revise = nil
 	ds, before = revisedDataset(t, d)
 	for _, r := range ds.Train[before:] {
 		if r.LossFrom != 0 {

@@ -275,33 +275,3 @@ func TestStaleUpdatesRevised(t *testing.T) {
 		t.Fatalf("update %q learnt from token %d, want from the replacement on", ex.Answer.Content, ex.LossFrom)
 	}
 }
-
-// The update reviser repairs a rejected update where the check can
-// (Config.Repair) and asks the teacher only where it cannot: here there
-// is no teacher to ask (Config.Chat is nil), so a teacher call would
-// fail the test.
-func TestUpdateReviserRepairsFirst(t *testing.T) {
-	d := &Distiller{cfg: Config{Revise: vetByRubrics(), Repair: repairByRubrics()}}
-	rv, err := d.newUpdateReviser(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rv.close()
-	for _, c := range []struct {
-		question, updated, want string
-		vetted                  bool
-	}{
-		{"I bought a lamp 45 days ago. Can I still return it?", "No, the refund window is 60 days.", "Yes, the refund window is 60 days.", true},
-		{"I bought a lamp 80 days ago. Can I still return it?", "No, the refund window is 60 days.", "No, the refund window is 60 days.", true},
-		{"What is your refund window?", "The refund window is 60 days.", "The refund window is 60 days.", false},
-	} {
-		q := staleQ(t, "1", c.question, "No, the refund window is 30 days.", []string{"30 days"}, []string{"60 days"})
-		got, vetted := rv.revise(&q, c.updated)
-		if got != c.want || vetted != c.vetted {
-			t.Errorf("revise(%q, %q) = %q, %v; want %q, %v", c.question, c.updated, got, vetted, c.want, c.vetted)
-		}
-	}
-	if rv.rejected != 1 || rv.repaired != 1 || rv.revised != 0 {
-		t.Errorf("rejected %d, repaired %d, revised %d; want 1, 1, 0", rv.rejected, rv.repaired, rv.revised)
-	}
-}

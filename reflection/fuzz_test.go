@@ -67,13 +67,5 @@ func FuzzCheck(f *testing.F) {
 		if pass == (why != "") || !checked && !pass {
 			t.Fatalf("Check(%q, %q) = %v, %v, %q", question, answer, pass, checked, why)
 		}
-		if fixed, ok := r.Repair("policy", question, answer); ok {
-			if pass || len(fixed) < len(answer)-1 || len(fixed) > len(answer)+1 {
-				t.Fatalf("Repair(%q, %q) = %q (the check passed: %v)", question, answer, fixed, pass)
-			}
-			if p, c, _ := r.Check("policy", question, fixed); !p || !c {
-				t.Fatalf("Repair(%q, %q) = %q, which fails the check", question, answer, fixed)
-			}
-		}
 	})
 }

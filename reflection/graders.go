@@ -59,14 +59,6 @@ type Grader interface {
 	Grade(in *GradeInput) (res events.GraderResult, ok bool)
 }
 
-// Repairer is a check-mode grader that can mend an answer it fails:
-// Repair returns the answer changed as little as it takes to pass, or ok
-// false when the grader passes it, does not apply, or cannot say what
-// would pass. Rubrics.Repair uses it.
-type Repairer interface {
-	Repair(in *GradeInput) (answer string, ok bool)
-}
-
 // graderVersion versions the grading code per kind; bump on change.
 var graderVersion = map[string]string{
 	"exact": "exact-1", "normalized": "normalized-1", "numeric": "numeric-1", "regex": "regex-1",
@@ -497,41 +489,6 @@ func (g *verdictGrader) Grade(in *GradeInput) (events.GraderResult, bool) {
 	}
 	s, l := passFail(said == want)
 	return g.result(s, l, fmt.Sprintf("question's %g against the answer's %g: want %s, said %s", qn[0], stated[0], yesWord(want), yesWord(said))), true
-}
-
-// Repair returns the answer with its verdict turned, when the grader
-// applies, fails, and the verdict is the answer's first word, "yes" or
-// "no" (in any case, with its punctuation): "No, the refund window is 60
-// days." for an item bought 45 days ago becomes "Yes, the refund window
-// is 60 days.". The rest of the answer, the number the verdict follows
-// from included, stays as it is. A verdict read from a negation ("you
-// can no longer return it") is not turned: its words are not one word.
-func (g *verdictGrader) Repair(in *GradeInput) (string, bool) {
-	res, applies := g.Grade(in)
-	if !applies || res.Score >= 1 {
-		return "", false
-	}
-	lead := len(in.Answer) - len(strings.TrimLeftFunc(in.Answer, unicode.IsSpace))
-	word := in.Answer[lead:]
-	if i := strings.IndexFunc(word, func(r rune) bool { return !unicode.IsLetter(r) }); i >= 0 {
-		word = word[:i]
-	}
-	var turned string
-	switch strings.ToLower(word) {
-	case "yes":
-		turned = "no"
-	case "no":
-		turned = "yes"
-	default:
-		return "", false
-	}
-	switch {
-	case word == strings.ToUpper(word) && len(word) > 1:
-		turned = strings.ToUpper(turned)
-	case word[0] >= 'A' && word[0] <= 'Z':
-		turned = strings.ToUpper(turned[:1]) + turned[1:]
-	}
-	return in.Answer[:lead] + turned + in.Answer[lead+len(word):], true
 }
 
 func yesWord(b bool) string {

@@ -68,9 +68,9 @@ type GraderSpec struct {
 	// stable version's "No, the refund window is 30 days." is consistent
 	// (and as wrong), and penalising only the fix would hold back the
 	// version that knows the new window. The evaluation records a check's
-	// result beside the reward (InteractionEvaluated.Checks), and the
-	// rollout scores a failed one where it scores the stale statements
-	// too (ops/rollout Config.Contradicted).
+	// result beside the reward (InteractionEvaluated.Checks), for the
+	// operators watching the stream; neither the reward nor the rollout
+	// reads it.
 	Mode string `yaml:"mode"`
 	// Reference is the metadata key holding the reference answer (exact,
 	// normalized, numeric; default "expected"). Without one in the
@@ -252,34 +252,6 @@ func (r *Rubrics) Check(taskType, question, answer string) (pass, checked bool, 
 		}
 	}
 	return len(failed) == 0, len(results) > 0, strings.Join(failed, "; ")
-}
-
-// Repair mends an answer citizen wrote itself that the type's check
-// graders reject, where the graders that fail can say what would pass
-// (Repairer: the verdict grader turns a verdict that does not follow from
-// the answer's own number). ok is true only when the repaired answer is
-// checked and passes every check grader; answer is then the repair. An
-// answer that passes, or that no check applies to, is not repaired.
-func (r *Rubrics) Repair(taskType, question, answer string) (repaired string, ok bool) {
-	graders, _ := r.For(taskType)
-	in := &GradeInput{Answer: answer, Question: question}
-	changed := false
-	for _, g := range graders {
-		rp, can := g.(Repairer)
-		if g.Mode() != ModeCheck || !can {
-			continue
-		}
-		if a, mended := rp.Repair(in); mended {
-			in.Answer, changed = a, true
-		}
-	}
-	if !changed {
-		return "", false
-	}
-	if pass, checked, _ := r.Check(taskType, question, in.Answer); !pass || !checked {
-		return "", false
-	}
-	return in.Answer, true
 }
 
 // grade returns the results of taskType's graders of mode that apply to

@@ -159,8 +159,7 @@ types:
 }
 
 // TestCheck: Rubrics.Check runs only a type's check-mode graders, says
-// whether any applied, and names a failure; Rubrics.Repair turns a
-// one-word verdict that fails and nothing else; and the self-evaluation
+// whether any applied, and names a failure; and the self-evaluation
 // records check-mode graders beside the reward, not in it.
 func TestCheck(t *testing.T) {
 	r := DefaultRubrics()
@@ -183,29 +182,6 @@ func TestCheck(t *testing.T) {
 	}
 	if _, err := ParseRubrics([]byte("types:\n  p:\n    graders:\n      - {name: v, kind: verdict}\n")); err == nil {
 		t.Error("a verdict grader without yes_when compiled")
-	}
-	for _, c := range []struct{ question, answer, want string }{
-		{q, "No, the refund window is 60 days.", "Yes, the refund window is 60 days."},
-		{"It's been 75 days since I got my mug. Can I still send it back?", "yes, the refund window is 60 days.", "no, the refund window is 60 days."},
-		{q, "  NO! The refund window is 60 days.", "  YES! The refund window is 60 days."},
-		{q, "Yes, the refund window is 60 days.", ""},                            // passes: nothing to repair
-		{q, "No, the refund window is 30 days.", ""},                             // consistent, if stale
-		{q, "Unfortunately the refund window is 60 days.", ""},                   // a verdict of more than one word
-		{q, "You can no longer return it; the window is 60 days.", ""},           // a negation
-		{"What is your refund window?", "No, the refund window is 60 days.", ""}, // no check applies
-	} {
-		got, ok := r.Repair("policy", c.question, c.answer)
-		if got != c.want || ok != (c.want != "") {
-			t.Errorf("Repair(%q, %q) = %q, %v; want %q", c.question, c.answer, got, ok, c.want)
-		}
-		if ok {
-			if pass, checked, _ := r.Check("policy", c.question, got); !pass || !checked {
-				t.Errorf("Repair(%q, %q) = %q, which the check does not pass", c.question, c.answer, got)
-			}
-		}
-	}
-	if _, ok := r.Repair("arithmetic", q, "No, the refund window is 60 days."); ok {
-		t.Error("Repair mended an answer of a type without check graders")
 	}
 	ev := Evaluate(r, DefaultConfig(), &events.InteractionRecorded{TaskType: "policy",
 		Messages: []events.ChatMessage{{Role: "user", Content: q}},

@@ -506,9 +506,6 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 			pass, checked, _ := rubrics.Check(ex.Type, ex.Question(), answer)
 			return pass, checked
 		}
-		cfg.Repair = func(ex distill.Example, answer string) (string, bool) {
-			return rubrics.Repair(ex.Type, ex.Question(), answer)
-		}
 	}
 	if dc.Suite != "" {
 		suite, err := distill.LoadSuite(dc.Suite)

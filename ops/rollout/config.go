@@ -200,20 +200,6 @@ type Config struct {
 	// against 0.419 after 60 evaluations of its last step) and the drift
 	// took 2,800 conversations to recover; with it the same seed's first
 	// fix won on policy (0.592 against 0.112) and recovery took 1,800.
-	//
-	// With "score", an answer of such a task type that a check-mode
-	// grader failed (interaction.evaluated checks: "No, the refund
-	// window is 60 days." for an item bought 45 days ago) counts with
-	// reward -1 as well, on either arm: the world changed, the stale
-	// statements are scored, and a verdict that does not follow from the
-	// answer's own window is as wrong. The self-evaluation's reward
-	// leaves checks out (reflection GraderSpec.Mode), so without this a
-	// promoted first fix's wrong verdicts kept good grades: in the
-	// seventeenth session's seed-10 run it answered 2 of 31 questions
-	// about items bought 30-59 days ago right, and two later fixes that
-	// answered most of them right gave way as futile at 50% (policy
-	// +0.087 and +0.154 against it). Only beside scored stale statements:
-	// a candidate that changed no fact is compared on the evaluations.
 	Contradicted string `yaml:"contradicted"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`

@@ -95,7 +95,6 @@ func (s *State) evidence(full bool) evidence {
 			"candidate.step": a.cur[armCandidate].reward.n, "stable.step": a.cur[armStable].reward.n,
 			"served.candidate": c.latency.n, "served.stable": st.latency.n,
 			"contradicted.candidate": c.contradicted, "contradicted.stable": st.contradicted,
-			"inconsistent.candidate": c.inconsistent, "inconsistent.stable": st.inconsistent,
 		},
 		Means:     map[string]float64{"reward.candidate": c.reward.mean(), "reward.stable": st.reward.mean()},
 		Intervals: map[string]float64{},

@@ -47,10 +47,7 @@
 // internal/statement does) counts with reward -1, whatever its
 // evaluation. The self-evaluation grades the stable's uncorrected answers
 // as good after the world changed; the customers' corrections, which the
-// distiller turned into those statements, say they are wrong. An answer
-// of that type that a check-mode grader failed (interaction.evaluated
-// checks: a verdict that does not follow from the answer's own number)
-// counts with reward -1 too.
+// distiller turned into those statements, say they are wrong.
 //
 // At any time (also during a pause) the candidate is rolled back at once
 // (rollout.rolled_back: stable serves everything again) when

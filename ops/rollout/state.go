@@ -33,7 +33,6 @@ type arm struct {
 	types                                       map[string]int
 	typeReward                                  map[string]*moments
 	contradicted                                int // evaluations scored -1 for a contradicted statement
-	inconsistent                                int // evaluations scored -1 for a failed check
 }
 
 func newArms() [2]arm {
@@ -45,8 +44,7 @@ type obs struct {
 	arm, step                    int
 	taskType                     string
 	reward, length, tools, e, dr float64
-	contradicted                 bool // reward set to -1 for a stated fact (Config.Contradicted)
-	inconsistent                 bool // reward set to -1 for a failed check (Config.Contradicted)
+	contradicted                 bool // reward set to -1 (Config.Contradicted)
 }
 
 func (a *arm) add(o obs, sign float64) {
@@ -63,16 +61,10 @@ func (a *arm) add(o obs, sign float64) {
 		if o.contradicted {
 			a.contradicted--
 		}
-		if o.inconsistent {
-			a.inconsistent--
-		}
 		return
 	}
 	if o.contradicted {
 		a.contradicted++
-	}
-	if o.inconsistent {
-		a.inconsistent++
 	}
 	a.reward.add(o.reward)
 	a.length.add(o.length)
@@ -391,11 +383,8 @@ func (s *State) evaluated(x *events.InteractionEvaluated) {
 	if x.Outcome == "timeout" || x.Outcome == "abandoned" {
 		o.dr = 1
 	}
-	switch {
-	case slices.Contains(a.stated[x.InteractionID], x.TaskType):
+	if slices.Contains(a.stated[x.InteractionID], x.TaskType) {
 		o.reward, o.contradicted = -1, true // Config.Contradicted
-	case failsCheck(x) && s.changedType(x.TaskType):
-		o.reward, o.inconsistent = -1, true // Config.Contradicted
 	}
 	if old, ok := a.evals[x.InteractionID]; ok {
 		// A later evaluation supersedes the earlier one; it stays in the
@@ -411,28 +400,6 @@ func (s *State) evaluated(x *events.InteractionEvaluated) {
 	if o.step == a.step {
 		a.cur[i].add(o, 1)
 	}
-}
-
-// failsCheck reports whether a check-mode grader failed the evaluated
-// answer (InteractionEvaluated.Checks).
-func failsCheck(x *events.InteractionEvaluated) bool {
-	for _, c := range x.Checks {
-		if c.Score < 1 {
-			return true
-		}
-	}
-	return false
-}
-
-// changedType reports whether the active candidate's scored facts
-// (Config.Contradicted) include one of task type typ.
-func (s *State) changedType(typ string) bool {
-	for _, f := range s.active.facts {
-		if f.typ == typ {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *State) trained(ev *events.Event, x *events.WeightsTrained) {

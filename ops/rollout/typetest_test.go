@@ -644,61 +644,47 @@ func TestSupersedeWeakFix(t *testing.T) {
 // evaluation too); an answer of another type, one stating "130 days", or
 // any answer with "off", keeps its reward.
 func TestContradictedStatementsScoreMinusOne(t *testing.T) {
-	failed := []events.GraderResult{{Name: "verdict", Score: 0, Label: "fail"}}
-	passed := []events.GraderResult{{Name: "verdict", Score: 1, Label: "pass"}}
-	run := func(cfg Config, contradicted []string) *active {
+	run := func(cfg Config) *active {
 		sim := newSimState(t, cfg)
-		sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true, Contradicted: contradicted,
+		sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true, Contradicted: []string{"policy: 30 days"},
 			Corrections: &events.CorrectionCheck{N: 4, Candidate: 3, Parent: 1}}, events.VersionStream("B"), 0)
 		if d := sim.decide(); d == nil || d.change.Candidate != "B" {
 			t.Fatalf("B did not start: %+v", d)
 		}
-		for _, c := range []struct {
-			id, version, typ, answer string
-			checks                   []events.GraderResult
-		}{
-			{"a1", "A", "policy", "No, the refund window is 30  Days.", failed}, // stated first
-			{"a2", "A", "policy", "The refund window is 130 days.", nil},
-			{"a3", "A", "arithmetic", "30 days", nil},
-			{"a4", "A", "policy", "No, the refund window is 60 days.", failed}, // its verdict fails the check
-			{"b1", "B", "policy", "Yes, the refund window is 60 days.", passed},
-			{"b2", "B", "policy", "The refund window is 30 days.", nil},
-			{"b3", "B", "policy", "No, the refund window is 60 days.", failed},
-			{"b4", "B", "arithmetic", "No, 60.", failed},                // no changed fact of its type
-			{"c1", "C", "policy", "The refund window is 30 days.", nil}, // neither arm
+		for _, c := range []struct{ id, version, typ, answer string }{
+			{"a1", "A", "policy", "No, the refund window is 30  Days."},
+			{"a2", "A", "policy", "The refund window is 130 days."},
+			{"a3", "A", "arithmetic", "30 days"},
+			{"b1", "B", "policy", "Yes, the refund window is 60 days."},
+			{"b2", "B", "policy", "The refund window is 30 days."},
+			{"c1", "C", "policy", "The refund window is 30 days."}, // neither arm
 		} {
 			sim.apply(&events.InteractionRecorded{InteractionID: c.id, Model: "citizen", ModelVersion: c.version,
 				Choices: []events.Choice{{Message: events.ChatMessage{Role: "assistant", Content: c.answer}}}}, "interaction-"+c.id, 0)
-			sim.evaluated(&events.InteractionEvaluated{InteractionID: c.id, ModelVersion: c.version, TaskType: c.typ, Reward: 0.8, AnswerLength: 30, Checks: c.checks})
+			sim.evaluated(&events.InteractionEvaluated{InteractionID: c.id, ModelVersion: c.version, TaskType: c.typ, Reward: 0.8, AnswerLength: 30})
 		}
 		// A later evaluation (feedback arrived) of a contradicted answer.
-		sim.evaluated(&events.InteractionEvaluated{InteractionID: "a1", ModelVersion: "A", TaskType: "policy", Reward: 0.5, AnswerLength: 30, Checks: failed})
+		sim.evaluated(&events.InteractionEvaluated{InteractionID: "a1", ModelVersion: "A", TaskType: "policy", Reward: 0.5, AnswerLength: 30})
 		return sim.st.active
-	}
-	check := func(name string, a arm, n int, mean float64, contradicted, inconsistent int) {
-		t.Helper()
-		if a.reward.n != n || math.Abs(a.reward.mean()-mean) > 1e-9 || a.contradicted != contradicted || a.inconsistent != inconsistent {
-			t.Errorf("%s: %d evaluations, mean %.3f, %d contradicted, %d inconsistent; want %d, %.3f, %d, %d",
-				name, a.reward.n, a.reward.mean(), a.contradicted, a.inconsistent, n, mean, contradicted, inconsistent)
-		}
 	}
 	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults()
 	if cfg.Contradicted != "score" {
 		t.Fatalf("default contradicted %q, want score", cfg.Contradicted)
 	}
-	facts := []string{"policy: 30 days"}
-	a := run(cfg, facts)
-	check("stable arm", a.all[armStable], 4, (-1+0.8+0.8-1)/4, 1, 1)
-	check("candidate arm", a.all[armCandidate], 4, (0.8-1-1+0.8)/4, 1, 1)
-	// A failed check is scored only beside the stale statements: a
-	// candidate that changed no fact is compared on the evaluations.
-	a = run(cfg, nil)
-	check("stable arm, no changed fact", a.all[armStable], 4, (0.5+0.8+0.8+0.8)/4, 0, 0)
-	check("candidate arm, no changed fact", a.all[armCandidate], 4, 0.8, 0, 0)
+	a := run(cfg)
+	st, c := a.all[armStable], a.all[armCandidate]
+	if st.reward.n != 3 || math.Abs(st.reward.mean()-(-1+0.8+0.8)/3) > 1e-9 || st.contradicted != 1 {
+		t.Errorf("stable arm: %d evaluations, mean %.3f, %d contradicted; want 3, %.3f, 1", st.reward.n, st.reward.mean(), st.contradicted, (-1+0.8+0.8)/3)
+	}
+	if c.reward.n != 2 || math.Abs(c.reward.mean()-(0.8-1)/2) > 1e-9 || c.contradicted != 1 {
+		t.Errorf("candidate arm: %d evaluations, mean %.3f, %d contradicted", c.reward.n, c.reward.mean(), c.contradicted)
+	}
 	off := cfg
 	off.Contradicted = "off"
-	a = run(off, facts)
-	check("stable arm with off", a.all[armStable], 4, (0.5+0.8+0.8+0.8)/4, 0, 0)
+	a = run(off)
+	if st := a.all[armStable]; math.Abs(st.reward.mean()-(0.5+0.8+0.8)/3) > 1e-9 || st.contradicted != 0 {
+		t.Errorf("with off: stable mean %.3f, %d contradicted", st.reward.mean(), st.contradicted)
+	}
 	bad := cfg
 	bad.Contradicted = "maybe"
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "contradicted") {
