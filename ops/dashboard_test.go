@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -244,6 +245,16 @@ func TestDashboardInChromium(t *testing.T) {
 	c.eval(s, waitFor(`document.querySelectorAll('#events li.event[data-type="interaction.evaluated"]').length >= 1`), nil)
 	// and one appended while it is open
 	e.append(events.VersionStream("v2"), "", &events.AnomalyDetected{Kind: "length_drift", Version: "v2", Value: 0.4, Baseline: 1, Detector: "d"})
+	// an evaluation's failed check is named on its row, a passed one not
+	e.append(events.InteractionStream("checked"), "acme", &events.InteractionEvaluated{InteractionID: "checked", Seq: 1, TaskType: "policy",
+		ModelVersion: "v2", Reward: 0.9, AnswerLength: 33, RubricVersion: "r", EvaluatorVersion: "e",
+		Checks: []events.GraderResult{{Name: "verdict", Score: 0, Label: "fail"}, {Name: "window", Score: 1, Label: "pass"}}})
+	var row string
+	c.eval(s, waitFor(`[...document.querySelectorAll('#events li.event[data-type="interaction.evaluated"]')].some(li => li.textContent.includes(' policy '))`), nil)
+	c.eval(s, `[...document.querySelectorAll('#events li.event[data-type="interaction.evaluated"]')].find(li => li.textContent.includes(' policy ')).textContent`, &row)
+	if !strings.Contains(row, "check failed: verdict") || strings.Contains(row, "window") {
+		t.Fatalf("evaluation row %q; want the failed verdict check named, the passed one not", row)
+	}
 	c.eval(s, waitFor(`document.querySelector('#events li.event[data-type="anomaly.detected"]')`), nil)
 	var text string
 	c.eval(s, `document.querySelector('#events li.event[data-type="anomaly.detected"]').textContent`, &text)
