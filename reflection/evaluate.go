@@ -92,14 +92,12 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 	graders, _ := r.For(out.TaskType)
 	var penalty []bool // parallel to out.Graders
 	for _, g := range graders {
-		if g.Mode() == ModeCheck {
-			// Recorded, not part of the reward (GraderSpec.Mode).
-			if res, ok := g.Grade(gi); ok {
-				out.Checks = append(out.Checks, res)
-			}
-			continue
-		}
-		if res, ok := g.Grade(gi); ok {
+		res, ok := g.Grade(gi)
+		switch {
+		case !ok:
+		case g.Mode() == ModeCheck:
+			out.Checks = append(out.Checks, res) // recorded, not part of the reward (GraderSpec.Mode)
+		default:
 			out.Graders = append(out.Graders, res)
 			penalty = append(penalty, g.Mode() == ModePenalty)
 		}
