@@ -280,6 +280,14 @@ func (c *CorrectionCheck) Asked() int       { return c.N + c.Stale }
 func (c *CorrectionCheck) Right() int       { return c.Candidate + c.StaleCandidate }
 func (c *CorrectionCheck) ParentRight() int { return c.Parent + c.StaleParent }
 
+// Learnt reports whether the check shows the candidate learnt the
+// corrections: of its questions it answers more right than its parent,
+// and more than half (false for a nil check). The rollout starts or
+// lets supersede only such a fix (ops/rollout Config.Supersede says why).
+func (c *CorrectionCheck) Learnt() bool {
+	return c != nil && c.Right() > c.ParentRight() && 2*c.Right() > c.Asked()
+}
+
 // SuiteCheck is a regression suite's result per task type for a
 // candidate, its parent (absent when the parent is the base) and the base.
 type SuiteCheck struct {
