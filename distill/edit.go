@@ -211,14 +211,18 @@ func contradicted(graded []*Interaction, good float64) (marked map[string][]repl
 	var found []stated
 	stating := map[[2]string]int{} // (type, span) -> answers stating it
 	total := map[string]int{}
+	spans := map[string][]string{} // type -> its wrong spans, sorted (once, not per answer)
+	for typ, w := range wrong {
+		spans[typ] = sortedKeys(w)
+	}
 	for _, it := range graded {
 		typ := it.Type()
 		total[typ]++
-		if len(wrong[typ]) == 0 {
+		if len(spans[typ]) == 0 {
 			continue
 		}
 		a := statement.Normalize(it.Answer.Content)
-		for _, s := range sortedKeys(wrong[typ]) {
+		for _, s := range spans[typ] {
 			if statement.Contains(a, s) {
 				stating[[2]string{typ, s}]++
 				found = append(found, stated{it, typ, s})

@@ -273,22 +273,24 @@ func hashUnit(id string) float64 {
 // evaluation order: what a dataset built up to to knows (baselines are
 // running means of earlier rewards per type).
 func gradedUpTo(buf []Interaction, to uint64) []*Interaction {
-	graded := make([]*Interaction, 0, len(buf))
+	list := make([]*Interaction, len(buf))
 	for i := range buf {
-		if buf[i].Eval != nil && buf[i].EvalPosition() <= to {
-			graded = append(graded, &buf[i])
+		list[i] = &buf[i]
+	}
+	return gradedOf(list, to)
+}
+
+// gradedOf is gradedUpTo over pointers (Projection.ChangedFacts reads the
+// buffer in place).
+func gradedOf(list []*Interaction, to uint64) []*Interaction {
+	graded := make([]*Interaction, 0, len(list))
+	for _, it := range list {
+		if it.Eval != nil && it.EvalPosition() <= to {
+			graded = append(graded, it)
 		}
 	}
 	sort.SliceStable(graded, func(i, j int) bool { return graded[i].EvalPosition() < graded[j].EvalPosition() })
 	return graded
-}
-
-// changedFacts are the changed facts (Manifest.Contradicted) that a
-// dataset built from buf up to store position to would know.
-func changedFacts(buf []Interaction, to uint64, cfg PipelineConfig) []string {
-	cfg.defaults()
-	_, facts, _ := contradicted(gradedUpTo(buf, to), cfg.GoodReward)
-	return facts
 }
 
 // BuildDataset selects, dedupes, balances and splits the buffer's

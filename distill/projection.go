@@ -262,6 +262,17 @@ func sortByPosition(list []*Interaction) {
 func (p *Projection) Snapshot() []Interaction {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	list := p.bufferLocked()
+	out := make([]Interaction, len(list))
+	for i, it := range list {
+		out[i] = cloneInteraction(it)
+	}
+	return out
+}
+
+// bufferLocked lists the retained interactions in record order, as
+// Snapshot returns them but in place: the caller holds mu and only reads.
+func (p *Projection) bufferLocked() []*Interaction {
 	drop := map[string]bool{}
 	for _, id := range p.evictedLocked() {
 		drop[id] = true
@@ -273,11 +284,21 @@ func (p *Projection) Snapshot() []Interaction {
 		}
 	}
 	sortByPosition(list)
-	out := make([]Interaction, len(list))
-	for i, it := range list {
-		out[i] = cloneInteraction(it)
-	}
-	return out
+	return list
+}
+
+// ChangedFacts are the changed facts (Manifest.Contradicted) that a
+// dataset built from the buffer up to the last applied position would
+// know (contradicted over gradedUpTo of Snapshot and Position), read in
+// place under the read lock rather than from a deep copy. The distiller asks it on every
+// interpreted feedback while a cycle runs (Config.FinishStaleCycles); the
+// copy was half its cost.
+func (p *Projection) ChangedFacts(cfg PipelineConfig) []string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	cfg.defaults()
+	_, facts, _ := contradicted(gradedOf(p.bufferLocked(), p.last), cfg.GoodReward)
+	return facts
 }
 
 func cloneInteraction(it *Interaction) Interaction {
