@@ -155,9 +155,9 @@ type Config struct {
 	// CycleTimeout bounds a cycle's training (default 5 minutes).
 	CycleTimeout time.Duration
 	// FinishStaleCycles keeps a running cycle going when the store comes
-	// to know a changed fact its data does not (Projection.ChangedFacts: customers'
-	// corrections have contradicted a statement since the cycle's window
-	// ended). By default such a cycle is abandoned before it is recorded
+	// to know a changed fact its data does not (Projection.ChangedFacts:
+	// customers' corrections have contradicted a statement since the
+	// cycle's window ended). By default such a cycle is abandoned before it is recorded
 	// and starts again at once on the longer window (at most once per
 	// window): its candidate could not have fixed what changed, and the
 	// fix would otherwise wait for the cycle after it. In bench learn a

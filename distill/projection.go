@@ -290,9 +290,9 @@ func (p *Projection) bufferLocked() []*Interaction {
 // ChangedFacts are the changed facts (Manifest.Contradicted) that a
 // dataset built from the buffer up to the last applied position would
 // know (contradicted over gradedUpTo of Snapshot and Position), read in
-// place under the read lock rather than from a deep copy. The distiller asks it on every
-// interpreted feedback while a cycle runs (Config.FinishStaleCycles); the
-// copy was half its cost.
+// place under the read lock rather than from a deep copy, which was half
+// the cost. The distiller asks it while a cycle runs, whenever an
+// interpreted feedback carries a correction (Config.FinishStaleCycles).
 func (p *Projection) ChangedFacts(cfg PipelineConfig) []string {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

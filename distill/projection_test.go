@@ -160,7 +160,8 @@ func TestProjectionChangedFactsEqualsSnapshot(t *testing.T) {
 
 // BenchmarkChangedFacts measures the distiller's stale-cycle check on a
 // full default buffer (2,000 interactions per type, six types): it runs on
-// every interpreted feedback while a cycle trains.
+// every correction that arrives while a cycle trains. "snapshot" is the
+// path through a deep copy that the check took before.
 func BenchmarkChangedFacts(b *testing.B) {
 	w := newWorld(b)
 	staleWorld(w, 2000)
