@@ -157,10 +157,10 @@ type Config struct {
 	// FinishStaleCycles keeps a running cycle going when the store comes
 	// to know a changed fact its data does not (Projection.ChangedFacts:
 	// customers' corrections have contradicted a statement since the
-	// cycle's window ended). By default such a cycle is abandoned before it is recorded
-	// and starts again at once on the longer window (at most once per
-	// window): its candidate could not have fixed what changed, and the
-	// fix would otherwise wait for the cycle after it. In bench learn a
+	// cycle's window ended). By default such a cycle is abandoned before
+	// it is recorded and starts again at once on the longer window (at
+	// most once per window): its candidate could not have fixed what
+	// changed, and the fix would otherwise wait for the cycle after it. In bench learn a
 	// cycle takes 250-350 conversations, and the first fix after a drift
 	// was often trained by the second cycle after the drift (seed 8 of
 	// the fifteenth session: the cycle that ended at conversation 727
@@ -852,8 +852,8 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 			ds.Train = append(ds.Train, up...)
 			if len(learn) > 0 {
 				log.Info("stale updates", "stale", len(ds.Stale), "learnt", len(up), "rejected", rv.rejected, "revised", rv.revised)
-				if ds.Manifest.SelfDistill != nil {
-					ds.Manifest.SelfDistill["updates_rejected"], ds.Manifest.SelfDistill["updates_revised"] = rv.rejected, rv.revised
+				if sd := ds.Manifest.SelfDistill; sd != nil {
+					sd["updates_rejected"], sd["updates_revised"] = rv.rejected, rv.revised
 				}
 			}
 		}

@@ -409,6 +409,16 @@ func (s *State) futile(ev evidence) (futile bool, closest string) {
 // stale questions right, knows every such type it knows and answers
 // its stale questions significantly better (betterFix); unless the
 // active rollout is paused (Config.Supersede). why says which.
+//
+// Learnt is events.CorrectionCheck.Learnt: of its check's questions
+// (corrected hold-out and stale) the newcomer answers more right than
+// its parent, and more than half. Superseding a running canary costs a
+// new first step (600 conversations in bench learn), so the newcomer
+// must have learnt the change, not begun to: in a seed-1 run a fix that
+// answered 1 of 2 superseded the pre-drift canary, was found
+// inconclusive at 50% after 960 conversations, while candidates
+// answering 2 of 2 and 3 of 3 waited, and the drift recovered after
+// 3,600 conversations.
 func (s *State) superseder() (p pending, why string, ok bool) {
 	a := s.active
 	if s.cfg.Supersede != "stale" || a.paused {
@@ -416,7 +426,7 @@ func (s *State) superseder() (p pending, why string, ok bool) {
 	}
 	for i := len(s.waiting) - 1; i >= 0; i-- {
 		p := s.waiting[i]
-		if !learnt(p.corrections) {
+		if !p.corrections.Learnt() {
 			continue
 		}
 		if newerTypes(p.facts, a.trained.facts) {
@@ -432,12 +442,13 @@ func (s *State) superseder() (p pending, why string, ok bool) {
 
 // failedFix reports whether p was trained knowing facts changed
 // (weights.trained contradicted) and its correction check asked about
-// them but shows it did not learn them (learnt). A candidate forced past
-// the offline gate (gate_failed) is never one: forcing it is the
-// operator's request for its rollout (held in its first step, HoldMargin),
-// which the controller's choice among fixes does not veto.
+// them but shows it did not learn them (CorrectionCheck.Learnt). A
+// candidate forced past the offline gate (gate_failed) is never one:
+// forcing it is the operator's request for its rollout (held in its
+// first step, HoldMargin), which the controller's choice among fixes does
+// not veto.
 func failedFix(p pending) bool {
-	return !p.gateFailed && len(p.facts) > 0 && p.corrections != nil && p.corrections.Asked() > 0 && !learnt(p.corrections)
+	return !p.gateFailed && len(p.facts) > 0 && p.corrections != nil && p.corrections.Asked() > 0 && !p.corrections.Learnt()
 }
 
 // staleShare is the share of check c's stale questions the candidate

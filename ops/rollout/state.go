@@ -179,18 +179,6 @@ func (p pending) score() float64 {
 	return float64(p.corrections.Right()) / float64(p.corrections.Asked()+1)
 }
 
-// learnt reports whether a correction check shows the candidate learnt
-// corrections (events.CorrectionCheck.Learnt: of its questions, corrected
-// hold-out and stale, it answers more right than its parent, and more
-// than half). Superseding a
-// running canary costs a new first step (600 conversations in bench
-// learn), so the newcomer must have learnt the change, not begun to: in a seed-1
-// run a fix that answered 1 of 2 superseded the pre-drift canary, was
-// found inconclusive at 50% after 960 conversations, while candidates
-// answering 2 of 2 and 3 of 3 waited, and the drift recovered after
-// 3,600 conversations.
-func learnt(c *events.CorrectionCheck) bool { return c.Learnt() }
-
 // State is the controller's projection: everything it decides on, built
 // only by Apply from events in store order, so replaying the store gives
 // the same State. Not safe for concurrent use (Projection and Controller
