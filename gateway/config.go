@@ -28,10 +28,20 @@ type Config struct {
 	StableVersion string `yaml:"stable_version" help:"version the model citizen serves before any rollout event (default: the engine's first)"`
 	// ShutdownTimeout bounds the drain of in-flight requests in Run.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" help:"how long to drain in-flight requests on shutdown"`
+	// ReadHeaderTimeout bounds the arrival of a request's headers.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" help:"longest wait for a request's headers"`
+	// BodyReadTimeout bounds the arrival of a request's body, counted from
+	// the end of its headers (a slow body gets 408 or a closed connection).
+	BodyReadTimeout time.Duration `yaml:"body_read_timeout" help:"longest wait for a request's body after its headers"`
+	// IdleTimeout closes keep-alive connections idle this long.
+	IdleTimeout time.Duration `yaml:"idle_timeout" help:"close keep-alive connections idle this long"`
 	// RequestTimeout bounds one generation.
 	RequestTimeout time.Duration `yaml:"request_timeout" help:"longest generation"`
 	// RecordTimeout bounds the append of one interaction.
 	RecordTimeout time.Duration `yaml:"record_timeout" help:"longest append of one interaction to the event store"`
+	// MaxFeedbackPerInteraction caps the feedback.received events one
+	// interaction accepts; more get 409.
+	MaxFeedbackPerInteraction int `yaml:"max_feedback_per_interaction" help:"most feedbacks one interaction accepts (more: 409)"`
 	// IgnoreRollouts stops Start from following rollout.* events into the
 	// router (then only Router.SetRollout changes routing).
 	IgnoreRollouts bool `yaml:"ignore_rollouts" help:"do not follow rollout.* events (routing changes only through Router.SetRollout)"`
@@ -46,12 +56,17 @@ type Limits struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		Listen:          "127.0.0.1:8080",
-		MaxBodyBytes:    4 << 20,
-		DevMode:         "auto",
-		ShutdownTimeout: 30 * time.Second,
-		RequestTimeout:  10 * time.Minute,
-		RecordTimeout:   30 * time.Second,
+		Listen:            "127.0.0.1:8080",
+		MaxBodyBytes:      4 << 20,
+		DevMode:           "auto",
+		ShutdownTimeout:   30 * time.Second,
+		ReadHeaderTimeout: 10 * time.Second,
+		BodyReadTimeout:   10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		RequestTimeout:    10 * time.Minute,
+		RecordTimeout:     30 * time.Second,
+
+		MaxFeedbackPerInteraction: 100,
 	}
 }
 
@@ -68,6 +83,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = d.ReadHeaderTimeout
+	}
+	if c.BodyReadTimeout == 0 {
+		c.BodyReadTimeout = d.BodyReadTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = d.IdleTimeout
+	}
+	if c.MaxFeedbackPerInteraction == 0 {
+		c.MaxFeedbackPerInteraction = d.MaxFeedbackPerInteraction
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = d.RequestTimeout
@@ -92,7 +119,7 @@ func (c Config) Validate() error {
 	if c.Limits.RequestsPerMinute < 0 || c.Limits.TokensPerMinute < 0 {
 		errs = append(errs, errors.New("gateway: limits must be >= 0"))
 	}
-	if c.ShutdownTimeout < 0 || c.RequestTimeout < 0 || c.RecordTimeout < 0 {
+	if c.ShutdownTimeout < 0 || c.RequestTimeout < 0 || c.RecordTimeout < 0 || c.ReadHeaderTimeout < 0 || c.BodyReadTimeout < 0 || c.IdleTimeout < 0 {
 		errs = append(errs, errors.New("gateway: timeouts must be >= 0"))
 	}
 	return errors.Join(errs...)

@@ -2,13 +2,17 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
+	"time"
 	"unicode/utf8"
 
 	"citizen/events"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 )
 
@@ -104,10 +108,14 @@ func (s *Server) feedback(c echo.Context) error {
 	if req.User == "" {
 		req.User = key.User
 	}
+	evID := events.DeterministicID(events.TypeFeedbackReceived, iid, req.FeedbackID)
+	if apiErr := s.feedbackRoom(ctx, iid, evID); apiErr != nil {
+		return s.fail(c, apiErr)
+	}
 	p := &events.FeedbackReceived{InteractionID: iid, FeedbackID: req.FeedbackID, Source: req.Source, Text: req.Text,
 		Rating: req.Rating, Outcome: req.Outcome, Correction: req.Correction, User: req.User}
 	ev, err := events.Encode(p, events.Meta{Stream: events.InteractionStream(iid), CorrelationID: iid,
-		Tenant: key.Tenant, ID: events.DeterministicID(events.TypeFeedbackReceived, iid, req.FeedbackID)})
+		Tenant: key.Tenant, ID: evID})
 	if err != nil {
 		return s.fail(c, errInternal("The feedback could not be encoded."))
 	}
@@ -117,4 +125,39 @@ func (s *Server) feedback(c echo.Context) error {
 		return s.fail(c, errInternal("The feedback could not be recorded. Please retry with the same feedback_id."))
 	}
 	return c.JSON(http.StatusOK, feedbackOut{Object: "feedback", ID: req.FeedbackID, InteractionID: iid, EventID: ev.ID.String(), Position: res.LastPosition})
+}
+
+// feedbackRoom refuses a new feedback on an interaction that already
+// holds Config.MaxFeedbackPerInteraction of them (one interaction must not
+// be able to outweigh the rest of the evidence, nor grow its stream without
+// bound). A retry of a feedback already stored (the same event id) is
+// always let through: the store keeps the first.
+func (s *Server) feedbackRoom(ctx context.Context, iid string, id uuid.UUID) *APIError {
+	limit := s.cfg.MaxFeedbackPerInteraction
+	var n int
+	var from uint64
+	for {
+		evs, err := s.store.ReadStream(ctx, events.InteractionStream(iid), from, events.Forward, 256)
+		if err != nil {
+			s.log.Error("reading an interaction failed", "interaction", iid, "err", err)
+			return &APIError{Status: http.StatusServiceUnavailable, Type: "api_error", Message: "The event store is unavailable.", RetryAfter: time.Second}
+		}
+		for i := range evs {
+			if evs[i].ID == id {
+				return nil
+			}
+			if evs[i].Type == events.TypeFeedbackReceived {
+				n++
+			}
+		}
+		if len(evs) < 256 {
+			break
+		}
+		from = evs[len(evs)-1].Revision + 1
+	}
+	if n >= limit {
+		return &APIError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "feedback_limit_reached", Param: "interaction_id",
+			Message: fmt.Sprintf("This interaction already has %d feedbacks, the most one interaction accepts.", limit)}
+	}
+	return nil
 }

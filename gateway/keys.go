@@ -218,8 +218,8 @@ func RevokeKey(path, id string) error {
 
 // FileKeys is a KeyStore backed by a key file. It reloads the file when its
 // modification time or size changes, checking at most once per
-// RecheckEvery (default 1 s), so keys created or revoked by the CLI take
-// effect within about a second. Safe for concurrent use.
+// RecheckEvery (default 500 ms), so keys created or revoked by the CLI take
+// effect within half a second. Safe for concurrent use.
 type FileKeys struct {
 	path         string
 	RecheckEvery time.Duration
@@ -233,7 +233,7 @@ type FileKeys struct {
 
 // OpenFileKeys loads the key file at path (a missing file is an empty store).
 func OpenFileKeys(path string) (*FileKeys, error) {
-	f := &FileKeys{path: path, RecheckEvery: time.Second}
+	f := &FileKeys{path: path, RecheckEvery: 500 * time.Millisecond}
 	if err := f.reload(); err != nil {
 		return nil, err
 	}

@@ -47,6 +47,15 @@ type Deps struct {
 	// authentication (the dashboard page, which authenticates its API calls).
 	Routes func(v1 *echo.Group)
 	Pages  func(e *echo.Echo)
+	// OnShutdown, if set, runs (in its own goroutine) when Run or Serve
+	// begins shutting down, after the listener is closed: long-lived
+	// responses such as the operator stream end there, so that the drain
+	// waits only for bounded requests.
+	OnShutdown func()
+	// Ready, if set, is asked by /readyz besides the gateway's own state:
+	// a non-nil error (for example the event store cannot record) makes
+	// the gateway not ready, with the error's text in the body.
+	Ready func() error
 }
 
 // Server is the HTTP gateway. Create it with New; serve Handler() yourself
@@ -202,10 +211,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	hs := &http.Server{Handler: s.echo, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	if s.onShutdown != nil {
 		hs.RegisterOnShutdown(s.onShutdown)
+	}
+	if s.deps.OnShutdown != nil {
+		hs.RegisterOnShutdown(s.deps.OnShutdown)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -235,6 +247,11 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/readyz", func(c echo.Context) error {
 		if !s.ready.Load() {
 			return c.String(http.StatusServiceUnavailable, "not ready\n")
+		}
+		if s.deps.Ready != nil {
+			if err := s.deps.Ready(); err != nil {
+				return c.String(http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
+			}
 		}
 		return c.String(http.StatusOK, "ready\n")
 	})
@@ -310,6 +327,12 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			rid = newRequestID()
 		}
 		c.Response().Header().Set("X-Request-Id", rid)
+		if r := c.Request(); r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			// The body must arrive within BodyReadTimeout; readBody lifts
+			// the deadline once it has the body (a deadline left on the
+			// connection would cancel a long generation's context).
+			_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("panic in handler", "panic", p, "path", c.Request().URL.Path, "request_id", rid)
@@ -366,6 +389,10 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.fail(c, errUnauthorized("Incorrect API key provided: "+redact(secret)+"."))
 		}
 		c.Set("citizen.key", key)
+		if key.ID != "dev" {
+			hash := HashKey(secret)
+			c.Set("citizen.key.valid", func() bool { _, ok := s.keys.Lookup(hash); return ok })
+		}
 		return next(c)
 	}
 }
@@ -377,6 +404,15 @@ func KeyOf(c echo.Context) Key {
 }
 
 func keyOf(c echo.Context) Key { return KeyOf(c) }
+
+// KeyValid reports whether the key that authenticated the request is still
+// active (not revoked since): long-lived responses ask it periodically.
+func KeyValid(c echo.Context) bool {
+	if f, ok := c.Get("citizen.key.valid").(func() bool); ok {
+		return f()
+	}
+	return c.Get("citizen.key") != nil
+}
 
 // OperatorTenant is the tenant of operator keys: they see every tenant's
 // data on the operator endpoints. The development key acts as an operator.
@@ -401,8 +437,14 @@ func (s *Server) readBody(c echo.Context, buf *bytes.Buffer) *APIError {
 	}
 	_, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
 	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return &APIError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
+				Message: fmt.Sprintf("The request body did not arrive within %s.", s.cfg.BodyReadTimeout)}
+		}
 		return badRequest("", "Could not read the request body.")
 	}
+	_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Time{})
 	if int64(buf.Len()) > limit {
 		return errTooLarge(limit)
 	}

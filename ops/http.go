@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"citizen/events"
@@ -35,12 +36,39 @@ type Deps struct {
 	// Rollout is the controller's configuration, used by the read-side
 	// projection for the steps and the evidence shown.
 	Rollout rollout.Config
+	// Caller says who is asking, after Auth accepted the request: the
+	// tenant whose data the caller may read, whether it is an operator
+	// (who reads every tenant and acts on rollouts) and a check that the
+	// credential is still valid (a live stream ends within a second of it
+	// turning false). nil treats every caller as a valid operator:
+	// development and tests only.
+	Caller func(c echo.Context) Caller
 	// Heartbeat is the interval of SSE comments on an idle stream
 	// (default 15s).
 	Heartbeat time.Duration
+	// MaxStreamsPerKey bounds the live streams one key holds open at once
+	// (default 4); one more gets 429.
+	MaxStreamsPerKey int
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
+
+// Caller is the identity the operator surface enforces its access rules
+// on. Every route is for operators except the live stream, which a
+// tenant's key may read for its own tenant's events only (events without
+// a tenant, such as rollouts and trained weights, are cross-tenant and
+// therefore operator-only too).
+type Caller struct {
+	// Key identifies the credential (for the per-key stream limit).
+	Key      string
+	Tenant   string
+	Operator bool
+	// Valid reports whether the caller's credential is still valid; nil
+	// means always.
+	Valid func() bool
+}
+
+func (c Caller) valid() bool { return c.Valid == nil || c.Valid() }
 
 // Routes is what Register needs from echo: *echo.Echo and *echo.Group
 // both have it.
@@ -54,9 +82,16 @@ type Routes interface {
 type Handler struct {
 	store     events.Store
 	auth      func(c echo.Context) error
+	caller    func(c echo.Context) Caller
 	proj      *rollout.Projection
 	heartbeat time.Duration
 	log       *slog.Logger
+
+	maxStreams int
+	streamsMu  sync.Mutex
+	streams    map[string]int // open streams per key
+	closing    chan struct{}  // closed by CloseStreams
+	closeOnce  sync.Once
 }
 
 // New checks deps and returns a handler.
@@ -68,8 +103,11 @@ func New(deps Deps) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ops: %w", err)
 	}
-	h := &Handler{store: deps.Store, auth: deps.Auth, proj: rollout.NewProjection(cfg, deps.Store),
-		heartbeat: deps.Heartbeat, log: deps.Logger}
+	h := &Handler{store: deps.Store, auth: deps.Auth, caller: deps.Caller, proj: rollout.NewProjection(cfg, deps.Store),
+		heartbeat: deps.Heartbeat, log: deps.Logger, maxStreams: deps.MaxStreamsPerKey, streams: map[string]int{}, closing: make(chan struct{})}
+	if h.maxStreams <= 0 {
+		h.maxStreams = 4
+	}
 	if h.heartbeat <= 0 {
 		h.heartbeat = 15 * time.Second
 	}
@@ -79,6 +117,11 @@ func New(deps Deps) (*Handler, error) {
 	h.log = h.log.With("component", "ops")
 	return h, nil
 }
+
+// CloseStreams ends every open live stream and refuses new ones (503): a
+// server calls it when it begins shutting down, so that its drain waits
+// only for bounded requests. Safe to call more than once.
+func (h *Handler) CloseStreams() { h.closeOnce.Do(func() { close(h.closing) }) }
 
 // Register is New followed by Handler.Register.
 func Register(r Routes, deps Deps) (*Handler, error) {
@@ -106,10 +149,10 @@ func (h *Handler) Register(r Routes) {
 func (h *Handler) RegisterAPI(v1 Routes) { h.registerAPI(v1, "") }
 
 func (h *Handler) registerAPI(r Routes, prefix string) {
-	a := h.authenticate
-	r.GET(prefix+"/ops/rollout", h.getRollout, a)
-	r.POST(prefix+"/ops/rollout/:action", h.postRollout, a)
-	r.GET(prefix+"/ops/versions", h.getVersions, a)
+	a, op := h.authenticate, h.operatorOnly
+	r.GET(prefix+"/ops/rollout", h.getRollout, a, op)
+	r.POST(prefix+"/ops/rollout/:action", h.postRollout, a, op)
+	r.GET(prefix+"/ops/versions", h.getVersions, a, op)
 	r.GET(prefix+"/ops/stream", h.stream, a)
 }
 
@@ -143,13 +186,52 @@ func (h *Handler) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// writeError writes an OpenAI-shaped error, as the gateway does.
-func writeError(c echo.Context, status int, msg string) error {
-	typ := "invalid_request_error"
-	if status >= 500 {
-		typ = "api_error"
+// callerOf returns the request's caller (a valid operator without
+// Deps.Caller).
+func (h *Handler) callerOf(c echo.Context) Caller {
+	if h.caller == nil {
+		return Caller{Operator: true}
 	}
-	return c.JSON(status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": http.StatusText(status)}})
+	return h.caller(c)
+}
+
+// operatorOnly refuses callers that are not operators with 403.
+func (h *Handler) operatorOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !h.callerOf(c).Operator {
+			return writeError(c, http.StatusForbidden, "this endpoint needs an operator key")
+		}
+		return next(c)
+	}
+}
+
+// writeError writes an OpenAI-shaped error, as the gateway does: type
+// from the status, param null, code a stable machine-readable string.
+func writeError(c echo.Context, status int, msg string) error {
+	return writeErrorParam(c, status, msg, "")
+}
+
+func writeErrorParam(c echo.Context, status int, msg, param string) error {
+	typ, code := "invalid_request_error", "invalid_request"
+	switch {
+	case status == http.StatusUnauthorized:
+		typ, code = "authentication_error", "invalid_api_key"
+	case status == http.StatusForbidden:
+		typ, code = "permission_error", "permission_denied"
+	case status == http.StatusNotFound:
+		code = "not_found"
+	case status == http.StatusConflict:
+		code = "conflict"
+	case status == http.StatusTooManyRequests:
+		typ, code = "rate_limit_error", "too_many_streams"
+	case status >= 500:
+		typ, code = "api_error", "unavailable"
+	}
+	var p any
+	if param != "" {
+		p = param
+	}
+	return c.JSON(status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": p, "code": code}})
 }
 
 func (h *Handler) getRollout(c echo.Context) error {

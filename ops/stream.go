@@ -51,7 +51,14 @@ func list(vals []string) []string {
 
 func parseStreamFilter(c echo.Context) (streamFilter, error) {
 	q := c.QueryParams()
-	f := streamFilter{versions: list(q["version"]), tenant: q.Get("tenant"), taskTypes: list(q["task_type"]), kinds: list(q["kind"])}
+	f := streamFilter{versions: list(q["version"]), taskTypes: list(q["task_type"]), kinds: list(q["kind"])}
+	switch ts := list(q["tenant"]); len(ts) {
+	case 0:
+	case 1:
+		f.tenant = ts[0]
+	default:
+		return f, paramErrorf("tenant", "the stream selects at most one tenant, got %d", len(ts))
+	}
 	for _, t := range list(append(q["type"], q["types"]...)) {
 		// "rollout" or "rollout.*" select every rollout type
 		if p, ok := strings.CutSuffix(t, ".*"); ok {
@@ -64,7 +71,7 @@ func parseStreamFilter(c echo.Context) (streamFilter, error) {
 			}
 		}
 		if len(f.types) == n {
-			return f, fmt.Errorf("type %q is not on the stream (one of %s, or a prefix such as rollout)", t, strings.Join(StreamTypes, ", "))
+			return f, paramErrorf("types", "type %q is not on the stream (one of %s, or a prefix such as rollout)", t, strings.Join(StreamTypes, ", "))
 		}
 	}
 	if len(f.types) == 0 {
@@ -82,6 +89,26 @@ type versionsLite struct {
 	Parent       string `json:"parent"`
 	Candidate    string `json:"candidate"`
 	Stable       string `json:"stable"`
+}
+
+// paramError is a bad query parameter: a 400 naming it.
+type paramError struct {
+	param string
+	msg   string
+}
+
+func (e *paramError) Error() string { return e.msg }
+
+func paramErrorf(param, format string, args ...any) error {
+	return &paramError{param: param, msg: fmt.Sprintf(format, args...)}
+}
+
+func badParam(c echo.Context, err error) error {
+	var pe *paramError
+	if errors.As(err, &pe) {
+		return writeErrorParam(c, http.StatusBadRequest, pe.msg, pe.param)
+	}
+	return writeError(c, http.StatusBadRequest, err.Error())
 }
 
 func (f streamFilter) match(ev *events.Event) bool {
@@ -122,19 +149,43 @@ func (f streamFilter) match(ev *events.Event) bool {
 // naming no version, feedback.interpreted, do not match), tenant (the
 // envelope's; events without a tenant do not match), task_type
 // (evaluations and anomalies of that task type), kind (anomalies of that
-// kind; other types do not match). All filters combine with AND. A comment line is sent at once
-// and then every Deps.Heartbeat while nothing else is sent.
+// kind; other types do not match). All filters combine with AND. A
+// comment line is sent at once and then every Deps.Heartbeat while nothing
+// else is sent.
+//
+// A caller that is not an operator reads only its own tenant's events:
+// the tenant filter is forced to its tenant (naming another is a 403), and
+// the stream ends within a second of its key being revoked.
 func (h *Handler) stream(c echo.Context) error {
 	f, err := parseStreamFilter(c)
 	if err != nil {
-		return writeError(c, http.StatusBadRequest, err.Error())
+		return badParam(c, err)
 	}
+	who := h.callerOf(c)
+	if !who.Operator {
+		if f.tenant != "" && f.tenant != who.Tenant {
+			return writeErrorParam(c, http.StatusForbidden, "a tenant's key reads only its own tenant's events", "tenant")
+		}
+		if who.Tenant == "" {
+			return writeError(c, http.StatusForbidden, "this key has no tenant")
+		}
+		f.tenant = who.Tenant
+	}
+	select {
+	case <-h.closing:
+		return writeError(c, http.StatusServiceUnavailable, "the server is shutting down")
+	default:
+	}
+	if !h.acquireStream(who.Key) {
+		return writeError(c, http.StatusTooManyRequests, fmt.Sprintf("this key already holds %d open streams", h.maxStreams))
+	}
+	defer h.releaseStream(who.Key)
 	req := c.Request()
 	ctx, cancel := context.WithCancel(req.Context())
 	defer cancel()
 	after, err := h.startPosition(ctx, c)
 	if err != nil {
-		return writeError(c, http.StatusBadRequest, err.Error())
+		return badParam(c, err)
 	}
 	w := c.Response()
 	hd := w.Header()
@@ -180,10 +231,21 @@ func (h *Handler) stream(c echo.Context) error {
 		defer close(hbDone)
 		t := time.NewTicker(h.heartbeat)
 		defer t.Stop()
+		recheck := time.NewTicker(250 * time.Millisecond)
+		defer recheck.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-h.closing:
+				cancel()
+				return
+			case <-recheck.C:
+				if !who.valid() {
+					h.log.Info("stream ended: the key is no longer valid", "tenant", who.Tenant)
+					cancel()
+					return
+				}
 			case now := <-t.C:
 				if write(fmt.Appendf(nil, ": heartbeat %s\n\n", now.UTC().Format(time.RFC3339))) != nil {
 					return
@@ -212,13 +274,39 @@ func (h *Handler) stream(c echo.Context) error {
 	return nil
 }
 
+// acquireStream counts an open stream against key's limit; a caller
+// without a key identity (no Deps.Caller) is not limited.
+func (h *Handler) acquireStream(key string) bool {
+	if key == "" {
+		return true
+	}
+	h.streamsMu.Lock()
+	defer h.streamsMu.Unlock()
+	if h.streams[key] >= h.maxStreams {
+		return false
+	}
+	h.streams[key]++
+	return true
+}
+
+func (h *Handler) releaseStream(key string) {
+	if key == "" {
+		return
+	}
+	h.streamsMu.Lock()
+	defer h.streamsMu.Unlock()
+	if h.streams[key]--; h.streams[key] <= 0 {
+		delete(h.streams, key)
+	}
+}
+
 func (h *Handler) startPosition(ctx context.Context, c echo.Context) (uint64, error) {
 	req := c.Request()
 	for _, s := range []string{req.Header.Get("Last-Event-ID"), c.QueryParam("last_event_id"), c.QueryParam("after")} {
 		if s = strings.TrimSpace(s); s != "" {
 			p, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("Last-Event-ID / after must be a store position (an unsigned integer), got %q", s)
+				return 0, paramErrorf("after", "Last-Event-ID / after must be a store position (an unsigned integer), got %q", s)
 			}
 			return p, nil
 		}
@@ -230,7 +318,7 @@ func (h *Handler) startPosition(ctx context.Context, c echo.Context) (uint64, er
 	if s := c.QueryParam("backlog"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("backlog must be a count of positions, got %q", s)
+			return 0, paramErrorf("backlog", "backlog must be a count of positions, got %q", s)
 		}
 		if n >= last {
 			return 0, nil

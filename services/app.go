@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -257,12 +256,13 @@ func (a *App) initGateway(ctx context.Context) (Service, error) {
 	if cfg.KeysFile == "" {
 		cfg.KeysFile = filepath.Join(a.Config.DataDir, "keys.json")
 	}
-	oh, err := ops.New(ops.Deps{Store: a.Store, Rollout: a.Config.Rollout, Logger: a.logger("ops"), Auth: operatorWrites})
+	oh, err := ops.New(ops.Deps{Store: a.Store, Rollout: a.Config.Rollout, Logger: a.logger("ops"), Caller: opsCaller})
 	if err != nil {
 		return nil, err
 	}
 	srv, err := gateway.New(cfg, gateway.Deps{Store: a.Store, Engine: a.Engine, Logger: a.logger("gateway"), Registry: a.metrics(),
-		Routes: func(v1 *echo.Group) { a.opsRoutes(v1); oh.RegisterAPI(v1) }, Pages: func(e *echo.Echo) { oh.RegisterPages(e) }})
+		Routes: func(v1 *echo.Group) { a.opsRoutes(v1); oh.RegisterAPI(v1) }, Pages: func(e *echo.Echo) { oh.RegisterPages(e) },
+		OnShutdown: oh.CloseStreams, Ready: a.storeReady})
 	if err != nil {
 		return nil, err
 	}
@@ -434,12 +434,19 @@ func (m memoryTypes) InferType(ctx context.Context, rec *events.InteractionRecor
 	return g.Type, g.Confidence, nil
 }
 
-// operatorWrites lets any authenticated key read the rollout state,
-// versions and stream (the stream is tenant-scoped by opsRoutes'
-// conventions in ops), and only operator keys change a rollout.
-func operatorWrites(c echo.Context) error {
-	if c.Request().Method != http.MethodGet && !gateway.KeyOf(c).IsOperator() {
-		return echo.NewHTTPError(http.StatusForbidden, "changing a rollout needs an operator key")
+// opsCaller is the operator surface's view of the gateway's caller:
+// operator keys see every tenant, any other key only its own, and a
+// revoked key's open streams end.
+func opsCaller(c echo.Context) ops.Caller {
+	k := gateway.KeyOf(c)
+	return ops.Caller{Key: k.ID, Tenant: k.Tenant, Operator: k.IsOperator(), Valid: func() bool { return gateway.KeyValid(c) }}
+}
+
+// storeReady reports whether the event store can record, for /readyz:
+// a store that knows (the embedded log after a failed write) says so.
+func (a *App) storeReady() error {
+	if r, ok := a.Store.(interface{ Ready() error }); ok {
+		return r.Ready()
 	}
 	return nil
 }

@@ -21,11 +21,11 @@ import (
 func (a *App) opsRoutes(v1 *echo.Group) {
 	unavailable := func(c echo.Context, what string) error {
 		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": map[string]any{
-			"message": what + " is not running in this process", "type": "service_unavailable", "param": nil, "code": nil}})
+			"message": what + " is not running in this process", "type": "api_error", "param": nil, "code": "service_unavailable"}})
 	}
 	forbidden := func(c echo.Context) error {
 		return c.JSON(http.StatusForbidden, map[string]any{"error": map[string]any{
-			"message": "this endpoint needs an operator key", "type": "permission_error", "param": nil, "code": nil}})
+			"message": "this endpoint needs an operator key", "type": "permission_error", "param": nil, "code": "permission_denied"}})
 	}
 	v1.GET("/ops/scoreboard", func(c echo.Context) error {
 		if !gateway.KeyOf(c).IsOperator() {
