@@ -1,0 +1,321 @@
+package gguf
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+
+	"citizen/model"
+)
+
+// Config maps the Llama metadata of f to a model.Config. Keys are prefixed by
+// general.architecture, which must be "llama": block_count, embedding_length,
+// feed_forward_length, attention.head_count, attention.head_count_kv (default: head_count),
+// attention.key_length (default: embedding_length / head_count; value_length and
+// rope.dimension_count must equal it when present), rope.freq_base (default 10000),
+// attention.layer_norm_rms_epsilon and context_length. The vocabulary size is the length of
+// tokenizer.ggml.tokens, the BOS/EOS ids come from tokenizer.ggml.{bos,eos}_token_id, and the
+// embeddings are tied when the file has no output.weight tensor. Float hyper-parameters are
+// stored as float32; Config reads them as their shortest decimal (1e-05, not 9.99999974e-06), the
+// value the Hugging Face config they were converted from held. RoPE scaling and mixtures of
+// experts are refused with ErrUnsupported.
+func (f *File) Config() (model.Config, error) {
+	arch, err := f.String("general.architecture")
+	if err != nil {
+		return model.Config{}, err
+	}
+	if arch != "llama" {
+		return model.Config{}, fmt.Errorf("%w: architecture %q (only llama)", ErrUnsupported, arch)
+	}
+	p := arch + "."
+	var bad error
+	req := func(key string) int {
+		v, err := f.Int(p + key)
+		if err != nil && bad == nil {
+			bad = err
+		}
+		return v
+	}
+	opt := func(key string, def int) int {
+		if _, ok := f.Get(p + key); !ok {
+			return def
+		}
+		return req(key)
+	}
+	optF := func(key string, def float64) float64 {
+		if _, ok := f.Get(p + key); !ok {
+			return def
+		}
+		x, err := f.Float(p + key)
+		if err != nil && bad == nil {
+			bad = err
+		}
+		if v, _ := f.Get(p + key); v.Type == TypeFloat32 {
+			x, _ = strconv.ParseFloat(strconv.FormatFloat(x, 'g', -1, 32), 64)
+		}
+		return x
+	}
+	c := model.Config{
+		Architectures:         []string{"LlamaForCausalLM"},
+		ModelType:             "llama",
+		HiddenAct:             "silu",
+		TorchDtype:            "float32",
+		NumHiddenLayers:       req("block_count"),
+		HiddenSize:            req("embedding_length"),
+		IntermediateSize:      req("feed_forward_length"),
+		NumAttentionHeads:     req("attention.head_count"),
+		MaxPositionEmbeddings: req("context_length"),
+	}
+	c.NumKeyValueHeads = opt("attention.head_count_kv", c.NumAttentionHeads)
+	if c.NumAttentionHeads > 0 {
+		c.HeadDim = opt("attention.key_length", c.HiddenSize/c.NumAttentionHeads)
+	}
+	c.RopeTheta = optF("rope.freq_base", 10000)
+	if _, ok := f.Get(p + "attention.layer_norm_rms_epsilon"); !ok && bad == nil {
+		bad = fmt.Errorf("%w: key %q (Llama uses RMSNorm)", ErrNotFound, p+"attention.layer_norm_rms_epsilon")
+	}
+	c.RMSNormEps = optF("attention.layer_norm_rms_epsilon", 0)
+	if bad != nil {
+		return model.Config{}, bad
+	}
+	unsupported := func(format string, a ...any) (model.Config, error) {
+		return model.Config{}, fmt.Errorf("%w: "+format, append([]any{ErrUnsupported}, a...)...)
+	}
+	if vl := opt("attention.value_length", c.HeadDim); vl != c.HeadDim {
+		return unsupported("value_length %d differs from key_length %d", vl, c.HeadDim)
+	}
+	if rd := opt("rope.dimension_count", c.HeadDim); rd != c.HeadDim {
+		return unsupported("rope over %d of %d head dimensions (partial rotary)", rd, c.HeadDim)
+	}
+	if n := opt("expert_count", 0); n != 0 {
+		return unsupported("mixture of %d experts", n)
+	}
+	if v, ok := f.Get(p + "rope.scaling.type"); ok {
+		if s, _ := v.Str(); s != "none" {
+			return unsupported("rope scaling %v", v)
+		}
+	}
+	for _, k := range []string{"rope.scaling.factor", "rope.freq_scale"} {
+		if x := optF(k, 1); x != 1 && !(k == "rope.scaling.factor" && x == 0) {
+			return unsupported("%s %g", p+k, x)
+		}
+	}
+	tokens, err := f.Strings("tokenizer.ggml.tokens")
+	if err != nil {
+		return model.Config{}, err
+	}
+	c.VocabSize = len(tokens)
+	if vs := opt("vocab_size", c.VocabSize); vs != c.VocabSize {
+		return model.Config{}, fmt.Errorf("%w: %svocab_size %d but %d tokens", ErrFormat, p, vs, c.VocabSize)
+	}
+	_, hasOutput := f.Tensor("output.weight")
+	c.TieWordEmbeddings = !hasOutput
+	for _, id := range []struct {
+		key string
+		dst **int
+	}{{"tokenizer.ggml.bos_token_id", &c.BOSTokenID}, {"tokenizer.ggml.eos_token_id", &c.EOSTokenID}} {
+		if _, ok := f.Get(id.key); !ok {
+			continue
+		}
+		v, err := f.Int(id.key)
+		if err != nil {
+			return model.Config{}, err
+		}
+		*id.dst = &v
+	}
+	if bad != nil {
+		return model.Config{}, bad
+	}
+	if err := c.Validate(); err != nil {
+		return model.Config{}, fmt.Errorf("gguf: %w", err)
+	}
+	return c, nil
+}
+
+// loadJob dequantizes rows [r0, r1) of a tensor into dst (row-major [rows, cols]). With heads > 0
+// the rows are un-permuted per head (see Unpermute).
+type loadJob struct {
+	info   TensorInfo
+	dst    []float32
+	r0, r1 int
+	heads  int
+}
+
+// NewModel builds a model from f's Config and dequantizes every tensor into its float32
+// parameters: token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm,
+// ffn_gate, ffn_up, ffn_down}, output_norm and, for untied embeddings, output (all with the
+// .weight suffix). attn_q and attn_k are un-permuted (by attention.head_count and head_count_kv)
+// from llama.cpp's interleaved-RoPE row order to the split-halves order the model uses. Every
+// tensor must be present with its exact shape and no other tensor may be present. Tensors are
+// dequantized in parallel on GOMAXPROCS goroutines. f must stay open until NewModel returns.
+func NewModel(f *File) (*model.Model, error) {
+	c, err := f.Config()
+	if err != nil {
+		return nil, err
+	}
+	m, err := model.New(c)
+	if err != nil {
+		return nil, fmt.Errorf("gguf: %w", err)
+	}
+	C, I, V := c.HiddenSize, c.IntermediateSize, c.VocabSize
+	q, kv := c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim
+	var jobs []loadJob
+	used := map[string]bool{}
+	add := func(name string, dst []float32, heads int, shape ...int) error {
+		t, ok := f.Tensor(name)
+		if !ok {
+			return fmt.Errorf("%w: tensor %q", ErrNotFound, name)
+		}
+		if got := t.Shape(); !slices.Equal(got, shape) {
+			return fmt.Errorf("%w: tensor %q has shape %v, the config needs %v", ErrFormat, name, got, shape)
+		}
+		if !CanDequantize(t.Type) {
+			return fmt.Errorf("%w: tensor %q has type %s, which cannot be dequantized", ErrUnsupported, name, t.Type)
+		}
+		used[name] = true
+		rows := 1
+		if len(shape) == 2 {
+			rows = shape[0]
+		}
+		cols := len(dst) / rows
+		step := max(1, (1<<20)/cols) // about a million weights a job
+		for r := 0; r < rows; r += step {
+			jobs = append(jobs, loadJob{info: t, dst: dst, r0: r, r1: min(rows, r+step), heads: heads})
+		}
+		return nil
+	}
+	w := &m.W
+	errs := []error{add("token_embd.weight", w.Embed, 0, V, C)}
+	for l := range w.Layers {
+		lw, p := &w.Layers[l], fmt.Sprintf("blk.%d.", l)
+		errs = append(errs,
+			add(p+"attn_norm.weight", lw.InputNorm, 0, C),
+			add(p+"attn_q.weight", lw.Q, c.NumAttentionHeads, q, C),
+			add(p+"attn_k.weight", lw.K, c.NumKeyValueHeads, kv, C),
+			add(p+"attn_v.weight", lw.V, 0, kv, C),
+			add(p+"attn_output.weight", lw.O, 0, C, q),
+			add(p+"ffn_norm.weight", lw.PostNorm, 0, C),
+			add(p+"ffn_gate.weight", lw.Gate, 0, I, C),
+			add(p+"ffn_up.weight", lw.Up, 0, I, C),
+			add(p+"ffn_down.weight", lw.Down, 0, C, I),
+		)
+	}
+	errs = append(errs, add("output_norm.weight", w.Norm, 0, C))
+	if !c.TieWordEmbeddings {
+		errs = append(errs, add("output.weight", w.LMHead, 0, V, C))
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range f.Tensors {
+		if !used[t.Name] {
+			return nil, fmt.Errorf("%w: unexpected tensor %q for a llama model", ErrUnsupported, t.Name)
+		}
+	}
+	if err := f.runJobs(jobs); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (f *File) runJobs(jobs []loadJob) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return ErrClosed
+	}
+	next := make(chan loadJob)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				if err := f.runJob(j); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		}()
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// runJob needs f.mu held for reading.
+func (f *File) runJob(j loadJob) error {
+	t := j.info
+	rows := 1
+	if len(t.Dims) == 2 {
+		rows = int(t.Dims[1])
+	}
+	cols := int(t.Dims[0])
+	rowBytes, _ := t.Type.RowSize(cols)
+	base := f.data[uint64(f.DataOffset)+t.Offset:]
+	for r := j.r0; r < j.r1; r++ {
+		src := r // the file's row that holds the model's row r
+		if j.heads > 0 {
+			src = permutedRow(r, rows/j.heads)
+		}
+		if err := Dequantize(j.dst[r*cols:(r+1)*cols], base[src*rowBytes:(src+1)*rowBytes], t.Type); err != nil {
+			return fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// permutedRow is the row of llama.cpp's layout that holds row r of Hugging Face's layout of a
+// query or key projection with heads of headDim rows. Hugging Face rotates split halves: row
+// h·headDim + i·headDim/2 + j (i ∈ {0, 1}, j < headDim/2) pairs with the row headDim/2 away.
+// llama.cpp rotates adjacent pairs, so its converter stores that row at h·headDim + 2j + i; the
+// inverse is reshape(heads, headDim/2, 2, in).swapaxes(1, 2).
+func permutedRow(r, headDim int) int {
+	h, k := r/headDim, r%headDim
+	half := headDim / 2
+	i, j := k/half, k%half
+	return h*headDim + 2*j + i
+}
+
+// Unpermute returns the rows of w ([heads·headDim, cols] row-major, as llama.cpp's converter
+// stores attn_q and attn_k) in Hugging Face's order. It is what NewModel applies; exported for
+// tools that handle raw tensors.
+func Unpermute(w []float32, heads, cols int) ([]float32, error) {
+	if heads <= 0 || cols <= 0 || len(w)%(heads*cols) != 0 || (len(w)/(heads*cols))%2 != 0 {
+		return nil, fmt.Errorf("gguf: cannot unpermute %d weights as %d heads × even head_dim × %d", len(w), heads, cols)
+	}
+	headDim := len(w) / cols / heads
+	out := make([]float32, len(w))
+	for r := 0; r < heads*headDim; r++ {
+		s := permutedRow(r, headDim)
+		copy(out[r*cols:(r+1)*cols], w[s*cols:(s+1)*cols])
+	}
+	return out, nil
+}
+
+// LoadModel opens the GGUF file at path, builds the model (NewModel) and releases the file's
+// bytes. The returned File is closed: its metadata, tensor directory and Tokenizer() stay
+// readable, tensor data does not.
+func LoadModel(path string) (*model.Model, *File, error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := NewModel(f)
+	cerr := f.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if cerr != nil {
+		return nil, nil, cerr
+	}
+	return m, f, nil
+}
