@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,4 +85,52 @@ func sqlConn(t testing.TB, url string) *pgx.Conn {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// cluster is a private PostgreSQL server of one test (its own data
+// directory and port), started with testdata/start-postgres.sh, for tests
+// that stop or crash the server.
+type cluster struct {
+	work, url string
+}
+
+// startCluster starts a private server, destroyed when t ends. It needs
+// what the shared server needs (CITIZEN_PG_URL set shows the machine can
+// run one) and is skipped under -short.
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	serverURL(t)
+	if testing.Short() {
+		t.Skip("-short: skipping a test that starts its own PostgreSQL server")
+	}
+	work, err := os.MkdirTemp("", "citizen-pg-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server runs as another user when the tests run as root.
+	if err := os.Chmod(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{work: work}
+	t.Cleanup(func() {
+		c.script(t, "destroy")
+		os.RemoveAll(work)
+	})
+	c.url = c.script(t, "start")
+	return c
+}
+
+// script runs start-postgres.sh with arg on c's work directory and
+// returns its stdout.
+func (c *cluster) script(t *testing.T, arg string) string {
+	t.Helper()
+	cmd := exec.Command("testdata/start-postgres.sh", arg)
+	cmd.Env = append(os.Environ(), "PG_WORK="+c.work)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("start-postgres.sh %s: %v\n%s", arg, err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
 }
