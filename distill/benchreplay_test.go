@@ -597,7 +597,7 @@ func replayOnce(ctx context.Context, t *testing.T, cfg Config, st events.Store, 
 	if wt.Artifact == nil {
 		t.Fatalf("no artifact: %s", wt.Reason)
 	}
-	cand, err := LoadVersion(wt, base.Config)
+	cand, err := LoadVersion(wt, d.cfg.DataDir, base.Config)
 	_ = cand
 	if err != nil {
 		t.Fatal(err)

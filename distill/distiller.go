@@ -809,11 +809,11 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 			return &cycleFailure{"parent", fmt.Errorf("no artifact recorded for version %s", parent)}
 		}
 		var err error
-		if pad, err = loadArtifact(vi.Trained.Artifact.Path, vi.Trained.Artifact.SHA256, cfg.Base.Config); err != nil {
+		parentDir = ArtifactDir(cfg.DataDir, vi.Trained.Artifact.Path)
+		if pad, err = loadArtifact(parentDir, vi.Trained.Artifact.SHA256, cfg.Base.Config); err != nil {
 			return &cycleFailure{"parent", err}
 		}
 		pad.Name = parent
-		parentDir = vi.Trained.Artifact.Path
 	}
 
 	// Data.
@@ -946,7 +946,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	if err := os.WriteFile(filepath.Join(outDir, "SHA256SUMS"), []byte(sum+"  adapter_model.safetensors\n"), 0o644); err != nil {
 		return &cycleFailure{"artifact", err}
 	}
-	wt.Artifact = &events.Artifact{Format: "peft-lora", Path: outDir, SHA256: sum}
+	wt.Artifact = &events.Artifact{Format: "peft-lora", Path: artifactPath(cfg.DataDir, outDir), SHA256: sum}
 
 	// Offline gate.
 	d.setState(func(s *Status) { s.State = "evaluating" })
@@ -1534,15 +1534,35 @@ func loadArtifact(dir, sum string, base model.Config) (*model.Adapter, error) {
 
 // LoadVersion loads a trained version's adapter from its weights.trained
 // lineage, checking the artifact's sha256: how a serving engine gets the
-// weights of a version it is told to serve.
-func LoadVersion(wt events.WeightsTrained, base model.Config) (*model.Adapter, error) {
+// weights of a version it is told to serve. root is the distiller's data
+// directory, against which a relative artifact path resolves.
+func LoadVersion(wt events.WeightsTrained, root string, base model.Config) (*model.Adapter, error) {
 	if wt.Artifact == nil {
 		return nil, fmt.Errorf("distill: version %s has no artifact", wt.Version)
 	}
-	a, err := loadArtifact(wt.Artifact.Path, wt.Artifact.SHA256, base)
+	a, err := loadArtifact(ArtifactDir(root, wt.Artifact.Path), wt.Artifact.SHA256, base)
 	if err != nil {
 		return nil, err
 	}
 	a.Name = wt.Version
 	return a, nil
+}
+
+// ArtifactDir resolves an artifact path recorded in weights.trained: a
+// relative path is under root (the distiller's data directory), an
+// absolute one (older events) is used as it is.
+func ArtifactDir(root, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(root, path)
+}
+
+// artifactPath is the path recorded for an artifact written at dir:
+// relative to root when dir is under it.
+func artifactPath(root, dir string) string {
+	if rel, err := filepath.Rel(root, dir); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return dir
 }

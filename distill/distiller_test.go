@@ -100,7 +100,7 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 		got.WindowTo == 0 || len(got.ExamplesPerType) != 3 || got.Objective != "pg+sd+anchors+kl" {
 		t.Fatalf("lineage %+v", got)
 	}
-	cand, err := LoadVersion(wt, base.Config)
+	cand, err := LoadVersion(wt, d.cfg.DataDir, base.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestCycleFailsOnCorruptParentArtifact(t *testing.T) {
 	// Promote it, then corrupt its file: the next cycle cannot use it as
 	// the parent and says so.
 	w.append(events.RolloutStream("r1"), &events.RolloutPromoted{RolloutChange: events.RolloutChange{RolloutID: "r1", Candidate: first.Version, Stable: "base", Weight: 1}})
-	if err := os.WriteFile(filepath.Join(first.Artifact.Path, "adapter_model.safetensors"), []byte("garbage"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(ArtifactDir(d.cfg.DataDir, first.Artifact.Path), "adapter_model.safetensors"), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	newWorldData(w, tok, base, 48, 48)

@@ -54,7 +54,7 @@
 // checkpoint's model), optionally Chat (a chat model over the same base:
 // teacher and tokenizer), then d, err := distill.New(cfg, store, logger);
 // go d.Run(ctx) (it replays the store, follows it, and runs cycles when
-// due); go distill.SyncVersions(ctx, store, embeddedEngine, base.Config,
+// due); go distill.SyncVersions(ctx, store, embeddedEngine, dataDir, base.Config,
 // logger); the dashboard reads d.Status(). The stable version is the last
 // rollout.promoted candidate (base until then); a cycle trains on top of it.
 //

@@ -84,7 +84,7 @@ func TestBaseCheckpointLearnsDriftFromLiveMix(t *testing.T) {
 	if !wt.Accepted {
 		t.Fatalf("rejected: %s", wt.Reason)
 	}
-	cand, err := LoadVersion(wt, base.Config)
+	cand, err := LoadVersion(wt, d.cfg.DataDir, base.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

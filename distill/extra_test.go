@@ -3,6 +3,7 @@ package distill
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -110,11 +111,17 @@ func TestAccuracyEvaluator(t *testing.T) {
 }
 
 type adder struct {
-	added chan string
+	added     chan string
+	fallbacks chan string
 }
 
 func (a *adder) AddVersion(id, parent string, ad *model.Adapter) error {
 	a.added <- id + "<-" + parent
+	return nil
+}
+
+func (a *adder) AddFallback(id, servedBy, reason string) error {
+	a.fallbacks <- id + "->" + servedBy
 	return nil
 }
 
@@ -132,19 +139,40 @@ func TestSyncVersionsServesAccepted(t *testing.T) {
 	w.append(events.VersionStream("rejected"), &events.WeightsTrained{Version: "rejected", Parent: "base", Accepted: false, Reason: "gate"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := &adder{added: make(chan string, 4)}
+	if filepath.IsAbs(wt.Artifact.Path) {
+		t.Fatalf("artifact path %s is absolute: a copied data dir would serve the original's weights", wt.Artifact.Path)
+	}
+	a := &adder{added: make(chan string, 4), fallbacks: make(chan string, 4)}
 	done := make(chan error, 1)
-	go func() { done <- SyncVersions(ctx, w.store, a, base.Config, nil) }()
+	go func() { done <- SyncVersions(ctx, w.store, a, d.cfg.DataDir, base.Config, nil) }()
 	if got := <-a.added; got != wt.Version+"<-base" {
 		t.Fatalf("served %q", got)
 	}
-	// An accepted version without a loadable artifact is skipped too; the
-	// next good one is served, in store order, so nothing was served in between.
+	// An accepted version without a loadable artifact is served by its
+	// parent, and a version.unavailable says so; the next good one is
+	// served, in store order.
 	w.append(events.VersionStream("broken"), &events.WeightsTrained{Version: "broken", Parent: wt.Version, Accepted: true})
+	bad := *wt.Artifact
+	bad.SHA256 = strings.Repeat("0", 64) // fails its checksum
+	w.append(events.VersionStream("tampered"), &events.WeightsTrained{Version: "tampered", Accepted: true, Artifact: &bad})
 	w.append(events.VersionStream("two"), &events.WeightsTrained{Version: "two", Parent: wt.Version, Accepted: true, Artifact: wt.Artifact})
+	if got := <-a.fallbacks; got != "broken->"+wt.Version {
+		t.Fatalf("fallback %q", got)
+	}
+	if got := <-a.fallbacks; got != "tampered->base" {
+		t.Fatalf("fallback %q", got)
+	}
 	if got := <-a.added; got != "two<-"+wt.Version {
 		t.Fatalf("served %q", got)
 	}
 	cancel()
 	<-done
+	evs, err := w.store.ReadAll(context.Background(), 0, events.Filter{Types: []string{events.TypeVersionUnavailable}}, 10)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("version.unavailable events: %d %v", len(evs), err)
+	}
+	p, _ := events.Decode(&evs[1])
+	if u := p.(*events.VersionUnavailable); u.Version != "tampered" || u.ServedBy != "base" || !strings.Contains(u.Reason, "sha256") {
+		t.Fatalf("%+v", u)
+	}
 }

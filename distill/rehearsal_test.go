@@ -339,7 +339,7 @@ func TestCycleRehearsesTheBaseData(t *testing.T) {
 		if wt.Artifact == nil {
 			t.Fatalf("no artifact: %s", wt.Reason)
 		}
-		a, err := LoadVersion(wt, base.Config)
+		a, err := LoadVersion(wt, d.cfg.DataDir, base.Config)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,17 +14,53 @@ type VersionAdder interface {
 	AddVersion(id, parent string, a *model.Adapter) error
 }
 
+// Fallbacker is an engine that can serve another version's weights in
+// place of a version it cannot load (gateway/embedded's Engine has it).
+type Fallbacker interface {
+	AddFallback(id, servedBy, reason string) error
+}
+
 // SyncVersions keeps an engine serving every accepted version: it follows
 // the store's weights.trained events from the beginning and loads each
-// accepted version's adapter (checking its sha256) into e, so the rollout
-// controller can route traffic to a candidate. A version whose artifact
-// cannot be loaded is logged and skipped. It blocks until ctx ends or the
-// store fails, like events.Store.Subscribe.
-func SyncVersions(ctx context.Context, s events.Store, e VersionAdder, base model.Config, logger *slog.Logger) error {
+// accepted version's adapter (checking its sha256; relative artifact
+// paths resolve against root, the distiller's data directory) into e, so
+// the rollout controller can route traffic to a candidate. A version whose
+// artifact cannot be loaded is never a silent gap: when e is a Fallbacker
+// it serves the version's parent (or the base) in its place, and a
+// version.unavailable event records why (once per artifact: its id is
+// deterministic). It blocks until ctx ends or the store fails, like
+// events.Store.Subscribe.
+func SyncVersions(ctx context.Context, s events.Store, e VersionAdder, root string, base model.Config, logger *slog.Logger) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	log := logger.With("component", "distill-sync")
+	fb, _ := e.(Fallbacker)
+	unavailable := func(wt *events.WeightsTrained, cause error) {
+		servedBy := wt.Parent
+		if servedBy == "" {
+			servedBy = "base"
+		}
+		log.Error("version unavailable: serving its parent in its place", "version", wt.Version, "served_by", servedBy, "err", cause)
+		if fb != nil {
+			if err := fb.AddFallback(wt.Version, servedBy, cause.Error()); err != nil {
+				log.Error("cannot serve a fallback", "version", wt.Version, "err", err)
+			}
+		}
+		sum := ""
+		if wt.Artifact != nil {
+			sum = wt.Artifact.SHA256
+		}
+		ev, err := events.Encode(&events.VersionUnavailable{Version: wt.Version, ServedBy: servedBy, Reason: cause.Error(), SHA256: sum},
+			events.Meta{Stream: events.VersionStream(wt.Version), CorrelationID: wt.Version,
+				ID: events.DeterministicID(events.TypeVersionUnavailable, wt.Version, sum)})
+		if err == nil {
+			_, err = s.Append(ctx, ev.Stream, events.Any, ev)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("cannot record version.unavailable", "version", wt.Version, "err", err)
+		}
+	}
 	return s.Subscribe(ctx, 0, events.Filter{Types: []string{events.TypeWeightsTrained}}, func(_ context.Context, ev events.Event) error {
 		p, err := events.Decode(&ev)
 		if err != nil {
@@ -35,13 +71,13 @@ func SyncVersions(ctx context.Context, s events.Store, e VersionAdder, base mode
 		if !wt.Accepted {
 			return nil
 		}
-		a, err := LoadVersion(*wt, base)
+		a, err := LoadVersion(*wt, root, base)
 		if err != nil {
-			log.Warn("cannot load version", "version", wt.Version, "err", err)
+			unavailable(wt, err)
 			return nil
 		}
 		if err := e.AddVersion(wt.Version, wt.Parent, a); err != nil {
-			log.Warn("cannot serve version", "version", wt.Version, "err", err)
+			unavailable(wt, err)
 			return nil
 		}
 		log.Info("serving version", "version", wt.Version, "parent", wt.Parent)

@@ -151,6 +151,7 @@ var Types = func() *Registry {
 	r.Register(TypeFeedbackInterpreted, 1, func() Payload { return &FeedbackInterpreted{} })
 	r.Register(TypeAnomalyDetected, 1, func() Payload { return &AnomalyDetected{} })
 	r.Register(TypeWeightsTrained, 1, func() Payload { return &WeightsTrained{} })
+	r.Register(TypeVersionUnavailable, 1, func() Payload { return &VersionUnavailable{} })
 	r.Register(TypeRolloutStarted, 1, func() Payload { return &RolloutStarted{} })
 	r.Register(TypeRolloutAdvanced, 1, func() Payload { return &RolloutAdvanced{} })
 	r.Register(TypeRolloutPaused, 1, func() Payload { return &RolloutPaused{} })

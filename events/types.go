@@ -10,6 +10,7 @@ const (
 	TypeFeedbackInterpreted  = "feedback.interpreted"
 	TypeAnomalyDetected      = "anomaly.detected"
 	TypeWeightsTrained       = "weights.trained"
+	TypeVersionUnavailable   = "version.unavailable"
 	TypeRolloutStarted       = "rollout.started"
 	TypeRolloutAdvanced      = "rollout.advanced"
 	TypeRolloutPaused        = "rollout.paused"
@@ -215,9 +216,25 @@ type AnomalyDetected struct {
 
 func (AnomalyDetected) EventType() string { return TypeAnomalyDetected }
 
+// VersionUnavailable records that a serving engine could not load an
+// accepted version (its artifact is missing, fails its sha256 or does not
+// load): the engine serves ServedBy (the version's parent, or the base) in
+// its place until the artifact is fixed. Stream: version-<V>.
+type VersionUnavailable struct {
+	Version  string `json:"version"`
+	ServedBy string `json:"served_by"`
+	Reason   string `json:"reason"`
+	SHA256   string `json:"sha256,omitempty"` // the artifact's recorded sha256
+}
+
+func (VersionUnavailable) EventType() string { return TypeVersionUnavailable }
+
 // Artifact is a stored weights artifact.
 type Artifact struct {
 	Format string `json:"format"` // peft-lora, safetensors
+	// Path is the artifact's folder, relative to the distiller's data
+	// directory (<data_dir>/distill), so that a copied data dir serves its
+	// own weights; older events may hold an absolute path.
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -290,12 +291,16 @@ func (r *request) engineFailed(err error) error {
 		r.done(e.Status, Usage{})
 		return r.s.fail(r.c, e)
 	}
-	if errors.Is(err, ErrUnknownVersion) {
-		e := errModelNotFound(r.dec.Model)
-		r.done(e.Status, Usage{})
-		return r.s.fail(r.c, e)
-	}
 	e := engineAPIError(err)
+	if errors.Is(err, ErrUnknownVersion) {
+		e = errModelNotFound(r.dec.Model)
+	}
+	if r.dec.Model == ModelName && e.Code == "model_not_found" {
+		// The client named the served model; the version it routes to is
+		// missing here: a server fault, not the client's.
+		e = &APIError{Status: http.StatusServiceUnavailable, Type: "api_error", Code: "model_unavailable", RetryAfter: 5 * time.Second,
+			Message: fmt.Sprintf("The model %s (version %s) is not available right now. Please retry.", ModelName, r.dec.Gen.Version)}
+	}
 	r.s.log.Warn("engine failed", "interaction", r.iid, "status", e.Status, "err", err)
 	r.done(e.Status, Usage{})
 	return r.s.fail(r.c, e)

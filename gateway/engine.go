@@ -41,6 +41,9 @@ type VersionInfo struct {
 	ID      string    // e.g. "base" or "v3"; served as "citizen@<ID>"
 	Parent  string    // the version it was trained from; empty for a base
 	Created time.Time // zero if unknown
+	// ServedBy, when set, is the version whose weights answer for this
+	// one: its own could not be loaded (results then report ServedBy).
+	ServedBy string
 }
 
 // Message is a chat message handed to the engine. Content is the text (an

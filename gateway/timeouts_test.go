@@ -102,4 +102,3 @@ func TestFeedbackCapPerInteraction(t *testing.T) {
 		t.Fatalf("%d events stored, want 4", n)
 	}
 }
-

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"citizen/distill"
 	"citizen/events"
@@ -209,8 +210,30 @@ func (a *App) initBus(ctx context.Context) (Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startStop{run: relay.Run, stop: func(context.Context) error { return a.Bus.Close() }}, nil
+	return &relayService{relay: relay, bus: a.Bus, started: make(chan struct{})}, nil
 }
+
+// relayService runs the relay once every module is initialised (every
+// worker has reserved its consumer group), and closes the bus on Stop.
+type relayService struct {
+	relay   *bus.Relay
+	bus     Bus
+	started chan struct{}
+	once    sync.Once
+}
+
+func (s *relayService) AllStarted() { s.once.Do(func() { close(s.started) }) }
+
+func (s *relayService) Run(ctx context.Context) error {
+	select {
+	case <-s.started:
+	case <-ctx.Done():
+		return nil
+	}
+	return s.relay.Run(ctx)
+}
+
+func (s *relayService) Stop(context.Context) error { return s.bus.Close() }
 
 func (a *App) initEngine(ctx context.Context) (Service, error) {
 	mc := a.Config.Model
@@ -241,7 +264,7 @@ func (a *App) initEngine(ctx context.Context) (Service, error) {
 	// events arrive (from the start of the store).
 	return startStop{
 		run: func(ctx context.Context) error {
-			err := distill.SyncVersions(ctx, a.Store, a.Embedded, cm.Engine.Model().Config, log)
+			err := distill.SyncVersions(ctx, a.Store, a.Embedded, filepath.Join(a.Config.DataDir, "distill"), cm.Engine.Model().Config, log)
 			if ctx.Err() != nil {
 				return nil
 			}

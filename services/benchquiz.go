@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -62,6 +63,9 @@ func quizPromoted(ctx context.Context, c LearnConfig, drift workplace.Drift, rep
 		return nil, nil
 	}
 	dir := rep.artifacts[version]
+	if dir != "" {
+		dir = distill.ArtifactDir(filepath.Join(c.DataDir, "distill"), dir)
+	}
 	if dir == "" {
 		return nil, fmt.Errorf("promoted version %s has no artifact", version)
 	}

@@ -25,6 +25,14 @@ type Stopper interface {
 	Stop(ctx context.Context) error
 }
 
+// Starter is implemented by services that must wait until every module of
+// the target is initialised before doing their work: the relay, so that
+// every worker's consumer group exists before the first event is
+// published. Manager.Run calls AllStarted once, after the last Init.
+type Starter interface {
+	AllStarted()
+}
+
 // Module is a named component with dependencies, in the manner of Loki's
 // modules: Init builds it once its dependencies are initialised.
 type Module struct {
@@ -171,6 +179,11 @@ func (m *Manager) Run(ctx context.Context, targets []string, shutdownTimeout tim
 			}
 		}()
 		m.log.Debug("module started", "module", name)
+	}
+	for _, r := range started {
+		if s, ok := r.svc.(Starter); ok {
+			s.AllStarted()
+		}
 	}
 	var first error
 	select {

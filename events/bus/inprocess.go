@@ -76,6 +76,7 @@ type InProcess struct {
 type entry struct {
 	msg *message.Message
 	key string
+	pos uint64 // the event's store position (MetaPosition), 0 if none
 }
 
 type topic struct {
@@ -222,7 +223,8 @@ func (b *InProcess) publish(name string, msgs []*message.Message) error {
 		for k, v := range m.Metadata {
 			c.Metadata.Set(k, v)
 		}
-		t.log = append(t.log, entry{msg: c, key: c.Metadata.Get(b.cfg.OrderingKey)})
+		pos, _ := strconv.ParseUint(c.Metadata.Get(MetaPosition), 10, 64)
+		t.log = append(t.log, entry{msg: c, key: c.Metadata.Get(b.cfg.OrderingKey), pos: pos})
 		if len(t.log) > b.cfg.MaxBacklog {
 			b.dropLocked(t, len(t.log)-b.cfg.MaxBacklog)
 		}
@@ -284,6 +286,13 @@ func (b *InProcess) join(topicName, groupName string, anonymous bool) (*topic, *
 	if b.closed {
 		return nil, nil, fmt.Errorf("bus: subscribe to %s: %w", topicName, events.ErrClosed)
 	}
+	t, g := b.groupLocked(topicName, groupName, anonymous)
+	g.members++
+	return t, g, nil
+}
+
+// groupLocked returns (creating) a topic and one of its groups.
+func (b *InProcess) groupLocked(topicName, groupName string, anonymous bool) (*topic, *group) {
 	t := b.topicLocked(topicName)
 	g, ok := t.groups[groupName]
 	if !ok {
@@ -291,8 +300,46 @@ func (b *InProcess) join(topicName, groupName string, anonymous bool) (*topic, *
 			busy: map[string]struct{}{}, wake: make(chan struct{})}
 		t.groups[groupName] = g
 	}
-	g.members++
-	return t, g, nil
+	return t, g
+}
+
+// SettledThrough returns the highest store position p ≤ published such
+// that every message with a position ≤ p has been acknowledged by every
+// named consumer group of its topic. A topic without a named group holds
+// its retained messages (nobody has consumed them yet). Messages without
+// a position are ignored. The relay checkpoints no further than this,
+// since nothing on this bus survives the process.
+func (b *InProcess) SettledThrough(published uint64) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	low := published
+	hold := func(e entry) {
+		if e.pos > 0 && e.pos-1 < low {
+			low = e.pos - 1
+		}
+	}
+	for _, t := range b.topics {
+		named := false
+		for _, g := range t.groups {
+			if g.anonymous {
+				continue
+			}
+			named = true
+			for _, e := range g.inflight {
+				hold(e)
+			}
+			for _, p := range g.redeliver {
+				hold(p.e)
+			}
+			if g.next < t.end() {
+				hold(t.log[g.next-t.base])
+			}
+		}
+		if !named && len(t.log) > 0 {
+			hold(t.log[0])
+		}
+	}
+	return low
 }
 
 func (b *InProcess) leave(t *topic, g *group) {
@@ -389,6 +436,11 @@ func (p *inprocPublisher) Publish(topic string, msgs ...*message.Message) error 
 	return p.b.publish(topic, msgs)
 }
 
+// SettledThrough is the bus's SettledThrough (see Settler).
+func (p *inprocPublisher) SettledThrough(published uint64) uint64 {
+	return p.b.SettledThrough(published)
+}
+
 func (p *inprocPublisher) Close() error {
 	p.closed.Store(true)
 	return nil
@@ -476,6 +528,19 @@ func (s *inprocSubscriber) member(ctx context.Context, t *topic, g *group, out c
 			return
 		}
 	}
+}
+
+// Reserve creates the subscriber's consumer group on topic now, before
+// anything subscribes: messages published from then on wait for the
+// group instead of being trimmed once another group has taken them. An
+// anonymous subscriber (no Group) reserves nothing.
+func (s *inprocSubscriber) Reserve(topic string) {
+	if s.cfg.Group == "" {
+		return
+	}
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	s.b.groupLocked(topic, s.cfg.Group, false)
 }
 
 // Close ends the subscriber's subscriptions and returns once their

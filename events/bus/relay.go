@@ -67,9 +67,11 @@ func (c *RelayConfig) setDefaults() {
 // (Store.Checkpoint under RelayConfig.Name), follows the store with
 // Store.Subscribe (catch-up, then live), publishes each event
 // (ToMessage) to its topic and saves the checkpoint only for events whose
-// Publish has returned. A crash or cancellation therefore can only make
-// it publish some events again after a restart, never skip one; consumers
-// dedupe by event id (the message UUID).
+// Publish has returned and, when the publisher is a Settler (the
+// in-process bus, which holds messages only in memory), whose messages
+// every consumer group has acknowledged. A crash or cancellation therefore
+// can only make it publish some events again after a restart, never skip
+// one; consumers dedupe by event id (the message UUID).
 type Relay struct {
 	store  events.Store
 	pub    message.Publisher
@@ -122,14 +124,22 @@ func (r *Relay) Run(ctx context.Context) error {
 
 	saved, published := after, after
 	var timer <-chan time.Time
+	settler, _ := r.pub.(Settler)
 	save := func(ctx context.Context) error {
-		if published == saved {
-			return nil
+		target := published
+		if settler != nil {
+			target = min(published, settler.SettledThrough(published))
 		}
-		if err := r.store.SaveCheckpoint(ctx, r.cfg.Name, published); err != nil {
-			return err
+		timer = nil
+		if target > saved {
+			if err := r.store.SaveCheckpoint(ctx, r.cfg.Name, target); err != nil {
+				return err
+			}
+			saved = target
 		}
-		saved, timer = published, nil
+		if saved < published {
+			timer = time.After(r.cfg.CheckpointInterval) // the consumers still owe acks
+		}
 		return nil
 	}
 	finish := func(err error) error {

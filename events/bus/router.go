@@ -224,9 +224,29 @@ func AddEventHandler(r *message.Router, h EventHandler) error {
 		if len(h.Topics) > 1 {
 			name += "@" + topic
 		}
+		if rs, ok := h.Subscriber.(Reserver); ok {
+			rs.Reserve(topic)
+		}
 		r.AddConsumerHandler(name, topic, h.Subscriber, h.handle)
 	}
 	return nil
+}
+
+// Reserver is a subscriber that can create its consumer group on a topic
+// before it subscribes (the in-process bus), so that messages published in
+// between are kept for it. AddEventHandler reserves every topic it
+// registers.
+type Reserver interface {
+	Reserve(topic string)
+}
+
+// Settler is a publisher whose published messages are not yet durable
+// (the in-process bus): SettledThrough(published) is the highest store
+// position through which every message is acknowledged by its consumers.
+// The relay never checkpoints past it, so after a crash every event not
+// yet handled by every worker is published again.
+type Settler interface {
+	SettledThrough(published uint64) uint64
 }
 
 func (h EventHandler) handle(msg *message.Message) error {

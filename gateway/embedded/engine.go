@@ -53,6 +53,12 @@ type Engine struct {
 
 	mu       sync.RWMutex
 	versions map[string]gateway.VersionInfo
+	// fallbacks maps a version that could not be loaded to the version
+	// whose weights serve it (AddFallback).
+	fallbacks map[string]string
+	// Fallbacks counts requests served by a fallback, by the version asked
+	// for and the one that served (read with FallbackCount).
+	fallbackN map[[2]string]int64
 }
 
 // New returns an engine serving the base version of cm.
@@ -62,7 +68,7 @@ func New(cm *chat.Model, cfg Config) *Engine {
 	}
 	return &Engine{cm: cm, cfg: cfg, versions: map[string]gateway.VersionInfo{
 		BaseVersion: {ID: BaseVersion, Created: time.Now().UTC()},
-	}}
+	}, fallbacks: map[string]string{}, fallbackN: map[[2]string]int64{}}
 }
 
 // Chat returns the underlying chat model.
@@ -79,8 +85,53 @@ func (e *Engine) AddVersion(id, parent string, a *model.Adapter) error {
 	}
 	e.mu.Lock()
 	e.versions[id] = gateway.VersionInfo{ID: id, Parent: parent, Created: time.Now().UTC()}
+	delete(e.fallbacks, id)
 	e.mu.Unlock()
 	return nil
+}
+
+// AddFallback serves version id, whose weights could not be loaded, with
+// servedBy's weights (its parent, or the base): requests for id then run
+// servedBy and report servedBy as the version that answered, so what is
+// recorded is what ran. servedBy must be served (or itself a fallback).
+// A later AddVersion of id replaces the fallback.
+func (e *Engine) AddFallback(id, servedBy, reason string) error {
+	if id == "" || id == BaseVersion || id == servedBy {
+		return fmt.Errorf("embedded: invalid fallback %q -> %q", id, servedBy)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.resolveLocked(servedBy); !ok {
+		return fmt.Errorf("embedded: fallback for %s: version %q is not served", id, servedBy)
+	}
+	if _, loaded := e.versions[id]; loaded {
+		return nil // loaded after all
+	}
+	e.fallbacks[id] = servedBy
+	return nil
+}
+
+// resolveLocked follows fallbacks from v to a loaded version.
+func (e *Engine) resolveLocked(v string) (string, bool) {
+	for range 64 {
+		if _, ok := e.versions[v]; ok {
+			return v, true
+		}
+		next, ok := e.fallbacks[v]
+		if !ok {
+			return "", false
+		}
+		v = next
+	}
+	return "", false
+}
+
+// FallbackCount returns how many requests for version asked were served by
+// servedBy's weights in its place.
+func (e *Engine) FallbackCount(asked, servedBy string) int64 {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.fallbackN[[2]string{asked, servedBy}]
 }
 
 // RemoveVersion stops serving a version (in-flight requests finish).
@@ -100,9 +151,14 @@ func (e *Engine) Name() string { return "embedded" }
 // Versions implements gateway.Engine, base first then by creation.
 func (e *Engine) Versions(context.Context) ([]gateway.VersionInfo, error) {
 	e.mu.RLock()
-	out := make([]gateway.VersionInfo, 0, len(e.versions))
+	out := make([]gateway.VersionInfo, 0, len(e.versions)+len(e.fallbacks))
 	for _, v := range e.versions {
 		out = append(out, v)
+	}
+	for id := range e.fallbacks {
+		if by, ok := e.resolveLocked(id); ok {
+			out = append(out, gateway.VersionInfo{ID: id, Parent: e.fallbacks[id], ServedBy: by})
+		}
 	}
 	e.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool {
@@ -117,11 +173,16 @@ func (e *Engine) Versions(context.Context) ([]gateway.VersionInfo, error) {
 	return out, nil
 }
 
-func (e *Engine) known(v string) bool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	_, ok := e.versions[v]
-	return ok
+// serving returns the loaded version that answers requests for v (v
+// itself, or its fallback), counting fallback use.
+func (e *Engine) serving(v string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	got, ok := e.resolveLocked(v)
+	if ok && got != v {
+		e.fallbackN[[2]string{v, got}]++
+	}
+	return got, ok
 }
 
 // Generate implements gateway.Engine.
@@ -130,8 +191,9 @@ func (e *Engine) Generate(ctx context.Context, req *gateway.GenerateRequest, emi
 	if version == "" {
 		version = BaseVersion
 	}
-	if !e.known(version) {
-		return nil, &gateway.EngineError{Status: 404, Message: fmt.Sprintf("model version %q is not loaded", version)}
+	version, ok := e.serving(version)
+	if !ok {
+		return nil, &gateway.EngineError{Status: 404, Message: fmt.Sprintf("model version %q is not loaded", req.Version)}
 	}
 	adapter := ""
 	if version != BaseVersion {
