@@ -943,7 +943,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	if err != nil {
 		return &cycleFailure{"artifact", err}
 	}
-	if err := os.WriteFile(filepath.Join(outDir, "SHA256SUMS"), []byte(sum+"  adapter_model.safetensors\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(outDir, "SHA256SUMS"), []byte(sum+"  adapter_model.safetensors\n"), 0o600); err != nil {
 		return &cycleFailure{"artifact", err}
 	}
 	wt.Artifact = &events.Artifact{Format: "peft-lora", Path: artifactPath(cfg.DataDir, outDir), SHA256: sum}

@@ -776,7 +776,7 @@ const (
 // the cycle rehearses, rehearsal.jsonl (one Example per line) and
 // manifest.json (with the files' sha256).
 func (ds *Dataset) Write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	ds.refreshManifest()
@@ -796,11 +796,11 @@ func (ds *Dataset) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o600)
 }
 
 func writeJSONL(path string, exs []Example) (string, error) {
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return "", err
 	}

@@ -251,7 +251,7 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 			job.Progress(st.Step, steps, st.Loss)
 		}
 	}
-	if err := os.MkdirAll(job.OutputDir, 0o755); err != nil {
+	if err := os.MkdirAll(job.OutputDir, 0o700); err != nil {
 		return res, err
 	}
 	if _, err := ad.SavePEFT(job.OutputDir, job.BaseName); err != nil {
@@ -289,7 +289,7 @@ func (c *CommandTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult,
 	if timeout <= 0 {
 		timeout = 30 * time.Minute
 	}
-	if err := os.MkdirAll(job.OutputDir, 0o755); err != nil {
+	if err := os.MkdirAll(job.OutputDir, 0o700); err != nil {
 		return TrainResult{}, err
 	}
 	repl := strings.NewReplacer("{dataset}", job.DatasetDir, "{output}", job.OutputDir, "{parent}", c.ParentDir, "{version}", job.Version)

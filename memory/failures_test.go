@@ -132,6 +132,11 @@ func TestFailureModesHandler(t *testing.T) {
 	if code, body := get("/v1/ops/failure-modes?min_size=zero", "acme"); code != 400 || !strings.Contains(body, "min_size") {
 		t.Fatalf("bad param: %d %s", code, body)
 	}
+	for _, sim := range []string{"NaN", "nan", "0", "1.5", "-Inf"} {
+		if code, body := get("/v1/ops/failure-modes?similarity="+sim, "acme"); code != 400 || !strings.Contains(body, "similarity") {
+			t.Fatalf("similarity=%s: %d %s", sim, code, body)
+		}
+	}
 	if code, body := get("/v1/ops/failure-modes?type=nothing", ""); code != 200 || !strings.Contains(body, `"data":[]`) {
 		t.Fatalf("empty: %d %s", code, body)
 	}

@@ -29,7 +29,7 @@ func FailureModesHandler(fl *FailureLog, tenant func(*http.Request) string) http
 		}
 		if s := q.Get("similarity"); s != "" {
 			f, err := strconv.ParseFloat(s, 32)
-			if err != nil || f <= 0 || f > 1 {
+			if err != nil || !(f > 0 && f <= 1) { // NaN fails both comparisons
 				bad("similarity", "similarity must be in (0, 1]")
 				return
 			}

@@ -37,7 +37,7 @@ type snapshotSchema struct {
 // which the caller guarantees every event is reflected. The HNSW graph is
 // not saved; it is rebuilt on load.
 func (e *Embedded) SaveSnapshot(path string, position uint64) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".snapshot-*")

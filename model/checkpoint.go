@@ -53,11 +53,11 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// artifacts makes the files world-readable (temporary files are created 0600) and hashes them.
-func artifacts(paths ...string) ([]Artifact, error) {
+// artifacts sets the files' mode (temporary files are created 0600) and hashes them.
+func artifacts(mode os.FileMode, paths ...string) ([]Artifact, error) {
 	var out []Artifact
 	for _, p := range paths {
-		if err := os.Chmod(p, 0o644); err != nil {
+		if err := os.Chmod(p, mode); err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 		sum, err := safetensors.FileSHA256(p)
@@ -116,7 +116,7 @@ func (m *Model) SaveAs(dir string, dtype safetensors.DType) ([]Artifact, error) 
 	if err := writeFileAtomic(cpath, append(b, '\n')); err != nil {
 		return nil, err
 	}
-	return artifacts(wpath, cpath)
+	return artifacts(0o644, wpath, cpath)
 }
 
 // Load reads a checkpoint folder written by Save or by Hugging Face transformers (F32, F16,
@@ -207,9 +207,10 @@ func peftName(layer, mod int, ab string) string {
 // SavePEFT writes the adapter as a PEFT LoRA folder: adapter_config.json and
 // adapter_model.safetensors with tensors base_model.model.<module>.lora_A.weight [r, in] and
 // lora_B.weight [out, r]. baseModel is recorded as base_model_name_or_path. The adapter must not be
-// written concurrently.
+// written concurrently. The folder is created 0700 and the files are 0600:
+// adapters live in the data directory beside customers' data.
 func (a *Adapter) SavePEFT(dir, baseModel string) ([]Artifact, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	var ts []safetensors.Tensor
@@ -240,7 +241,7 @@ func (a *Adapter) SavePEFT(dir, baseModel string) ([]Artifact, error) {
 	if err := writeFileAtomic(cpath, append(b, '\n')); err != nil {
 		return nil, err
 	}
-	return artifacts(wpath, cpath)
+	return artifacts(0o600, wpath, cpath)
 }
 
 // LoadPEFT reads a PEFT LoRA folder for a model of config base. The adapter's Name is the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"reflect"
 	"strconv"
@@ -51,7 +52,7 @@ type LogConfig struct {
 // StoreConfig selects the event store backend.
 type StoreConfig struct {
 	Backend string `yaml:"backend" help:"embedded (a durable log under data_dir) or esdb"`
-	ESDBURL string `yaml:"esdb_url" help:"EventStoreDB connection string (backend esdb)"`
+	ESDBURL string `yaml:"esdb_url" secret:"url" help:"EventStoreDB connection string (backend esdb)"`
 	Strict  bool   `yaml:"strict" help:"decode every payload on append (default: validate the envelope; consumers decode strictly)"`
 	// ZeroFill: see eventlog.Config.ZeroFill.
 	ZeroFill bool `yaml:"zero_fill" help:"keep the embedded log's space ahead zero-filled (cheaper fsyncs, twice the bytes written; off: faster on 2 cores)"`
@@ -99,7 +100,7 @@ type ModelConfig struct {
 	Checkpoint    string  `yaml:"checkpoint" help:"directory of the embedded base checkpoint"`
 	Temperature   float64 `yaml:"temperature" help:"embedded engine's temperature when a request sets none (0 = greedy)"`
 	UpstreamURL   string  `yaml:"upstream_url" help:"base URL of an OpenAI-compatible server (engine upstream)"`
-	UpstreamKey   string  `yaml:"upstream_key" help:"API key for the upstream server"`
+	UpstreamKey   string  `yaml:"upstream_key" secret:"true" help:"API key for the upstream server"`
 	UpstreamModel string  `yaml:"upstream_model" help:"model name at the upstream server"`
 }
 
@@ -193,9 +194,10 @@ func (c *Config) Validate() error {
 
 // field is one settable leaf of Config.
 type field struct {
-	path string // dotted yaml path
-	help string
-	v    reflect.Value
+	path   string // dotted yaml path
+	help   string
+	v      reflect.Value
+	secret string // the secret tag: "" (not a secret), "true" or "url"
 }
 
 func (f field) flagName() string { return strings.ReplaceAll(f.path, "_", "-") }
@@ -224,11 +226,30 @@ func fields(p any) []field {
 				walk(fv, path)
 				continue
 			}
-			out = append(out, field{path: path, help: sf.Tag.Get("help"), v: fv})
+			out = append(out, field{path: path, help: sf.Tag.Get("help"), v: fv, secret: sf.Tag.Get("secret")})
 		}
 	}
 	walk(reflect.ValueOf(p).Elem(), "")
 	return out
+}
+
+// redactSecret hides a secret value: kind "url" keeps the URL but its
+// password (and any query string), anything else becomes "[redacted]".
+func redactSecret(kind, v string) string {
+	if kind == "url" {
+		if u, err := url.Parse(v); err == nil && u.Host != "" {
+			if u.User != nil {
+				if _, has := u.User.Password(); has {
+					u.User = url.UserPassword(u.User.Username(), "redacted")
+				}
+			}
+			if u.RawQuery != "" {
+				u.RawQuery = "redacted"
+			}
+			return u.String()
+		}
+	}
+	return "[redacted]"
 }
 
 // set parses s into the field.
@@ -366,10 +387,16 @@ func formatValue(v reflect.Value) string {
 }
 
 // Print writes cfg as YAML, with each key's help as a comment and the
-// environment variable that sets it.
+// environment variable that sets it. Secrets (fields tagged secret) are
+// redacted: a key prints as "[redacted]", a URL without its password.
 func (c Config) Print() string {
 	var b strings.Builder
 	fs := fields(&c)
+	for _, f := range fs {
+		if v, ok := f.v.Interface().(string); ok && v != "" && f.secret != "" {
+			f.v.SetString(redactSecret(f.secret, v))
+		}
+	}
 	out, _ := yaml.Marshal(c)
 	b.Write(out)
 	b.WriteString("\n# Every key is also settable by environment and flag, e.g.\n")

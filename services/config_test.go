@@ -113,3 +113,24 @@ func TestConfigRefuses(t *testing.T) {
 		})
 	}
 }
+
+// config print never shows a secret: the upstream key is redacted, and a
+// connection URL keeps its host but not its password.
+func TestConfigPrintRedactsSecrets(t *testing.T) {
+	cfg, err := buildConfig(t, []string{"--model.upstream-key=sk-live-very-secret", "--store.esdb-url=esdb://admin:hunter2@db:2113?tls=false&token=abc"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := cfg.Print()
+	for _, leak := range []string{"sk-live-very-secret", "hunter2", "token=abc"} {
+		if strings.Contains(out, leak) {
+			t.Errorf("config print shows %q", leak)
+		}
+	}
+	if !strings.Contains(out, "[redacted]") || !strings.Contains(out, "db:2113") {
+		t.Errorf("redaction lost the shape:\n%s", out)
+	}
+	if cfg.Model.UpstreamKey != "sk-live-very-secret" {
+		t.Error("Print changed the configuration itself")
+	}
+}
