@@ -212,7 +212,7 @@ func (s *Server) chat(c echo.Context) error {
 		return s.fail(c, apiErr)
 	}
 	if err := r.record(ctx, res); err != nil {
-		apiErr := errInternal("The interaction could not be recorded; no answer is given. Please retry.")
+		apiErr := errNotRecorded("The interaction could not be recorded; no answer is given. Please retry.")
 		r.done(apiErr.Status, Usage{})
 		return s.fail(c, apiErr)
 	}
@@ -419,7 +419,7 @@ func (r *request) stream(ctx context.Context) error {
 		r.ttft = time.Since(r.start)
 	}
 	if err := r.record(ctx, res); err != nil {
-		apiErr := errInternal("The interaction could not be recorded; the answer is withdrawn. Please retry.")
+		apiErr := errNotRecorded("The interaction could not be recorded; the answer is withdrawn. Please retry.")
 		r.done(apiErr.Status, Usage{})
 		if !started {
 			return r.s.fail(r.c, apiErr)

@@ -200,8 +200,8 @@ func TestRecordFailureIsAnError(t *testing.T) {
 	e := newEnv(t, nil)
 	e.store.failing.Store(true)
 	resp, body := e.post("/v1/chat/completions", keyA, map[string]any{"model": "citizen", "messages": userMsg("x")})
-	if resp.StatusCode != 500 || apiErrOf(t, body).Type != "api_error" {
-		t.Fatalf("non-streaming: %d %s", resp.StatusCode, body)
+	if resp.StatusCode != 503 || apiErrOf(t, body).Type != "api_error" || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("non-streaming: %d %s (a store that cannot record is a retryable 503)", resp.StatusCode, body)
 	}
 	resp, body = e.post("/v1/chat/completions", keyA, map[string]any{"model": "citizen", "messages": userMsg("x"), "stream": true})
 	datas := sse(t, body)

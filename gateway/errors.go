@@ -92,6 +92,13 @@ func errInternal(msg string) *APIError {
 	return &APIError{Status: http.StatusInternalServerError, Type: "api_error", Message: msg}
 }
 
+// errNotRecorded is the answer when the event store refused an append
+// (full disk, I/O error, unavailable): nothing was acknowledged, and the
+// request may be retried as it is, so 503 with Retry-After.
+func errNotRecorded(msg string) *APIError {
+	return &APIError{Status: http.StatusServiceUnavailable, Type: "api_error", Code: "store_unavailable", Message: msg, RetryAfter: time.Second}
+}
+
 func errTooLarge(limit int64) *APIError {
 	return &APIError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 		Message: fmt.Sprintf("Request body too large: the limit is %d bytes.", limit)}

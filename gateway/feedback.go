@@ -122,7 +122,7 @@ func (s *Server) feedback(c echo.Context) error {
 	res, err := s.store.Append(ctx, ev.Stream, events.StreamExists, ev)
 	if err != nil {
 		s.log.Error("recording feedback failed", "interaction", iid, "err", err)
-		return s.fail(c, errInternal("The feedback could not be recorded. Please retry with the same feedback_id."))
+		return s.fail(c, errNotRecorded("The feedback could not be recorded. Please retry with the same feedback_id."))
 	}
 	return c.JSON(http.StatusOK, feedbackOut{Object: "feedback", ID: req.FeedbackID, InteractionID: iid, EventID: ev.ID.String(), Position: res.LastPosition})
 }
