@@ -432,7 +432,7 @@ func BenchmarkDiskGroupSync(b *testing.B) {
 			}
 			defer f.Close()
 			if mode == "overwrite" {
-				if err := zeroFill(f, 0, int64(b.N)*group, nil); err != nil {
+				if err := zeroFill(osFile{f}, 0, int64(b.N)*group, nil); err != nil {
 					b.Fatal(err)
 				}
 				if err := f.Sync(); err != nil {

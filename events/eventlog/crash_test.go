@@ -235,8 +235,9 @@ func verifyAfterCrash(t *testing.T, dir string, acked map[uint64]ack, rng *rand.
 // random bytes (a torn sector); the lost bytes read back as zeros, as in a
 // zero-filled preallocated tail, which goes on beyond the data; a torn
 // record inside that zero tail (some bytes from the offset on survive,
-// then zeros); or a lost page, zeros followed by unacknowledged records
-// that did reach the disk.
+// then zeros); or lost pages (whole 4 KiB pages of zeros, except what was
+// synced before), followed by unacknowledged records that did reach the
+// disk.
 func losePageCache(t *testing.T, dir string, acked map[uint64]ack, rng *rand.Rand) {
 	t.Helper()
 	var maxAck uint64
@@ -277,8 +278,16 @@ func losePageCache(t *testing.T, dir string, acked map[uint64]ack, rng *rand.Ran
 		keep := min(hi-cut, 1+rng.Int64N(2048))
 		zeroTail(cut+keep, hi, rng.Int64N(64<<10))
 		return
-	case 3: // a lost page: zeros, then unacknowledged data that survived
-		zeroTail(cut, min(hi, cut+1+rng.Int64N(8192)), 0)
+	case 3: // lost pages: zeros, then unacknowledged data that survived
+		// A page is lost whole: what reads back as zeros is the pages
+		// around cut, except the bytes before lo, which were synced
+		// before the page was written again.
+		const page = 4096
+		from := max(lo, cut&^(page-1))
+		to := min(hi, cut&^(page-1)+page*(1+rng.Int64N(2)))
+		if to > from {
+			zeroTail(from, to, 0)
+		}
 		return
 	}
 	if err := os.Truncate(path, cut); err != nil {

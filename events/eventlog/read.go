@@ -220,6 +220,9 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, f events.Filter, max 
 	m := newMatcher(f)
 	var out []events.Event
 	durable := s.durable.Load()
+	if err := s.checkStart(after, durable); err != nil {
+		return nil, err
+	}
 	for after < durable && len(out) < max {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -237,15 +240,25 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, f events.Filter, max 
 // Subscribe implements events.Store. Catch-up reads the log in steps;
 // once caught up it waits for the syncer's broadcast of a new durable
 // position. The handler runs on the caller's goroutine with no lock held.
+// Starting beyond the end of a log that once reached that position is
+// ErrAheadOfLog (ReadAll too); starting beyond anything it ever held
+// waits for the events to come.
 func (s *Store) Subscribe(ctx context.Context, after uint64, f events.Filter, h events.Handler) error {
 	m := newMatcher(f)
 	pos := after
-	for {
+	for first := true; ; first = false {
 		if err := s.begin(ctx); err != nil {
 			return err
 		}
 		notify := s.notifyChan()
-		caughtUp := pos >= s.durable.Load()
+		durable := s.durable.Load()
+		if first {
+			if err := s.checkStart(after, durable); err != nil {
+				s.end()
+				return err
+			}
+		}
+		caughtUp := pos >= durable
 		var evs []events.Event
 		var err error
 		if !caughtUp {

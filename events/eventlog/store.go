@@ -39,11 +39,13 @@ type Config struct {
 	// 372k-388k/s without, 233k-307k/s with; docs/benchmarks/store.md).
 	// A store written either way opens either way.
 	ZeroFill bool
-}
 
-// ErrLocked: another Store (in this or another process) has the directory
-// open.
-var ErrLocked = errors.New("events: eventlog: directory in use")
+	// fs is the filesystem (osFS when nil); tests inject faults through it.
+	fs vfs
+	// retryMin and retryMax bound the wait between recovery attempts
+	// after a failed write or sync (defaults 100 ms and 5 s).
+	retryMin, retryMax time.Duration
+}
 
 // Stats are counters since Open.
 type Stats struct {
@@ -61,6 +63,10 @@ type Stats struct {
 	// of them that landed beyond the zero-filled region (zero.go), so
 	// that their fdatasync had metadata to commit.
 	Written, Unzeroed int64
+	// Failures counts the times a write or sync failed and the store
+	// stopped recording; Recoveries the times it recovered by itself
+	// (see Ready).
+	Failures, Recoveries uint64
 }
 
 // entry locates one event; entries[p-1] is position p.
@@ -96,6 +102,9 @@ type syncJob struct {
 	reqs    []*request
 	nEvents int
 	bytes   int64 // written by the job, not yet synced
+	// barrier, if set, is closed once the syncer has answered every job
+	// sent before this one (which carries nothing else).
+	barrier chan struct{}
 }
 
 // maxUnsynced bounds the bytes written but not yet synced. The writer
@@ -111,8 +120,9 @@ var maxUnsynced int64 = 128 << 20
 type Store struct {
 	dir   string
 	cfg   Config
+	fs    vfs
 	log   *slog.Logger
-	lockF *os.File
+	lockF file
 
 	// mu guards the index below. The writer goroutine is its only
 	// mutator; readers take it shared.
@@ -126,12 +136,23 @@ type Store struct {
 	segs       []*segment
 	next       uint64 // next position the writer assigns
 
+	// pendIDs are the ids of positions pendFrom, pendFrom+1, ... up to
+	// next-1: assigned but perhaps not durable, what a recovery takes back
+	// out of the index (heal.go). Writer-owned.
+	pendIDs  []uuid.UUID
+	pendFrom uint64
+	// retired are files a recovery replaced; readers may still hold
+	// them, so Close closes them.
+	retired []file
+
 	durable atomic.Uint64 // last position that is synced and visible
 	// unsynced counts bytes written and not yet synced; synced is
 	// signalled (without blocking) after every fdatasync.
 	unsynced atomic.Int64
 	synced   chan struct{}
-	broken   atomic.Pointer[error]
+	// unavail is set from a failed write or sync until the writer has
+	// recovered (heal.go); Append and Ready return its error meanwhile.
+	unavail atomic.Pointer[unavailable]
 
 	notifyMu sync.Mutex
 	notify   chan struct{}
@@ -147,6 +168,11 @@ type Store struct {
 
 	ckMu        sync.Mutex
 	checkpoints map[string]uint64
+	// ahead: checkpoints beyond the log's end that the log once reached
+	// (checkpoint.go), with their error; highWater the furthest position
+	// the log is known to have reached (the checkpoint file's log_end).
+	ahead     map[string]error
+	highWater uint64
 
 	// zero keeps the space ahead of the writer zero-filled (zero.go);
 	// zeroTo is where the last segment's zero tail ends after recover.
@@ -156,6 +182,7 @@ type Store struct {
 	stats struct {
 		appends, events, groups, syncs atomic.Uint64
 		syncNanos                      atomic.Int64
+		failures, recoveries           atomic.Uint64
 	}
 	recovered uint64
 	truncated int64
@@ -163,12 +190,15 @@ type Store struct {
 
 var _ events.Store = (*Store)(nil)
 
-// Open opens or creates the store in cfg.Dir. It scans every segment,
-// verifying every record's checksum and the positions and revisions they
-// carry; a torn tail of the last segment (an append that crashed before
-// its fsync returned) is cut at the last complete batch. Corruption
-// anywhere else fails with events.ErrCorrupt. ErrLocked if the directory
-// is in use.
+// Open opens or creates the store in cfg.Dir (created 0700, files 0600).
+// It scans every segment, verifying every record's checksum and the
+// positions and revisions they carry. A torn tail of the newest segment
+// (an append that crashed before its fsync returned) is cut at the last
+// complete batch and logged (Stats.TruncatedBytes); any other damage
+// (recover.go says how the two are told apart) fails with a
+// *CorruptError, which matches ErrCorrupt and names the segment, the byte
+// offset and the way to repair (Repair). ErrLocked if the directory is in
+// use.
 func Open(cfg Config) (*Store, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("events: eventlog: Config.Dir is empty")
@@ -184,193 +214,73 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, err
+	if cfg.fs == nil {
+		cfg.fs = osFS{}
 	}
-	lockF, err := os.OpenFile(filepath.Join(cfg.Dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
+	if cfg.retryMin <= 0 {
+		cfg.retryMin = 100 * time.Millisecond
+	}
+	if cfg.retryMax < cfg.retryMin {
+		cfg.retryMax = max(cfg.retryMin, 5*time.Second)
+	}
+	s, err := lockStore(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := lockDir(lockF); err != nil {
-		lockF.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, cfg.Dir, err)
-	}
-	s := &Store{
-		dir: cfg.Dir, cfg: cfg, log: cfg.Logger.With("component", "eventlog"), lockF: lockF,
-		streams: map[string]uint32{}, types: map[string]uint32{}, ids: map[uuid.UUID]uint64{},
-		next: 1, notify: make(chan struct{}), synced: make(chan struct{}, 1),
-		reqs: make(chan *request, 1024), syncs: make(chan *syncJob, 64),
-		wdone: make(chan struct{}), done: make(chan struct{}),
-	}
-	if err := s.recover(); err != nil {
+	if _, err := s.recover(recoverOpen); err != nil {
 		s.closeFiles()
 		return nil, err
+	}
+	if len(s.segs) == 0 {
+		seg, err := createSegment(s.fs, s.dir, s.next, 0)
+		if err != nil {
+			s.closeFiles()
+			return nil, err
+		}
+		s.segs = append(s.segs, seg)
 	}
 	if err := s.loadCheckpoints(); err != nil {
 		s.closeFiles()
 		return nil, err
 	}
 	s.durable.Store(s.next - 1)
-	s.zero = newZeroer(s.dir, s.cfg.SegmentSize, s.segs[len(s.segs)-1], s.zeroTo, s.cfg.ZeroFill, s.log.Warn)
+	s.pendFrom = s.next
+	s.zero = newZeroer(s.fs, s.dir, s.cfg.SegmentSize, s.segs[len(s.segs)-1], s.zeroTo, s.cfg.ZeroFill, s.log.Warn)
 	go s.writer()
 	return s, nil
+}
+
+// lockStore creates cfg.Dir if needed, takes its lock and returns a
+// Store with an empty index.
+func lockStore(cfg Config) (*Store, error) {
+	if err := cfg.fs.MkdirAll(cfg.Dir, dirPerm); err != nil {
+		return nil, fmt.Errorf("events: eventlog: %w", err)
+	}
+	lockF, err := cfg.fs.OpenFile(filepath.Join(cfg.Dir, "LOCK"), os.O_RDWR|os.O_CREATE, filePerm)
+	if err != nil {
+		return nil, fmt.Errorf("events: eventlog: %w", err)
+	}
+	if err := lockF.Lock(); err != nil {
+		lockF.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, cfg.Dir, err)
+	}
+	return &Store{
+		dir: cfg.Dir, cfg: cfg, fs: cfg.fs, log: cfg.Logger.With("component", "eventlog"), lockF: lockF,
+		streams: map[string]uint32{}, types: map[string]uint32{}, ids: map[uuid.UUID]uint64{},
+		next: 1, notify: make(chan struct{}), synced: make(chan struct{}, 1),
+		reqs: make(chan *request, 1024), syncs: make(chan *syncJob, 64),
+		wdone: make(chan struct{}), done: make(chan struct{}),
+	}, nil
 }
 
 func (s *Store) closeFiles() {
 	for _, seg := range s.segs {
 		seg.f.Close()
 	}
+	for _, f := range s.retired {
+		f.Close()
+	}
 	s.lockF.Close()
-}
-
-// recover rebuilds the index from the segments.
-func (s *Store) recover() error {
-	firsts, err := listSegments(s.dir)
-	if err != nil {
-		return err
-	}
-	// A prepared next segment that no roll took: start again.
-	if err := removePrepared(s.dir); err != nil {
-		return err
-	}
-	type pend struct {
-		e  entry
-		h  header
-		id uuid.UUID
-	}
-	var batch []pend
-	for i, first := range firsts {
-		last := i == len(firsts)-1
-		path := filepath.Join(s.dir, segName(first))
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if err != nil {
-			return err
-		}
-		seg := &segment{index: len(s.segs), first: first, path: path, f: f}
-		if first != s.next {
-			f.Close()
-			return fmt.Errorf("%w: segment %s starts at %d, want %d", events.ErrCorrupt, path, first, s.next)
-		}
-		batch = batch[:0]
-		good := int64(segHeaderSize)
-		end, err := scanSegment(seg, func(r *scanned) error {
-			want := s.next + uint64(len(batch))
-			if r.h.position != want {
-				return fmt.Errorf("%w: position %d at offset %d, want %d", events.ErrCorrupt, r.h.position, r.off, want)
-			}
-			batch = append(batch, pend{e: entry{seg: uint32(seg.index), off: uint32(r.off), size: uint32(r.n)}, h: r.h, id: r.h.id})
-			b := &batch[len(batch)-1]
-			b.h.stream = append([]byte(nil), r.h.stream...)
-			b.h.typ = append([]byte(nil), r.h.typ...)
-			if r.h.flags&flagBatchEnd == 0 {
-				return nil
-			}
-			// Batch complete: apply it.
-			for k := range batch {
-				p := &batch[k]
-				si, ok := s.streams[string(p.h.stream)]
-				if !ok {
-					si = uint32(len(s.streamList))
-					s.streams[string(p.h.stream)] = si
-					s.streamList = append(s.streamList, &streamInfo{name: string(p.h.stream)})
-				}
-				st := s.streamList[si]
-				if p.h.revision != uint64(len(st.positions)) {
-					return fmt.Errorf("%w: %q revision %d at position %d, want %d", events.ErrCorrupt, st.name, p.h.revision, p.h.position, len(st.positions))
-				}
-				if _, dup := s.ids[p.id]; dup {
-					return fmt.Errorf("%w: id %s stored twice (position %d)", events.ErrCorrupt, p.id, p.h.position)
-				}
-				p.e.stream = si
-				p.e.typ = s.typeIndex(string(p.h.typ))
-				st.positions = append(st.positions, p.h.position)
-				s.ids[p.id] = p.h.position
-				s.addEntry(p.e)
-				s.next++
-			}
-			batch = batch[:0]
-			good = r.off + int64(r.n)
-			return nil
-		})
-		if err == nil && len(batch) > 0 {
-			err = fmt.Errorf("%w: segment ends inside a batch", errShort)
-		}
-		if err != nil && errors.Is(err, errShort) && good == segHeaderSize && end < segHeaderSize && last {
-			// A segment whose creation did not finish: remove it.
-			f.Close()
-			s.log.Warn("removing incomplete segment", "path", path)
-			if err := os.Remove(path); err != nil {
-				return err
-			}
-			if err := syncDir(s.dir); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil && !last {
-			f.Close()
-			return fmt.Errorf("eventlog: segment %s at offset %d: %w", path, end, corrupt(err))
-		}
-		if last {
-			// The log ends at good. What follows must be zeros (the
-			// zero-filled tail); anything else is a torn tail: an
-			// unacknowledged write, possibly behind zeros (a page that
-			// did not reach the disk) or a torn record inside the zeros.
-			fi, serr := f.Stat()
-			dend := good
-			if serr == nil && fi.Size() > good {
-				dend, serr = dataEnd(f, good, fi.Size())
-			}
-			if serr != nil {
-				f.Close()
-				return serr
-			}
-			if err == nil && dend > good {
-				err = fmt.Errorf("%w: %d bytes of data after the end of the log", errShort, dend-good)
-			}
-			s.zeroTo = fi.Size()
-			if err != nil {
-				if dend-good > maxUnsynced {
-					// More than could ever be unsynced follows the last
-					// complete batch: this is damage to synced data, not a
-					// torn tail.
-					f.Close()
-					return fmt.Errorf("eventlog: segment %s at offset %d (%d bytes of data after it): %w", path, end, dend-good, corrupt(err))
-				}
-				cut := fi.Size() - good
-				s.log.Warn("truncating torn tail", "path", path, "offset", good, "bytes", cut, "reason", err)
-				if err := f.Truncate(good); err != nil {
-					f.Close()
-					return err
-				}
-				if err := f.Sync(); err != nil {
-					f.Close()
-					return err
-				}
-				s.truncated += cut
-				s.zeroTo = good
-			}
-		}
-		seg.size = good
-		s.segs = append(s.segs, seg)
-	}
-	s.recovered = s.next - 1
-	if len(s.segs) == 0 {
-		seg, err := createSegment(s.dir, s.next, 0)
-		if err != nil {
-			return err
-		}
-		s.segs = append(s.segs, seg)
-	}
-	return nil
-}
-
-// corrupt makes sure a scan error is reported as ErrCorrupt.
-func corrupt(err error) error {
-	if errors.Is(err, events.ErrCorrupt) {
-		return err
-	}
-	return fmt.Errorf("%w: %v", events.ErrCorrupt, err)
 }
 
 func (s *Store) typeIndex(t string) uint32 {
@@ -407,14 +317,8 @@ func (s *Store) Stats() Stats {
 		Groups: s.stats.groups.Load(), Syncs: s.stats.syncs.Load(), SyncTime: time.Duration(s.stats.syncNanos.Load()),
 		Recovered: s.recovered, TruncatedBytes: s.truncated,
 		Written: w, Unzeroed: u,
+		Failures: s.stats.failures.Load(), Recoveries: s.stats.recoveries.Load(),
 	}
-}
-
-func (s *Store) brokenErr() error {
-	if p := s.broken.Load(); p != nil {
-		return *p
-	}
-	return nil
 }
 
 // Append implements events.Store. Validation and encoding happen on the
@@ -449,10 +353,11 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 		req.release()
 		return events.AppendResult{}, events.ErrClosed
 	}
-	if err := s.brokenErr(); err != nil {
+	if u := s.unavail.Load(); u != nil && time.Now().Before(u.next) {
+		// Not recording, and no recovery attempt is due: fail fast.
 		s.closeMu.RUnlock()
 		req.release()
-		return events.AppendResult{}, err
+		return events.AppendResult{}, u.err
 	}
 	s.reqs <- req
 	s.closeMu.RUnlock()
@@ -505,8 +410,26 @@ func (s *Store) writer() {
 	}()
 	var group []*request
 	var buf []byte
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	var retryC <-chan time.Time
 	for {
-		req, ok := <-s.reqs
+		if u := s.unavail.Load(); u != nil && retryC == nil {
+			// Not recording: try to recover in the background too, so
+			// that Ready turns healthy without appends (a load balancer
+			// sends none to an instance that is not ready).
+			retry.Reset(max(time.Until(u.next), 0))
+			retryC = retry.C
+		}
+		var req *request
+		var ok bool
+		select {
+		case req, ok = <-s.reqs:
+		case <-retryC:
+			retryC = nil
+			s.heal(time.Now())
+			continue
+		}
 		if !ok {
 			return
 		}
@@ -525,8 +448,15 @@ func (s *Store) writer() {
 				break gather
 			}
 		}
+		if s.unavail.Load() != nil && !s.heal(time.Now()) {
+			err := s.unavailErr()
+			for _, r := range group {
+				finish(r, err)
+			}
+			continue
+		}
 		// Back-pressure: a group adds at most maxGroupBytes plus one batch.
-		for s.unsynced.Load() > max(maxUnsynced-maxGroupBytes-events.MaxBatchSize, 0) && s.brokenErr() == nil {
+		for s.unsynced.Load() > max(maxUnsynced-maxGroupBytes-events.MaxBatchSize, 0) && s.unavail.Load() == nil {
 			<-s.synced
 		}
 		buf = s.commit(group, buf[:0])
@@ -536,11 +466,18 @@ func (s *Store) writer() {
 // commit places a group against the index, writes it and hands it to the
 // syncer. buf is scratch space; it returns it for reuse.
 func (s *Store) commit(group []*request, buf []byte) []byte {
-	if err := s.brokenErr(); err != nil {
+	if err := s.unavailErr(); err != nil {
 		for _, r := range group {
 			finish(r, err)
 		}
 		return buf
+	}
+	// Forget the ids of durable positions: a recovery never takes those
+	// back.
+	if d := s.durable.Load(); d >= s.pendFrom {
+		k := min(d+1-s.pendFrom, uint64(len(s.pendIDs)))
+		s.pendIDs = s.pendIDs[k:]
+		s.pendFrom += k
 	}
 	job := &syncJob{}
 	seg := s.segs[len(s.segs)-1]
@@ -603,6 +540,7 @@ func (s *Store) commit(group []*request, buf []byte) []byte {
 				buf = append(buf, rec...)
 				st.positions = append(st.positions, pos)
 				s.ids[id] = pos
+				s.pendIDs = append(s.pendIDs, id)
 				s.next++
 				job.nEvents++
 			}
@@ -696,16 +634,16 @@ func (s *Store) roll(seg *segment, off int64, buf []byte) (*segment, error) {
 		}
 		seg.size = off + int64(len(buf))
 	}
-	if err := fdatasync(seg.f); err != nil {
+	if err := seg.f.Datasync(); err != nil {
 		return nil, err
 	}
 	var ns *segment
 	var err error
 	f, path, zeroed := s.zero.take()
 	if f != nil {
-		ns, err = adoptSegment(s.dir, f, path, s.next, len(s.segs))
+		ns, err = adoptSegment(s.fs, s.dir, f, path, s.next, len(s.segs))
 	} else {
-		ns, err = createSegment(s.dir, s.next, len(s.segs))
+		ns, err = createSegment(s.fs, s.dir, s.next, len(s.segs))
 	}
 	if err != nil {
 		s.zero.switchTo(seg, 0)
@@ -714,16 +652,6 @@ func (s *Store) roll(seg *segment, off int64, buf []byte) (*segment, error) {
 	s.segs = append(s.segs, ns)
 	s.zero.switchTo(ns, zeroed)
 	return ns, nil
-}
-
-// fail marks the store broken after an I/O error: what was written but
-// not synced is in doubt, so every later Append fails until the store is
-// reopened (which recovers from the files).
-func (s *Store) fail(err error) error {
-	wrapped := fmt.Errorf("events: eventlog: write failed, reopen the store: %w", err)
-	s.broken.CompareAndSwap(nil, &wrapped)
-	s.log.Error("store failed", "err", err)
-	return s.brokenErr()
 }
 
 // syncer makes groups durable: it takes every job waiting, fdatasyncs
@@ -808,13 +736,13 @@ func (s *Store) syncer(done chan<- struct{}) {
 				}
 			}
 		}
-		err := s.brokenErr()
+		err := s.unavailErr()
 		start := time.Now()
 		for _, sg := range segs {
 			if err != nil {
 				break
 			}
-			if serr := fdatasync(sg.f); serr != nil {
+			if serr := sg.f.Datasync(); serr != nil {
 				err = s.fail(serr)
 			}
 			s.stats.syncs.Add(1)
@@ -825,7 +753,7 @@ func (s *Store) syncer(done chan<- struct{}) {
 		}
 		nEvents, nReqs := 0, 0
 		if err == nil {
-			s.durable.Store(jobs[len(jobs)-1].last)
+			s.publish(jobs)
 		}
 		for _, j := range jobs {
 			nEvents += j.nEvents
@@ -833,6 +761,9 @@ func (s *Store) syncer(done chan<- struct{}) {
 			s.unsynced.Add(-j.bytes)
 			for _, r := range j.reqs {
 				finish(r, err)
+			}
+			if j.barrier != nil {
+				close(j.barrier)
 			}
 		}
 		select {
@@ -872,24 +803,37 @@ func (s *Store) syncer(done chan<- struct{}) {
 
 // finalSync syncs the last jobs once the writer has exited.
 func (s *Store) finalSync(jobs []*syncJob) {
-	err := s.brokenErr()
+	err := s.unavailErr()
 	seen := map[*segment]bool{}
 	for _, j := range jobs {
 		for _, sg := range j.segs {
 			if err == nil && !seen[sg] {
 				seen[sg] = true
-				if serr := fdatasync(sg.f); serr != nil {
+				if serr := sg.f.Datasync(); serr != nil {
 					err = s.fail(serr)
 				}
 			}
 		}
 	}
 	if err == nil {
-		s.durable.Store(jobs[len(jobs)-1].last)
+		s.publish(jobs)
 	}
 	for _, j := range jobs {
 		for _, r := range j.reqs {
 			finish(r, err)
+		}
+		if j.barrier != nil {
+			close(j.barrier)
+		}
+	}
+}
+
+// publish makes the positions of synced jobs durable (visible).
+func (s *Store) publish(jobs []*syncJob) {
+	for i := len(jobs) - 1; i >= 0; i-- {
+		if jobs[i].barrier == nil {
+			s.durable.Store(jobs[i].last)
+			return
 		}
 	}
 }
@@ -916,7 +860,7 @@ func (s *Store) Close() error {
 	s.zero.close()
 	// Cut the last segment's zero tail, so that the next Open need not
 	// read it (and starts zero-filling from the end of the data).
-	if s.brokenErr() == nil {
+	if s.unavailErr() == nil {
 		last := s.segs[len(s.segs)-1]
 		if err := last.f.Truncate(last.size); err != nil {
 			s.log.Warn("cutting the zero tail", "path", last.path, "err", err)

@@ -34,10 +34,20 @@ func lockDir(f *os.File) error {
 
 // preallocate asks the filesystem for n bytes at off in f (best effort:
 // the zeros written there afterwards are what matters).
-func preallocate(f *os.File, off, n int64) {
-	for {
-		if err := syscall.Fallocate(int(f.Fd()), 0, off, n); err != syscall.EINTR {
-			return
-		}
+func preallocate(f *os.File, off, n int64) error {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return err
 	}
+	var ferr error
+	if err := sc.Control(func(fd uintptr) {
+		for {
+			if ferr = syscall.Fallocate(int(fd), 0, off, n); ferr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return ferr
 }

@@ -10,4 +10,4 @@ func fdatasync(f *os.File) error { return f.Sync() }
 // directory is not prevented.
 func lockDir(*os.File) error { return nil }
 
-func preallocate(*os.File, int64, int64) {}
+func preallocate(*os.File, int64, int64) error { return nil }

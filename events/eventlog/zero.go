@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -43,6 +44,7 @@ var zeroBuf = make([]byte, 1<<20)
 type zeroer struct {
 	mu   sync.Mutex
 	cond sync.Cond
+	fs   vfs
 	dir  string
 	size int64 // segment size
 	seg  *segment
@@ -52,23 +54,26 @@ type zeroer struct {
 	busyLo, busyHi int64
 	written        int64 // bytes claimed by the writer since Open
 	unzeroed       int64 // of which beyond the zeroed region
-	next           *os.File
+	next           file
 	nextSize       int64
 	nextPath       string
 	prepared       int  // counter for prepared file names
 	rolling        bool // between take and switchTo
+	on             bool // Config.ZeroFill
+	running        bool // the goroutine runs (it stops after an I/O error)
+	paused         bool // between pause and resume: seg is not touched
 	stop           bool
-	done           chan struct{}
+	wg             sync.WaitGroup
 	log            func(msg string, args ...any)
 }
 
-func newZeroer(dir string, size int64, seg *segment, to int64, on bool, logf func(string, ...any)) *zeroer {
-	z := &zeroer{dir: dir, size: size, seg: seg, wend: seg.size, to: max(to, seg.size), done: make(chan struct{}), log: logf}
+func newZeroer(fsys vfs, dir string, size int64, seg *segment, to int64, on bool, logf func(string, ...any)) *zeroer {
+	z := &zeroer{fs: fsys, dir: dir, size: size, seg: seg, wend: seg.size, to: max(to, seg.size), on: on, log: logf}
 	z.cond.L = &z.mu
 	if on {
+		z.running = true
+		z.wg.Add(1)
 		go z.run()
-	} else {
-		close(z.done)
 	}
 	return z
 }
@@ -102,7 +107,7 @@ func (z *zeroer) claim(seg *segment, lo, hi int64) {
 // take hands the prepared next segment file and its path to the writer
 // (nil if none is ready); its first n bytes are zero and synced. The
 // writer calls switchTo next.
-func (z *zeroer) take() (f *os.File, path string, n int64) {
+func (z *zeroer) take() (f file, path string, n int64) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	f, path, n = z.next, z.nextPath, z.nextSize
@@ -120,16 +125,43 @@ func (z *zeroer) switchTo(seg *segment, to int64) {
 	z.mu.Unlock()
 }
 
+// pause waits for the zeroing in flight and keeps the zeroer off the
+// current segment until resume: the writer is about to cut it back after
+// a failed write.
+func (z *zeroer) pause() {
+	z.mu.Lock()
+	z.paused = true
+	for z.busyHi > z.busyLo {
+		z.cond.Wait()
+	}
+	z.mu.Unlock()
+}
+
+// resume makes seg, whose data ends at seg.size, the current segment
+// again and restarts the goroutine if an I/O error had stopped it.
+func (z *zeroer) resume(seg *segment) {
+	z.mu.Lock()
+	z.seg, z.wend, z.to = seg, seg.size, seg.size
+	z.paused, z.rolling = false, false
+	if z.on && !z.running && !z.stop {
+		z.running = true
+		z.wg.Add(1)
+		go z.run()
+	}
+	z.cond.Broadcast()
+	z.mu.Unlock()
+}
+
 // close stops the zeroer and removes a prepared file nobody took.
 func (z *zeroer) close() {
 	z.mu.Lock()
 	z.stop = true
 	z.cond.Broadcast()
 	z.mu.Unlock()
-	<-z.done
+	z.wg.Wait()
 	if z.next != nil {
 		z.next.Close()
-		os.Remove(z.nextPath)
+		z.fs.Remove(z.nextPath)
 		z.next = nil
 	}
 }
@@ -141,10 +173,15 @@ func (z *zeroer) stopping() bool {
 }
 
 func (z *zeroer) run() {
-	defer close(z.done)
+	defer z.wg.Done()
 	z.mu.Lock()
 	defer z.mu.Unlock()
+	defer func() { z.running = false }()
 	for !z.stop {
+		if z.paused {
+			z.cond.Wait()
+			continue
+		}
 		seg := z.seg
 		win := z.window()
 		lo := max(z.to, z.wend+min(1<<20, z.chunk()))
@@ -154,7 +191,7 @@ func (z *zeroer) run() {
 			z.mu.Unlock()
 			err := zeroFill(seg.f, lo, hi, nil)
 			if err == nil {
-				err = fdatasync(seg.f)
+				err = seg.f.Datasync()
 			}
 			z.mu.Lock()
 			z.busyLo, z.busyHi = 0, 0
@@ -174,7 +211,7 @@ func (z *zeroer) run() {
 			z.prepared++
 			path := filepath.Join(z.dir, fmt.Sprintf("%s%d.tmp", preallocPrefix, z.prepared))
 			z.mu.Unlock()
-			f, err := prepareSegment(path, n, z.stopping)
+			f, err := prepareSegment(z.fs, path, n, z.stopping)
 			z.mu.Lock()
 			if err != nil {
 				if !errors.Is(err, errStopped) {
@@ -184,7 +221,7 @@ func (z *zeroer) run() {
 			}
 			if z.stop {
 				f.Close()
-				os.Remove(path)
+				z.fs.Remove(path)
 				break
 			}
 			z.next, z.nextPath, z.nextSize = f, path, n
@@ -196,8 +233,8 @@ func (z *zeroer) run() {
 
 // prepareSegment creates the temporary next segment file with n zero
 // bytes, written and synced.
-func prepareSegment(path string, n int64, stop func() bool) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+func prepareSegment(fsys vfs, path string, n int64, stop func() bool) (file, error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, filePerm)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +243,7 @@ func prepareSegment(path string, n int64, stop func() bool) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
-		os.Remove(path)
+		fsys.Remove(path)
 		return nil, err
 	}
 	return f, nil
@@ -217,8 +254,8 @@ var errStopped = errors.New("eventlog: zeroer stopped")
 
 // zeroFill allocates [lo, hi) of f and writes zeros there; it gives up
 // with errStopped when stop (if not nil) reports true between writes.
-func zeroFill(f *os.File, lo, hi int64, stop func() bool) error {
-	preallocate(f, lo, hi-lo) // best effort: contiguous extents
+func zeroFill(f file, lo, hi int64, stop func() bool) error {
+	f.Allocate(lo, hi-lo) //nolint:errcheck // best effort: contiguous extents; the writes below fail if space is short
 	for off := lo; off < hi; {
 		if stop != nil && stop() {
 			return errStopped
@@ -234,7 +271,7 @@ func zeroFill(f *os.File, lo, hi int64, stop func() bool) error {
 
 // dataEnd returns the end of the last non-zero byte of f in [lo, hi), or
 // lo if there is none.
-func dataEnd(f *os.File, lo, hi int64) (int64, error) {
+func dataEnd(f file, lo, hi int64) (int64, error) {
 	buf := make([]byte, 1<<20)
 	for hi > lo {
 		n := min(hi-lo, int64(len(buf)))
@@ -267,16 +304,17 @@ func isZeroFrame(b []byte, eof bool) bool {
 	return true
 }
 
-// removePrepared removes prepared segment files a previous process left.
-func removePrepared(dir string) error {
-	m, err := filepath.Glob(filepath.Join(dir, preallocPrefix+"*.tmp"))
+// listPrepared returns the prepared segment files a previous process left.
+func listPrepared(fsys vfs, dir string) ([]string, error) {
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, p := range m {
-		if err := os.Remove(p); err != nil {
-			return err
+	var m []string
+	for _, e := range ents {
+		if n := e.Name(); strings.HasPrefix(n, preallocPrefix) && strings.HasSuffix(n, ".tmp") {
+			m = append(m, filepath.Join(dir, n))
 		}
 	}
-	return nil
+	return m, nil
 }
