@@ -232,9 +232,9 @@ func TestCloseReleasesData(t *testing.T) {
 // builder assembles GGUF bytes field by field, for malformed inputs.
 type builder struct{ bytes.Buffer }
 
-func (b *builder) u32(x uint32) *builder { b.Write(binary.LittleEndian.AppendUint32(nil, x)); return b }
-func (b *builder) u64(x uint64) *builder { b.Write(binary.LittleEndian.AppendUint64(nil, x)); return b }
-func (b *builder) str(s string) *builder { b.u64(uint64(len(s))); b.WriteString(s); return b }
+func (b *builder) u32(x uint32) *builder  { b.Write(binary.LittleEndian.AppendUint32(nil, x)); return b }
+func (b *builder) u64(x uint64) *builder  { b.Write(binary.LittleEndian.AppendUint64(nil, x)); return b }
+func (b *builder) str(s string) *builder  { b.u64(uint64(len(s))); b.WriteString(s); return b }
 func (b *builder) raw(p ...byte) *builder { b.Write(p); return b }
 
 func header(version uint32, nTensors, nKV uint64) *builder {
@@ -312,7 +312,7 @@ func TestParseRejects(t *testing.T) {
 		{"partial block", tensorFile("t", []uint64{16}, Q4_0, 0, 32), ErrFormat},
 		{"misaligned offset", tensorFile("t", []uint64{4}, F32, 16, 64), ErrFormat},
 		{"data beyond file", tensorFile("t", []uint64{16}, F32, 0, 32), ErrFormat},
-		{"offset beyond file", tensorFile("t", []uint64{1}, F32, 1 << 40, 32), ErrFormat},
+		{"offset beyond file", tensorFile("t", []uint64{1}, F32, 1<<40, 32), ErrFormat},
 		{"overlap", two.Bytes(), ErrFormat},
 		{"duplicate tensor", dupT.Bytes(), ErrFormat},
 	}
