@@ -168,6 +168,7 @@ func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool)
 type seqCollector struct {
 	mu   sync.Mutex
 	evs  []events.Event
+	err  error // the gap found, if any
 	wake chan struct{}
 }
 
@@ -181,22 +182,31 @@ func (c *seqCollector) handle(_ context.Context, ev events.Event) error {
 		if n > 0 {
 			last = c.evs[n-1].Position
 		}
-		return fmt.Errorf("subscriber got position %d after %d", ev.Position, last)
+		c.err = fmt.Errorf("subscriber got position %d after %d", ev.Position, last)
+		c.signal()
+		return c.err
 	}
 	c.evs = append(c.evs, ev)
+	c.signal()
+	return nil
+}
+
+func (c *seqCollector) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 func (c *seqCollector) waitFor(t *testing.T, ctx context.Context, n int) []events.Event {
 	t.Helper()
 	for {
 		c.mu.Lock()
-		got := append([]events.Event(nil), c.evs...)
+		got, err := append([]events.Event(nil), c.evs...), c.err
 		c.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(got) >= n {
 			return got
 		}
