@@ -1461,7 +1461,7 @@ func teacherMessages(ex *Example, exemplars []Exemplar) []tokenizer.Message {
 
 // answerTokens renders content as the assistant's answer to msgs and
 // returns the answer's token ids (what follows the generation prompt).
-func answerTokens(tok *tokenizer.Tokenizer, msgs []events.ChatMessage, content string) ([]int, error) {
+func answerTokens(tok chat.Format, msgs []events.ChatMessage, content string) ([]int, error) {
 	tm := toTok(msgs)
 	prompt, _, err := tok.RenderChat(tm, true)
 	if err != nil {

@@ -149,7 +149,7 @@ func newWorldData(w *world, tok *tokenizer.Tokenizer, m *model.Model, n, offset 
 
 // targetLogprob is the mean per-token logprob of answer to user under
 // base+adapter.
-func targetLogprob(t *testing.T, tok *tokenizer.Tokenizer, m *model.Model, a *model.Adapter, user, answer string) float64 {
+func targetLogprob(t *testing.T, tok chat.Format, m *model.Model, a *model.Adapter, user, answer string) float64 {
 	t.Helper()
 	msgs := []events.ChatMessage{{Role: "user", Content: user}}
 	prompt, _, _ := tok.RenderChat(toTok(msgs), true)

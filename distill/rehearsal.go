@@ -13,7 +13,7 @@ import (
 	"citizen/events"
 	"citizen/internal/statement"
 	"citizen/model"
-	"citizen/model/tokenizer"
+	"citizen/model/chat"
 )
 
 // Rehearsal: every cycle rehearses a sample of the base model's own
@@ -114,7 +114,7 @@ func WriteRehearsal(w io.Writer, cases []RehearsalCase) error { return encodeJSO
 // MeasureRehearsal records in each case that fits in maxLen tokens the
 // margin of m (the base the cases are rehearsed against) along its
 // answer (RehearsalCase.Margin).
-func MeasureRehearsal(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, cases []RehearsalCase, maxLen int) error {
+func MeasureRehearsal(ctx context.Context, m *model.Model, tok chat.Format, cases []RehearsalCase, maxLen int) error {
 	exs, idx, err := rehearsalExamples(tok, cases, maxLen)
 	if err != nil {
 		return err
@@ -133,7 +133,7 @@ func MeasureRehearsal(ctx context.Context, m *model.Model, tok *tokenizer.Tokeni
 // tokens (its end token included) are the completion, everything before
 // it the prompt. Cases longer than maxLen tokens are left out; idx[k] is
 // the case of out[k].
-func rehearsalExamples(tok *tokenizer.Tokenizer, cases []RehearsalCase, maxLen int) (out []Example, idx []int, err error) {
+func rehearsalExamples(tok chat.Format, cases []RehearsalCase, maxLen int) (out []Example, idx []int, err error) {
 	out = make([]Example, 0, len(cases))
 	for i := range cases {
 		c := &cases[i]

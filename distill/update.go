@@ -5,7 +5,7 @@ import (
 
 	"citizen/events"
 	"citizen/internal/statement"
-	"citizen/model/tokenizer"
+	"citizen/model/chat"
 )
 
 // staleSplit divides the stale questions (Dataset.Stale, store order)
@@ -69,7 +69,7 @@ func staleSplit(stale []StaleQuestion) (learn, ask []StaleQuestion) {
 // candidate say "Yes" for 54 items bought 60 days ago or more, of 500
 // fresh refund questions (1 without the check; 10 with vetted updates
 // learnt whole).
-func staleUpdates(tok *tokenizer.Tokenizer, stale []StaleQuestion, maxSeqLen, limit int, each, total float64, revise func(q *StaleQuestion, updated string) (string, bool)) []Example {
+func staleUpdates(tok chat.Format, stale []StaleQuestion, maxSeqLen, limit int, each, total float64, revise func(q *StaleQuestion, updated string) (string, bool)) []Example {
 	var out []Example
 	seen := map[[32]byte]bool{}
 	for i := len(stale) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- { // the newest first

@@ -5,20 +5,27 @@ import (
 	"math"
 
 	"citizen/model"
-	"citizen/model/tokenizer"
 )
+
+// TextTokenizer is what ModelEmbedder needs of a tokenizer (model/chat's
+// Format has it).
+type TextTokenizer interface {
+	Encode(text string) []int
+	BOS() int // -1: none
+	Name() string
+}
 
 // ModelEmbedder embeds text as the mean-pooled final hidden states of the
 // embedded model (L2-normalised). Texts longer than MaxTokens (default
 // 256) keep their last MaxTokens tokens.
 type ModelEmbedder struct {
 	Model     *model.Model
-	Tok       *tokenizer.Tokenizer
+	Tok       TextTokenizer
 	MaxTokens int
 }
 
 func (e *ModelEmbedder) Dim() int     { return e.Model.Config.HiddenSize }
-func (e *ModelEmbedder) Name() string { return "model-mean-hidden-v1:" + e.Tok.Fingerprint() }
+func (e *ModelEmbedder) Name() string { return "model-mean-hidden-v1:" + e.Tok.Name() }
 
 // Embed implements Embedder.
 func (e *ModelEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
@@ -28,10 +35,14 @@ func (e *ModelEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 	}
 	maxT = min(maxT, e.Model.Config.MaxPositionEmbeddings)
 	seqs := make([][]int, len(texts))
+	var prefix []int
+	if b := e.Tok.BOS(); b >= 0 {
+		prefix = []int{b}
+	}
 	for i, t := range texts {
-		ids := append([]int{tokenizer.TokenBOS}, e.Tok.Encode(t)...)
+		ids := append(append([]int(nil), prefix...), e.Tok.Encode(t)...)
 		if len(ids) > maxT {
-			ids = append([]int{tokenizer.TokenBOS}, ids[len(ids)-maxT+1:]...)
+			ids = append(append([]int(nil), prefix...), ids[len(ids)-maxT+len(prefix):]...)
 		}
 		seqs[i] = ids
 	}

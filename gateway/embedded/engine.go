@@ -226,7 +226,7 @@ func (e *Engine) Generate(ctx context.Context, req *gateway.GenerateRequest, emi
 		seed = uint64(time.Now().UnixNano())
 	}
 	n := max(req.N, 1)
-	res := &gateway.Result{Version: version, Tokenizer: "citizen-bpe@" + e.cm.Tok.Fingerprint(),
+	res := &gateway.Result{Version: version, Tokenizer: e.cm.Tok.Name(),
 		Fingerprint: "fp_" + version, Choices: make([]gateway.ChoiceResult, n)}
 	var emitMu sync.Mutex
 	safeEmit := func(d gateway.Delta) error {
@@ -292,8 +292,9 @@ func (e *Engine) one(ctx context.Context, msgs []tokenizer.Message, req *gateway
 		errStop = errors.New("stop sequence")
 	)
 	var mask func([]int, []float32)
-	if req.ToolChoice == "none" {
-		mask = func(_ []int, logits []float32) { logits[tokenizer.TokenToolCall] = float32(math.Inf(-1)) }
+	callID := tok.ToolCallID()
+	if req.ToolChoice == "none" && callID >= 0 {
+		mask = func(_ []int, logits []float32) { logits[callID] = float32(math.Inf(-1)) }
 	}
 	onToken := func(t model.Token) {
 		first()
@@ -307,7 +308,7 @@ func (e *Engine) one(ctx context.Context, msgs []tokenizer.Message, req *gateway
 		}
 		d := gateway.Delta{Choice: choice, Token: &toks[len(toks)-1]}
 		switch {
-		case t.ID == tokenizer.TokenToolCall:
+		case callID >= 0 && t.ID == callID:
 			inCall = true
 		case tok.IsSpecial(t.ID) || inCall:
 		default:

@@ -27,17 +27,50 @@ import (
 // TokenizerFile is the tokenizer's file name inside a checkpoint directory.
 const TokenizerFile = "tokenizer.json"
 
+// Format is how a chat model turns a conversation into token ids and its
+// answer back into a message: a checkpoint's tokenizer and chat template.
+// citizen's own tokenizer (model/tokenizer, the tiny model) and Hugging
+// Face checkpoints' tokenizer plus Jinja template both implement it.
+// Implementations are safe for concurrent use.
+type Format interface {
+	// RenderChat renders msgs (with the assistant's generation prompt when
+	// addGenerationPrompt) to ids, and marks the ids that belong to
+	// assistant turns (what training learns).
+	RenderChat(msgs []tokenizer.Message, addGenerationPrompt bool) (ids []int, assistant []bool, err error)
+	// ParseAssistant turns generated ids into the assistant's message
+	// (content and tool calls); it always returns a usable message, an
+	// error only says a tool call was malformed and kept as text.
+	ParseAssistant(ids []int) (tokenizer.Message, error)
+	// Encode tokenizes plain text (special tokens are not recognised).
+	Encode(text string) []int
+	// TokenBytes is the text of one token as bytes (may be part of a rune).
+	TokenBytes(id int) []byte
+	// IsSpecial reports a control token (never shown as content).
+	IsSpecial(id int) bool
+	// StopIDs end an assistant turn.
+	StopIDs() []int
+	// ToolCallID is the id that opens a tool call, or -1 when tool calls
+	// are plain text markup.
+	ToolCallID() int
+	// BOS is the id that starts a sequence, or -1.
+	BOS() int
+	VocabSize() int
+	// Name is the tokenizer's kind and fingerprint, recorded with every
+	// interaction ("citizen-bpe@…", "hf-bpe@…").
+	Name() string
+}
+
 // Model is a chat model: a tokenizer and an engine over one base model.
 // Safe for concurrent use.
 type Model struct {
-	Tok    *tokenizer.Tokenizer
+	Tok    Format
 	Engine *model.Engine
 	// Dir is the checkpoint directory it was loaded from ("" if built in memory).
 	Dir string
 }
 
 // New wraps an engine and tokenizer.
-func New(tok *tokenizer.Tokenizer, eng *model.Engine) *Model { return &Model{Tok: tok, Engine: eng} }
+func New(tok Format, eng *model.Engine) *Model { return &Model{Tok: tok, Engine: eng} }
 
 // Open loads a checkpoint directory (model.safetensors, config.json,
 // tokenizer.json) and starts an engine over it. Close stops the engine.
@@ -151,7 +184,7 @@ func (m *Model) Complete(ctx context.Context, r Request) (*Completion, error) {
 	maxTok = min(maxTok, ctxLen-len(ids))
 	res, err := m.Engine.Generate(ctx, model.Request{
 		PromptIDs: ids, MaxTokens: maxTok, Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed,
-		StopIDs: []int{tokenizer.TokenEnd, tokenizer.TokenEOS}, TopLogprobs: r.TopLogprobs, Adapter: r.Adapter,
+		StopIDs: m.Tok.StopIDs(), TopLogprobs: r.TopLogprobs, Adapter: r.Adapter,
 		LogitMask: r.LogitMask, OnToken: r.OnToken,
 	})
 	if err != nil {

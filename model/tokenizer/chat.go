@@ -228,3 +228,16 @@ func parseCall(text string) (ToolCall, bool) {
 	}
 	return ToolCall{Name: *raw.Name, Arguments: args}, true
 }
+
+// StopIDs are the ids that end an assistant turn: ⟨end⟩ and ⟨eos⟩.
+func (t *Tokenizer) StopIDs() []int { return []int{TokenEnd, TokenEOS} }
+
+// ToolCallID is the id that opens a tool call in an assistant turn.
+func (t *Tokenizer) ToolCallID() int { return TokenToolCall }
+
+// BOS is the id that starts a sequence.
+func (t *Tokenizer) BOS() int { return TokenBOS }
+
+// Name is the tokenizer's kind and version, as recorded with each
+// interaction.
+func (t *Tokenizer) Name() string { return "citizen-bpe@" + t.Fingerprint() }
