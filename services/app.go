@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"citizen/gateway"
 	"citizen/gateway/embedded"
 	"citizen/memory"
+	"citizen/model/catalog"
 	"citizen/memory/qdrant"
 	"citizen/model"
 	"citizen/model/chat"
@@ -56,6 +58,12 @@ type App struct {
 	Scoreboard *reflection.Scoreboard
 	Distiller  *distill.Distiller
 	Rollout    *rollout.Controller
+
+	// Progress receives long-running start-up work's progress lines (the
+	// first fetch of a model); nil is silent.
+	Progress io.Writer
+	// checkpointPath is the resolved embedded checkpoint (checkpoint).
+	checkpointPath string
 
 	// Metrics is the process's Prometheus registry, served by the gateway
 	// at /metrics; components register their own metrics on it.
@@ -235,6 +243,37 @@ func (s *relayService) Run(ctx context.Context) error {
 
 func (s *relayService) Stop(context.Context) error { return s.bus.Close() }
 
+// checkpoint resolves the embedded model's files once: model.checkpoint
+// when set, else model.name from the catalogue (fetching it into the model
+// cache the first time, with progress on the log's writer).
+func (a *App) checkpoint(ctx context.Context) (string, error) {
+	if a.checkpointPath != "" {
+		return a.checkpointPath, nil
+	}
+	mc := a.Config.Model
+	if mc.Checkpoint != "" {
+		a.checkpointPath = mc.Checkpoint
+		return a.checkpointPath, nil
+	}
+	m, err := catalog.Lookup(mc.Name)
+	if err != nil {
+		return "", fmt.Errorf("engine: model.name: %w", err)
+	}
+	path, err := catalog.Ensure(ctx, m, catalog.Options{Progress: a.Progress})
+	if err != nil {
+		return "", fmt.Errorf("engine: %w", err)
+	}
+	a.checkpointPath = path
+	return path, nil
+}
+
+func (a *App) modelName() string {
+	if a.Config.Model.Checkpoint != "" {
+		return filepath.Base(a.Config.Model.Checkpoint)
+	}
+	return a.Config.Model.Name
+}
+
 func (a *App) initEngine(ctx context.Context) (Service, error) {
 	mc := a.Config.Model
 	switch mc.Engine {
@@ -249,17 +288,18 @@ func (a *App) initEngine(ctx context.Context) (Service, error) {
 		a.Engine = up
 		return nil, nil
 	}
-	if _, err := os.Stat(filepath.Join(mc.Checkpoint, "config.json")); err != nil {
-		return nil, fmt.Errorf("engine: no base checkpoint at %s (run `citizen pretrain --out %s`, or set model.checkpoint): %w", mc.Checkpoint, mc.Checkpoint, err)
-	}
-	cm, err := chat.Open(mc.Checkpoint, model.EngineConfig{})
+	log := a.logger("engine")
+	path, err := a.checkpoint(ctx)
 	if err != nil {
 		return nil, err
 	}
+	cm, err := chat.Open(path, model.EngineConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	a.Embedded = embedded.New(cm, embedded.Config{DefaultTemperature: mc.Temperature})
 	a.Engine = a.Embedded
-	log := a.logger("engine")
-	log.Info("embedded model loaded", "checkpoint", mc.Checkpoint, "parameters", cm.Engine.Model().Config.NumParams())
+	log.Info("embedded model loaded", "model", a.modelName(), "checkpoint", path, "parameters", cm.Engine.Model().Config.NumParams(), "tokenizer", cm.Tok.Name())
 	// Serve every accepted version: load each adapter as weights.trained
 	// events arrive (from the start of the store).
 	return startStop{
@@ -482,8 +522,12 @@ func (a *App) rehearsal() ([]distill.RehearsalCase, error) {
 	case "off":
 		return nil, nil
 	case "":
-		path = filepath.Join(a.Config.Model.Checkpoint, distill.RehearsalFile)
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		dir, err := a.checkpoint(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(dir, distill.RehearsalFile)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) || strings.HasSuffix(dir, ".gguf") {
 			return nil, nil
 		}
 	}

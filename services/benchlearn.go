@@ -24,6 +24,7 @@ import (
 
 	"citizen/distill"
 	"citizen/events"
+	"citizen/model/catalog"
 	"citizen/workplace"
 )
 
@@ -120,7 +121,9 @@ func (c *LearnConfig) defaults() {
 		c.MinNewGraded = 32
 	}
 	if c.Checkpoint == "" {
-		c.Checkpoint = "model/base"
+		// the tiny model the binary ships; materialising it only writes
+		// files into the model cache, and a failure shows when it is opened
+		c.Checkpoint, _ = catalog.Ensure(context.Background(), catalog.Tiny, catalog.Options{})
 	}
 	if c.Quiz == 0 {
 		c.Quiz = 2000

@@ -153,7 +153,7 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	log := NewLogger(cfg.Log, env.Stderr)
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	app := &App{Config: cfg, Log: log}
+	app := &App{Config: cfg, Log: log, Progress: env.Stderr}
 	log.Info("citizen starting", "version", Version, "target", strings.Join(cfg.Target, ","), "data_dir", cfg.DataDir)
 	return NewManager(log, app.Modules()...).Run(ctx, cfg.Target, cfg.ShutdownTimeout)
 }

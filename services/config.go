@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"citizen/gateway"
+	"citizen/model/catalog"
 	"citizen/ops/rollout"
 
 	"gopkg.in/yaml.v3"
@@ -97,7 +98,8 @@ type MemoryConfig struct {
 // ModelConfig selects the serving engine.
 type ModelConfig struct {
 	Engine        string  `yaml:"engine" help:"embedded, upstream or stub"`
-	Checkpoint    string  `yaml:"checkpoint" help:"directory of the embedded base checkpoint"`
+	Name          string  `yaml:"name" help:"model the embedded engine serves: smollm2-135m-instruct (fetched once into the model cache) or tiny (the built-in 3.7M workplace model)"`
+	Checkpoint    string  `yaml:"checkpoint" help:"serve this checkpoint instead of model.name: a checkpoint directory or a .gguf file"`
 	Temperature   float64 `yaml:"temperature" help:"embedded engine's temperature when a request sets none (0 = greedy)"`
 	UpstreamURL   string  `yaml:"upstream_url" help:"base URL of an OpenAI-compatible server (engine upstream)"`
 	UpstreamKey   string  `yaml:"upstream_key" secret:"true" help:"API key for the upstream server"`
@@ -117,7 +119,7 @@ func DefaultConfig() Config {
 		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
 		Distill:         DistillConfig{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8, MaxSuiteLoss: 0.02, SuiteStableMargin: 2},
 		Rollout:         rollout.DefaultConfig(),
-		Model:           ModelConfig{Engine: "embedded", Checkpoint: "model/base"},
+		Model:           ModelConfig{Engine: "embedded", Name: catalog.Default},
 		ShutdownTimeout: 30 * time.Second,
 	}
 }
