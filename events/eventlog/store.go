@@ -506,8 +506,9 @@ func (s *Store) commit(group []*request, buf []byte) []byte {
 			ns, err := s.roll(seg, start, buf)
 			if err != nil {
 				ioErr = err
+				ferr := s.fail(err)
 				for _, r := range group[gi:] {
-					finish(r, err)
+					finish(r, ferr)
 				}
 				break
 			}

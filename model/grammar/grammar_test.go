@@ -188,7 +188,7 @@ func TestNumbersFit(t *testing.T) {
 func TestCompileErrors(t *testing.T) {
 	for _, c := range []struct {
 		schema, want string
-		is       error
+		is           error
 	}{
 		{`{"type":"string","pattern":"^a"}`, `"pattern"`, ErrUnsupported},
 		{`{"type":"integer","minimum":0}`, `"minimum"`, ErrUnsupported},
