@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test (the README's `make test`; CI's .ci/run). It installs and
 # starts what the tests need first: the OpenAI SDK for the gateway's API
-# tests (npm ci), headless Chromium for the dashboard test, and a
-# single-node Apache Kafka for the Kafka adapter's real-broker suite; and
-# stops the broker at the end. Under CI=true a missing piece fails the run.
+# tests (npm ci), headless Chromium for the dashboard test, a single-node
+# Apache Kafka for the Kafka adapter's real-broker suite, a PostgreSQL
+# server for the PostgreSQL event store's suite, the Python reference
+# packages for the interop checks (gguf, tokenizers, transformers, jinja2,
+# numpy) and the default model's GGUF file (SmolLM2-135M-Instruct, fetched
+# once into the model cache); and stops the servers at the end. Under
+# CI=true a missing piece fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cleanup=()
@@ -38,6 +42,31 @@ if [ -z "${KAFKA_BROKERS:-}" ]; then
 	else
 		need "a Kafka broker"
 	fi
+fi
+
+if [ -z "${CITIZEN_PG_URL:-}" ]; then
+	echo "== PostgreSQL"
+	if url=$(events/pgstore/testdata/start-postgres.sh); then
+		export CITIZEN_PG_URL="$url"
+		cleanup+=("events/pgstore/testdata/start-postgres.sh stop")
+	else
+		need "a PostgreSQL server"
+	fi
+fi
+
+echo "== Python reference packages (interop checks)"
+if python3 -m pip install --quiet --disable-pip-version-check gguf==0.19.0 tokenizers numpy jinja2 transformers safetensors >/dev/null 2>&1 \
+	|| python3 -m pip install --quiet --disable-pip-version-check gguf tokenizers numpy jinja2 transformers safetensors >/dev/null 2>&1; then
+	export CITIZEN_PY_INTEROP=1
+else
+	need "pip install gguf tokenizers numpy jinja2 transformers safetensors"
+fi
+
+echo "== the default model (SmolLM2-135M-Instruct, once into the model cache)"
+if gguf=$(go run ./services/citizen models path smollm2-135m-instruct); then
+	export CITIZEN_SMOLLM2_GGUF="$gguf"
+else
+	need "the SmolLM2 GGUF file"
 fi
 
 echo "== go test"
