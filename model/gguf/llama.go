@@ -10,6 +10,13 @@ import (
 	"citizen/model"
 )
 
+// Limits on hyper-parameters, far above any Llama-family model, so that products of them cannot
+// overflow and hostile metadata cannot make the model package allocate absurdly.
+const (
+	maxDim     = 1 << 24
+	maxContext = 1 << 22 // the model precomputes RoPE tables of context × head_dim
+)
+
 // Config maps the Llama metadata of f to a model.Config. Keys are prefixed by
 // general.architecture, which must be "llama": block_count, embedding_length,
 // feed_forward_length, attention.head_count, attention.head_count_kv (default: head_count),
@@ -20,7 +27,8 @@ import (
 // embeddings are tied when the file has no output.weight tensor. Float hyper-parameters are
 // stored as float32; Config reads them as their shortest decimal (1e-05, not 9.99999974e-06), the
 // value the Hugging Face config they were converted from held. RoPE scaling and mixtures of
-// experts are refused with ErrUnsupported.
+// experts are refused with ErrUnsupported, and so are dimensions above 2^24 and contexts above
+// 2^22 positions.
 func (f *File) Config() (model.Config, error) {
 	arch, err := f.String("general.architecture")
 	if err != nil {
@@ -82,6 +90,19 @@ func (f *File) Config() (model.Config, error) {
 	}
 	unsupported := func(format string, a ...any) (model.Config, error) {
 		return model.Config{}, fmt.Errorf("%w: "+format, append([]any{ErrUnsupported}, a...)...)
+	}
+	for _, d := range []struct {
+		name     string
+		v, limit int
+	}{
+		{"block_count", c.NumHiddenLayers, maxDim}, {"embedding_length", c.HiddenSize, maxDim},
+		{"feed_forward_length", c.IntermediateSize, maxDim}, {"attention.head_count", c.NumAttentionHeads, maxDim},
+		{"attention.head_count_kv", c.NumKeyValueHeads, maxDim}, {"attention.key_length", c.HeadDim, maxDim},
+		{"context_length", c.MaxPositionEmbeddings, maxContext},
+	} {
+		if d.v > d.limit {
+			return unsupported("%s%s %d is above %d", p, d.name, d.v, d.limit)
+		}
 	}
 	if vl := opt("attention.value_length", c.HeadDim); vl != c.HeadDim {
 		return unsupported("value_length %d differs from key_length %d", vl, c.HeadDim)
@@ -155,15 +176,56 @@ func NewModel(f *File) (*model.Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Check every tensor before allocating the model, so metadata that promises a huge model
+	// the file does not hold allocates nothing.
+	specs, err := llamaSpecs(f, c)
+	if err != nil {
+		return nil, err
+	}
 	m, err := model.New(c)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
+	var jobs []loadJob
+	for _, s := range specs {
+		dst := s.view(&m.W)
+		rows := 1
+		if len(s.info.Dims) == 2 {
+			rows = int(s.info.Dims[1])
+		}
+		step := max(1, (1<<20)/(len(dst)/rows)) // about a million weights a job
+		for r := 0; r < rows; r += step {
+			jobs = append(jobs, loadJob{info: s.info, dst: dst, r0: r, r1: min(rows, r+step), heads: s.heads})
+		}
+	}
+	if err := f.runJobs(jobs); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// tensorSpec is one tensor NewModel loads: where it goes and how its rows are ordered.
+type tensorSpec struct {
+	info  TensorInfo
+	heads int // > 0: un-permute the rows of this many heads
+	view  func(*model.Weights) []float32
+}
+
+// llamaSpecs finds and checks every tensor a model of config c needs, and refuses any other.
+func llamaSpecs(f *File, c model.Config) ([]tensorSpec, error) {
+	perLayer := 9
+	want := 1 + perLayer*c.NumHiddenLayers + 1
+	if !c.TieWordEmbeddings {
+		want++
+	}
+	if c.NumHiddenLayers > len(f.Tensors) {
+		return nil, fmt.Errorf("%w: %d layers need %d tensors, the file has %d", ErrNotFound, c.NumHiddenLayers, want, len(f.Tensors))
+	}
 	C, I, V := c.HiddenSize, c.IntermediateSize, c.VocabSize
 	q, kv := c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim
-	var jobs []loadJob
-	used := map[string]bool{}
-	add := func(name string, dst []float32, heads int, shape ...int) error {
+	specs := make([]tensorSpec, 0, want)
+	used := make(map[string]bool, want)
+	add := func(name string, heads int, view func(*model.Weights) []float32, shape ...int) error {
 		t, ok := f.Tensor(name)
 		if !ok {
 			return fmt.Errorf("%w: tensor %q", ErrNotFound, name)
@@ -175,39 +237,41 @@ func NewModel(f *File) (*model.Model, error) {
 			return fmt.Errorf("%w: tensor %q has type %s, which cannot be dequantized", ErrUnsupported, name, t.Type)
 		}
 		used[name] = true
-		rows := 1
-		if len(shape) == 2 {
-			rows = shape[0]
-		}
-		cols := len(dst) / rows
-		step := max(1, (1<<20)/cols) // about a million weights a job
-		for r := 0; r < rows; r += step {
-			jobs = append(jobs, loadJob{info: t, dst: dst, r0: r, r1: min(rows, r+step), heads: heads})
-		}
+		specs = append(specs, tensorSpec{info: t, heads: heads, view: view})
 		return nil
 	}
-	w := &m.W
-	errs := []error{add("token_embd.weight", w.Embed, 0, V, C)}
-	for l := range w.Layers {
-		lw, p := &w.Layers[l], fmt.Sprintf("blk.%d.", l)
-		errs = append(errs,
-			add(p+"attn_norm.weight", lw.InputNorm, 0, C),
-			add(p+"attn_q.weight", lw.Q, c.NumAttentionHeads, q, C),
-			add(p+"attn_k.weight", lw.K, c.NumKeyValueHeads, kv, C),
-			add(p+"attn_v.weight", lw.V, 0, kv, C),
-			add(p+"attn_output.weight", lw.O, 0, C, q),
-			add(p+"ffn_norm.weight", lw.PostNorm, 0, C),
-			add(p+"ffn_gate.weight", lw.Gate, 0, I, C),
-			add(p+"ffn_up.weight", lw.Up, 0, I, C),
-			add(p+"ffn_down.weight", lw.Down, 0, C, I),
-		)
+	if err := add("token_embd.weight", 0, func(w *model.Weights) []float32 { return w.Embed }, V, C); err != nil {
+		return nil, err
 	}
-	errs = append(errs, add("output_norm.weight", w.Norm, 0, C))
+	for l := 0; l < c.NumHiddenLayers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		lw := func(w *model.Weights) *model.LayerWeights { return &w.Layers[l] }
+		for _, e := range []struct {
+			name  string
+			heads int
+			view  func(*model.Weights) []float32
+			shape []int
+		}{
+			{"attn_norm", 0, func(w *model.Weights) []float32 { return lw(w).InputNorm }, []int{C}},
+			{"attn_q", c.NumAttentionHeads, func(w *model.Weights) []float32 { return lw(w).Q }, []int{q, C}},
+			{"attn_k", c.NumKeyValueHeads, func(w *model.Weights) []float32 { return lw(w).K }, []int{kv, C}},
+			{"attn_v", 0, func(w *model.Weights) []float32 { return lw(w).V }, []int{kv, C}},
+			{"attn_output", 0, func(w *model.Weights) []float32 { return lw(w).O }, []int{C, q}},
+			{"ffn_norm", 0, func(w *model.Weights) []float32 { return lw(w).PostNorm }, []int{C}},
+			{"ffn_gate", 0, func(w *model.Weights) []float32 { return lw(w).Gate }, []int{I, C}},
+			{"ffn_up", 0, func(w *model.Weights) []float32 { return lw(w).Up }, []int{I, C}},
+			{"ffn_down", 0, func(w *model.Weights) []float32 { return lw(w).Down }, []int{C, I}},
+		} {
+			if err := add(p+e.name+".weight", e.heads, e.view, e.shape...); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := add("output_norm.weight", 0, func(w *model.Weights) []float32 { return w.Norm }, C); err != nil {
+		return nil, err
+	}
 	if !c.TieWordEmbeddings {
-		errs = append(errs, add("output.weight", w.LMHead, 0, V, C))
-	}
-	for _, err := range errs {
-		if err != nil {
+		if err := add("output.weight", 0, func(w *model.Weights) []float32 { return w.LMHead }, V, C); err != nil {
 			return nil, err
 		}
 	}
@@ -216,10 +280,7 @@ func NewModel(f *File) (*model.Model, error) {
 			return nil, fmt.Errorf("%w: unexpected tensor %q for a llama model", ErrUnsupported, t.Name)
 		}
 	}
-	if err := f.runJobs(jobs); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return specs, nil
 }
 
 func (f *File) runJobs(jobs []loadJob) error {
