@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 
 	"citizen/model/safetensors"
 )
@@ -56,8 +57,9 @@ func Dequantize(dst []float32, src []byte, t Type) error {
 			dst[i] = float32(math.Float64frombits(le.Uint64(src[8*i:])))
 		}
 	case F16:
+		tab := halfTable()
 		for i := range dst {
-			dst[i] = safetensors.F16ToFloat32(le.Uint16(src[2*i:]))
+			dst[i] = tab[le.Uint16(src[2*i:])]
 		}
 	case BF16:
 		for i := range dst {
@@ -185,6 +187,15 @@ func Dequantize(dst []float32, src []byte, t Type) error {
 	}
 	return nil
 }
+
+// halfTable maps every IEEE half bit pattern to its float32 (256 KiB, built on first use).
+var halfTable = sync.OnceValue(func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for h := range t {
+		t[h] = safetensors.F16ToFloat32(uint16(h))
+	}
+	return &t
+})
 
 // half reads the IEEE half at b[0:2].
 func half(b []byte) float32 { return safetensors.F16ToFloat32(binary.LittleEndian.Uint16(b)) }
