@@ -1,0 +1,2 @@
+// Package template renders a checkpoint's own Jinja chat template.
+package template
