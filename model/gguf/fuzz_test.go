@@ -103,3 +103,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestFuzzSeeds checks that the seeds are what FuzzParse needs: valid files, one of them a
+// model NewModel loads.
+func TestFuzzSeeds(t *testing.T) {
+	seeds := fuzzSeeds(t)
+	for i, s := range seeds {
+		if _, err := Parse(s); err != nil {
+			t.Fatalf("seed %d: %v", i, err)
+		}
+	}
+	f, _ := Parse(seeds[1])
+	if _, err := NewModel(f); err != nil {
+		t.Fatalf("tiny model seed: %v", err)
+	}
+}
