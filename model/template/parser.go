@@ -117,6 +117,7 @@ type parser struct {
 	depth     int
 	loopDepth int
 	names     map[string]bool // every variable name the template reads
+	attrs     map[string]bool // every attribute or constant string key it reads
 }
 
 func (p *parser) cur() token  { return p.toks[p.pos] }
@@ -875,6 +876,7 @@ func (p *parser) parsePostfix(x expr) (expr, error) {
 			t := p.next()
 			switch t.typ {
 			case tName:
+				p.attrs[t.val] = true
 				x = &attrExpr{x: x, name: t.val}
 			case tInt:
 				x = &itemExpr{x: x, key: &constExpr{v: intV(t.ival)}}
@@ -905,6 +907,9 @@ func (p *parser) parsePostfix(x expr) (expr, error) {
 					s.x = x
 					x = s
 				} else {
+					if c, ok := args[0].(*constExpr); ok && c.v.k == kStr {
+						p.attrs[c.v.s] = true
+					}
 					x = &itemExpr{x: x, key: args[0]}
 				}
 			default:

@@ -68,6 +68,7 @@ var DefaultLimits = Limits{MaxOutputBytes: 16 << 20, MaxSteps: 50_000_000, MaxCa
 type Template struct {
 	nodes  []node
 	names  map[string]bool
+	attrs  map[string]bool
 	limits Limits
 }
 
@@ -93,12 +94,12 @@ func ParseWithLimits(src string, lim Limits) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &parser{toks: toks, names: map[string]bool{}}
+	p := &parser{toks: toks, names: map[string]bool{}, attrs: map[string]bool{}}
 	nodes, err := p.parseBody()
 	if err != nil {
 		return nil, err
 	}
-	return &Template{nodes: nodes, names: p.names, limits: lim}, nil
+	return &Template{nodes: nodes, names: p.names, attrs: p.attrs, limits: lim}, nil
 }
 
 // References reports whether the template reads the top-level variable
@@ -109,6 +110,12 @@ func (t *Template) References(name string) bool { return t.names[name] }
 // does not, offered tools must be placed in the prompt some other way
 // (see ApplyHermesTools).
 func (t *Template) UsesTools() bool { return t.names["tools"] }
+
+// HandlesToolCalls reports whether the template reads a tool_calls field
+// (message.tool_calls or message['tool_calls']): when it does not, assistant
+// tool calls vanish from the prompt unless rewritten (see
+// ApplyHermesTools).
+func (t *Template) HandlesToolCalls() bool { return t.attrs["tool_calls"] }
 
 // FunctionCall is the function an assistant message calls. Arguments is
 // JSON text, as in the OpenAI API.
