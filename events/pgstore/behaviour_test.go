@@ -352,10 +352,11 @@ func TestPollFallback(t *testing.T) {
 // again, the subscription that was running resumes without a gap, and
 // the notification listener has reconnected.
 func TestServerGoesAway(t *testing.T) {
-	c := startCluster(t)
+	c := privateCluster(t)
 	ctx := ctxT(t, 2*time.Minute)
-	s := openT(t, Config{URL: c.url, RetryTimeout: 300 * time.Millisecond})
-	other := openT(t, Config{URL: c.url, PollInterval: time.Hour}) // learns of s's commits by NOTIFY only
+	schema := newSchema(t, c.url)
+	s := openT(t, Config{URL: c.url, Schema: schema, RetryTimeout: 300 * time.Millisecond})
+	other := openT(t, Config{URL: c.url, Schema: schema, PollInterval: time.Hour}) // learns of s's commits by NOTIFY only
 	if _, err := s.Append(ctx, "away", events.NoStream, eventstest.Feedback(t, "before")); err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +382,7 @@ func TestServerGoesAway(t *testing.T) {
 	_, checks["LastPosition"] = s.LastPosition(ctx)
 	_, _, checks["Checkpoint"] = s.Checkpoint(ctx, "c")
 	checks["SaveCheckpoint"] = s.SaveCheckpoint(ctx, "c", 1)
-	_, checks["Open"] = Open(ctx, Config{URL: c.url, Logger: quiet})
+	_, checks["Open"] = Open(ctx, Config{URL: c.url, Schema: schema, Logger: quiet})
 	for name, err := range checks {
 		if !errors.Is(err, ErrUnavailable) {
 			t.Errorf("%s with the server down: %v, want ErrUnavailable", name, err)

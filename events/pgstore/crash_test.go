@@ -29,8 +29,9 @@ type acked struct {
 // gaps, and the subscriber, which rode out the outage, saw exactly that
 // sequence.
 func TestCrashDuringAppends(t *testing.T) {
-	c := startCluster(t)
-	s := openT(t, Config{URL: c.url, RetryTimeout: 300 * time.Millisecond, PollInterval: 100 * time.Millisecond})
+	c := privateCluster(t)
+	schema := newSchema(t, c.url)
+	s := openT(t, Config{URL: c.url, Schema: schema, RetryTimeout: 300 * time.Millisecond, PollInterval: 100 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -106,7 +107,7 @@ func TestCrashDuringAppends(t *testing.T) {
 	}
 
 	// Read back through a new Store, as another process would.
-	s2 := openT(t, Config{URL: c.url})
+	s2 := openT(t, Config{URL: c.url, Schema: schema})
 	all, err := s2.ReadAll(ctx, 0, events.Filter{}, 0)
 	if err != nil {
 		t.Fatal(err)

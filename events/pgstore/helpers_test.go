@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,50 +89,81 @@ func sqlConn(t testing.TB, url string) *pgx.Conn {
 	return conn
 }
 
-// cluster is a private PostgreSQL server of one test (its own data
-// directory and port), started with testdata/start-postgres.sh, for tests
-// that stop or crash the server.
+// cluster is a private PostgreSQL server (its own data directory and
+// port), started with testdata/start-postgres.sh, for the tests that stop
+// or crash the server. They share one (each in its own schema); TestMain
+// destroys it.
 type cluster struct {
 	work, url string
 }
 
-// startCluster starts a private server, destroyed when t ends. It needs
-// what the shared server needs (CITIZEN_PG_URL set shows the machine can
-// run one) and is skipped under -short.
-func startCluster(t *testing.T) *cluster {
+var (
+	privOnce sync.Once
+	priv     *cluster
+	privErr  error
+)
+
+// privateCluster returns the private server, starting it on first use.
+// It needs what the shared server needs (CITIZEN_PG_URL set shows the
+// machine can run one) and is skipped under -short.
+func privateCluster(t *testing.T) *cluster {
 	t.Helper()
 	serverURL(t)
 	if testing.Short() {
 		t.Skip("-short: skipping a test that starts its own PostgreSQL server")
 	}
-	work, err := os.MkdirTemp("", "citizen-pg-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The server runs as another user when the tests run as root.
-	if err := os.Chmod(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{work: work}
-	t.Cleanup(func() {
-		c.script(t, "destroy")
-		os.RemoveAll(work)
+	privOnce.Do(func() {
+		work, err := os.MkdirTemp("", "citizen-pg-test-")
+		if err == nil {
+			// The server runs as another user when the tests run as root.
+			err = os.Chmod(work, 0o755)
+		}
+		if err != nil {
+			privErr = err
+			return
+		}
+		c := &cluster{work: work}
+		priv = c
+		c.url, privErr = c.run("start")
 	})
-	c.url = c.script(t, "start")
-	return c
+	if privErr != nil {
+		t.Fatal(privErr)
+	}
+	// A test that failed half way may have left it stopped.
+	priv.script(t, "start")
+	return priv
 }
 
-// script runs start-postgres.sh with arg on c's work directory and
-// returns its stdout.
-func (c *cluster) script(t *testing.T, arg string) string {
-	t.Helper()
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if priv != nil {
+		if _, err := priv.run("destroy"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.RemoveAll(priv.work)
+	}
+	os.Exit(code)
+}
+
+// run runs start-postgres.sh with arg on c's work directory and returns
+// its stdout.
+func (c *cluster) run(arg string) (string, error) {
 	cmd := exec.Command("testdata/start-postgres.sh", arg)
 	cmd.Env = append(os.Environ(), "PG_WORK="+c.work)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("start-postgres.sh %s: %v\n%s", arg, err, stderr.String())
+		return "", fmt.Errorf("start-postgres.sh %s: %v\n%s", arg, err, stderr.String())
 	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(string(out)), nil
+}
+
+func (c *cluster) script(t *testing.T, arg string) string {
+	t.Helper()
+	out, err := c.run(arg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
