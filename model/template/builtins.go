@@ -1150,16 +1150,16 @@ func gRange(e *evaluator, args []Value, kw []kwArg) (Value, error) {
 	if step == 0 {
 		return undefined, renderErr("range() arg 3 must not be zero")
 	}
-	var n int64
+	var n uint64
 	if step > 0 && stop > start {
-		n = (stop - start + step - 1) / step
+		n = (uint64(stop-start)-1)/uint64(step) + 1
 	} else if step < 0 && stop < start {
-		n = (start - stop - step - 1) / -step
+		n = (uint64(start-stop)-1)/uint64(-step) + 1
 	}
-	if n > maxRange || n < 0 {
+	if n > maxRange {
 		return undefined, renderErr("range too big: the sandbox blocks ranges larger than MAX_RANGE (%d)", maxRange)
 	}
-	if err := e.charge(n); err != nil {
+	if err := e.charge(int64(n)); err != nil {
 		return undefined, err
 	}
 	out := make([]Value, n)

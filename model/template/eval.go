@@ -63,14 +63,14 @@ func (e *evaluator) checkSize(n int) error {
 	if n > e.lim.MaxOutputBytes || n < 0 {
 		return fmt.Errorf("%w: a value of %d bytes or items exceeds %d", ErrLimit, n, e.lim.MaxOutputBytes)
 	}
-	return e.charge(int64(n))
+	return e.charge(int64(n)/64 + 1)
 }
 
 func (e *evaluator) write(s string) error {
 	if e.out.Len()+len(s) > e.lim.MaxOutputBytes {
 		return fmt.Errorf("%w: output exceeds %d bytes", ErrLimit, e.lim.MaxOutputBytes)
 	}
-	if err := e.charge(int64(len(s))/16 + 1); err != nil {
+	if err := e.charge(int64(len(s))/64 + 1); err != nil {
 		return err
 	}
 	e.out.WriteString(s)
@@ -251,58 +251,21 @@ func (e *evaluator) execFor(n *forNode, s *scope) error {
 	if len(items) == 0 {
 		return e.execAll(n.else_, newScope(s))
 	}
-	var lastChanged []Value
-	hasChanged := false
+	lv := &loopVal{items: items}
+	loopValue := Value{k: kObj, r: lv}
+	ls := newScope(s)
 	for i, it := range items {
 		if err := e.charge(1); err != nil {
 			return err
 		}
-		ls := newScope(s)
+		// Each iteration starts with a fresh scope, as in jinja2: what the
+		// body sets is gone at the next iteration.
+		clear(ls.vars)
+		lv.i = i
 		if err := e.assign(n.target, it, ls); err != nil {
 			return err
 		}
-		length := len(items)
-		attrs := map[string]Value{
-			"index0":    intV(int64(i)),
-			"index":     intV(int64(i + 1)),
-			"revindex0": intV(int64(length - i - 1)),
-			"revindex":  intV(int64(length - i)),
-			"first":     boolV(i == 0),
-			"last":      boolV(i == length-1),
-			"length":    intV(int64(length)),
-			"depth":     intV(1),
-			"depth0":    intV(0),
-		}
-		if i > 0 {
-			attrs["previtem"] = items[i-1]
-		}
-		if i < length-1 {
-			attrs["nextitem"] = items[i+1]
-		}
-		idx := i
-		attrs["cycle"] = funcV("loop.cycle", func(e *evaluator, args []Value, kw []kwArg) (Value, error) {
-			if len(args) == 0 {
-				return undefined, fmt.Errorf("%w: no items for cycling given", ErrRender)
-			}
-			return args[idx%len(args)], nil
-		})
-		attrs["changed"] = funcV("loop.changed", func(e *evaluator, args []Value, kw []kwArg) (Value, error) {
-			if hasChanged && len(args) == len(lastChanged) {
-				same := true
-				for j := range args {
-					if !equal(args[j], lastChanged[j], 0) {
-						same = false
-					}
-				}
-				if same {
-					return vFalse, nil
-				}
-			}
-			hasChanged = true
-			lastChanged = args
-			return vTrue, nil
-		})
-		ls.vars["loop"] = Value{k: kObj, r: &objVal{name: "LoopContext", attrs: attrs}}
+		ls.vars["loop"] = loopValue
 		err := e.execAll(n.body, ls)
 		if err == errBreak {
 			break
@@ -312,6 +275,75 @@ func (e *evaluator) execFor(n *forNode, s *scope) error {
 		}
 	}
 	return nil
+}
+
+// loopVal is the loop variable of a for loop; its attributes are computed
+// when read.
+type loopVal struct {
+	items       []Value
+	i           int
+	lastChanged []Value
+	hasChanged  bool
+}
+
+func (l *loopVal) attr(name string) (Value, bool) {
+	n := len(l.items)
+	switch name {
+	case "index0":
+		return intV(int64(l.i)), true
+	case "index":
+		return intV(int64(l.i + 1)), true
+	case "revindex0":
+		return intV(int64(n - l.i - 1)), true
+	case "revindex":
+		return intV(int64(n - l.i)), true
+	case "first":
+		return boolV(l.i == 0), true
+	case "last":
+		return boolV(l.i == n-1), true
+	case "length":
+		return intV(int64(n)), true
+	case "depth":
+		return intV(1), true
+	case "depth0":
+		return intV(0), true
+	case "previtem":
+		if l.i > 0 {
+			return l.items[l.i-1], true
+		}
+		return undefNamed("there is no previous item"), true
+	case "nextitem":
+		if l.i < n-1 {
+			return l.items[l.i+1], true
+		}
+		return undefNamed("there is no next item"), true
+	case "cycle":
+		idx := l.i
+		return funcV("loop.cycle", func(e *evaluator, args []Value, kw []kwArg) (Value, error) {
+			if len(args) == 0 {
+				return undefined, fmt.Errorf("%w: no items for cycling given", ErrRender)
+			}
+			return args[idx%len(args)], nil
+		}), true
+	case "changed":
+		return funcV("loop.changed", func(e *evaluator, args []Value, kw []kwArg) (Value, error) {
+			if l.hasChanged && len(args) == len(l.lastChanged) {
+				same := true
+				for j := range args {
+					if !equal(args[j], l.lastChanged[j], 0) {
+						same = false
+					}
+				}
+				if same {
+					return vFalse, nil
+				}
+			}
+			l.hasChanged = true
+			l.lastChanged = args
+			return vTrue, nil
+		}), true
+	}
+	return undefined, false
 }
 
 func (e *evaluator) assign(target expr, v Value, s *scope) error {
@@ -624,8 +656,15 @@ func (e *evaluator) getattr(obj Value, name string) (Value, error) {
 			return v, nil
 		}
 	case kObj:
-		if v, ok := obj.r.(*objVal).attrs[name]; ok {
-			return v, nil
+		switch o := obj.r.(type) {
+		case *objVal:
+			if v, ok := o.attrs[name]; ok {
+				return v, nil
+			}
+		case *loopVal:
+			if v, ok := o.attr(name); ok {
+				return v, nil
+			}
 		}
 	default:
 		if m, ok := method(obj, name); ok {
@@ -784,10 +823,16 @@ func sliceIndices(n int, b [3]*int64) ([]int, error) {
 	if step > 0 {
 		for i := start; i < stop; i += step {
 			out = append(out, int(i))
+			if step >= stop-i {
+				break
+			}
 		}
 	} else {
 		for i := start; i > stop; i += step {
 			out = append(out, int(i))
+			if step <= stop-i {
+				break
+			}
 		}
 	}
 	return out, nil

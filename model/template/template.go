@@ -60,8 +60,8 @@ type Limits struct {
 }
 
 // DefaultLimits are generous for chat prompts (a 16 MiB prompt is far past
-// any context window) and stop a hostile template in well under a minute.
-var DefaultLimits = Limits{MaxOutputBytes: 16 << 20, MaxSteps: 50_000_000, MaxCallDepth: 64}
+// any context window) and stop a hostile template within a few CPU-seconds.
+var DefaultLimits = Limits{MaxOutputBytes: 16 << 20, MaxSteps: 10_000_000, MaxCallDepth: 64}
 
 // Template is a parsed chat template. It is immutable and safe for
 // concurrent Render calls.

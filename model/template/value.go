@@ -324,7 +324,11 @@ func writeRepr(b *strings.Builder, v Value, depth int, quote bool) error {
 	case kFunc:
 		fmt.Fprintf(b, "<function %s>", v.r.(*funcVal).name)
 	case kObj:
-		fmt.Fprintf(b, "<%s object>", v.r.(*objVal).name)
+		if o, ok := v.r.(*objVal); ok {
+			fmt.Fprintf(b, "<%s object>", o.name)
+		} else {
+			b.WriteString("<LoopContext object>")
+		}
 	}
 	return nil
 }
