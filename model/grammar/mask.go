@@ -1,38 +1,31 @@
 package grammar
 
 import (
+	"encoding/binary"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
 
-// entry is the context-free part of the mask of one DFA state: the tokens it accepts without
-// ending its rule (or only ending rules it called itself), and the trie nodes after which its
-// rule's value can end, so that the rest of a token continues in the caller.
+// entry is one level of the mask of a DFA state. Level 0 holds the tokens the state accepts
+// without ending its rule (or ending only rules it called itself), and the trie nodes after
+// which its rule's value can end (pops). Level k > 0, for the return states r1..rk of the
+// frames below, holds the tokens that end the rules of the levels before at one of the previous
+// level's pops and then go on from rk without ending rk's rule, and the nodes where that rule can
+// end in turn. A mask is the union of the levels down the stack while pops remain; every level
+// depends only on states, so each is computed once per vocabulary.
 type entry struct {
 	dense    []uint64 // accepted tokens as a bitset, or nil when sparse is used
 	sparse   []int32
 	pops     []int32
-	maxLocal int32 // the largest context-free MinBytesToComplete after an accepted token
+	maxLocal int32 // the largest MinBytesToComplete after an accepted token, above the level's bottom
 }
 
 // maskCache holds the entries of one grammar over one vocabulary, filled lazily.
 type maskCache struct {
-	entries []atomic.Pointer[entry]
-}
-
-func (g *Grammar) cache(v *Vocab) *maskCache {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.caches == nil {
-		g.caches = map[*Vocab]*maskCache{}
-	}
-	c, ok := g.caches[v]
-	if !ok {
-		c = &maskCache{entries: make([]atomic.Pointer[entry], len(g.final))}
-		g.caches[v] = c
-	}
-	return c
+	entries []atomic.Pointer[entry] // level 0, by state
+	deeper  sync.Map                // levels > 0, by the key of state and return states
 }
 
 // walker walks the trie with the automaton; its buffers are reused through walkers.
@@ -71,10 +64,17 @@ func (w *walker) walk(g *Grammar, v *Vocab, p int32, start []config, visit func(
 		cur := w.level(d)
 		w.arena.pos = w.marks[d]
 		b := v.nodeByte[i]
-		for _, c := range prev {
-			cur = g.step(c, b, cur, &w.arena)
+		if c := prev[0]; len(prev) == 1 && g.calls[c.s] == nil && (!g.final[c.s] || c.f == nil || c.f.ret < 0) {
+			// One configuration that can only take a byte edge: the common case, inlined.
+			if t := g.next[int(c.s)*g.ncls+int(g.cls[b])]; t >= 0 {
+				cur = append(cur, config{t, c.f})
+			}
+		} else {
+			for _, c := range prev {
+				cur = g.step(c, b, cur, &w.arena)
+			}
+			cur = dedup(cur)
 		}
-		cur = dedup(cur)
 		w.levels[d] = cur
 		if len(cur) == 0 || !visit(i, cur) {
 			i = v.nodeEnd[i]
@@ -86,35 +86,41 @@ func (w *walker) walk(g *Grammar, v *Vocab, p int32, start []config, visit func(
 	w.arena.pos = w.marks[0]
 }
 
-// compute builds the entry of state s.
-func (g *Grammar) compute(v *Vocab, s int32) *entry {
+// computeEntry builds the entry of one level: from configuration c (its frame the bottom
+// sentinel) at each trie node of starts, the tokens below it accepted above the bottom and the
+// nodes where the bottom can be reached.
+func (g *Grammar) computeEntry(v *Vocab, starts []int32, c config) *entry {
 	w := walkers.Get().(*walker)
 	defer walkers.Put(w)
 	e := &entry{}
-	start := []config{{s, bottom}}
-	if v.nodeEnd[0] > 1 && g.canPopBottom(start[0]) {
-		e.pops = append(e.pops, 0)
-	}
+	start := []config{c}
 	ids := w.ids[:0]
-	w.walk(g, v, 0, start, func(i int32, cs []config) bool {
-		if t0, t1 := v.tokStart[i], v.tokStart[i+1]; t1 > t0 {
-			ids = append(ids, v.tokIDs[t0:t1]...)
-			local := inf
-			for _, c := range cs {
-				local = min(local, g.phi(c))
-			}
-			e.maxLocal = max(e.maxLocal, local)
+	for _, p := range starts {
+		if v.nodeEnd[p] > p+1 && g.canPopBottom(c) {
+			e.pops = append(e.pops, p)
 		}
-		if v.nodeEnd[i] > i+1 {
-			for _, c := range cs {
-				if g.canPopBottom(c) {
-					e.pops = append(e.pops, i)
-					break
+		w.walk(g, v, p, start, func(i int32, cs []config) bool {
+			if t0, t1 := v.tokStart[i], v.tokStart[i+1]; t1 > t0 {
+				ids = append(ids, v.tokIDs[t0:t1]...)
+				local := inf
+				for _, c := range cs {
+					local = min(local, g.phi(c))
+				}
+				e.maxLocal = max(e.maxLocal, local)
+			}
+			if v.nodeEnd[i] > i+1 {
+				for _, c := range cs {
+					if g.canPopBottom(c) {
+						e.pops = append(e.pops, i)
+						break
+					}
 				}
 			}
-		}
-		return true
-	})
+			return true
+		})
+	}
+	slices.Sort(e.pops)
+	e.pops = slices.Compact(e.pops)
 	words := v.Words()
 	if len(ids) > 2*words {
 		e.dense = make([]uint64, words)
@@ -122,20 +128,52 @@ func (g *Grammar) compute(v *Vocab, s int32) *entry {
 			e.dense[id>>6] |= 1 << (id & 63)
 		}
 	} else {
-		e.sparse = append([]int32(nil), ids...)
+		slices.Sort(ids)
+		e.sparse = slices.Compact(slices.Clone(ids))
 	}
 	w.ids = ids[:0]
 	return e
 }
+
+var rootStart = []int32{0}
 
 func (s *State) entry(st int32) *entry {
 	p := &s.c.entries[st]
 	if e := p.Load(); e != nil {
 		return e
 	}
-	e := s.g.compute(s.v, st)
+	e := s.g.computeEntry(s.v, rootStart, config{st, bottom})
 	p.Store(e)
 	return e
+}
+
+// deeperEntry returns the level after prev (whose key is s.key) for return state ret.
+func (s *State) deeperEntry(prev *entry, ret int32) *entry {
+	s.key = binary.LittleEndian.AppendUint32(s.key, uint32(ret))
+	if e, ok := s.c.deeper.Load(string(s.key)); ok {
+		return e.(*entry)
+	}
+	e := s.g.computeEntry(s.v, prev.pops, config{ret, bottom})
+	s.c.deeper.Store(string(s.key), e)
+	return e
+}
+
+// maskConfig adds the tokens configuration c allows to allowed, level by level. With limit ≥ 0
+// it adds only levels whose every token keeps MinBytesToComplete ≤ limit, and returns false
+// when a level does not (the caller then walks c exactly).
+func (s *State) maskConfig(c config, allowed []uint64, limit int32) bool {
+	e, f := s.entry(c.s), c.f
+	s.key = binary.LittleEndian.AppendUint32(s.key[:0], uint32(c.s))
+	for {
+		if limit >= 0 && e.maxLocal+f.phiv() > limit {
+			return false
+		}
+		orEntry(allowed, e)
+		if len(e.pops) == 0 || f == nil {
+			return true
+		}
+		e, f = s.deeperEntry(e, f.ret), f.parent
+	}
 }
 
 func sizeMask(allowed []uint64, words int) []uint64 {
@@ -165,20 +203,8 @@ func (s *State) Mask(allowed []uint64) []uint64 {
 	if s.done {
 		return allowed
 	}
-	var w *walker
 	for _, c := range s.cfgs {
-		e := s.entry(c.s)
-		orEntry(allowed, e)
-		if c.f == nil || len(e.pops) == 0 {
-			continue
-		}
-		if w == nil {
-			w = walkers.Get().(*walker)
-		}
-		s.walkPops(w, c, e, allowed, -1)
-	}
-	if w != nil {
-		walkers.Put(w)
+		s.maskConfig(c, allowed, -1)
 	}
 	if s.v.eos >= 0 && s.Complete() {
 		set(allowed, int32(s.v.eos))
@@ -195,15 +221,6 @@ func orEntry(allowed []uint64, e *entry) {
 	}
 	for _, id := range e.sparse {
 		set(allowed, id)
-	}
-}
-
-// walkPops marks the tokens that end c's rule at one of e's pop nodes and continue in c's
-// caller; with limit ≥ 0 only those after which MinBytesToComplete ≤ limit.
-func (s *State) walkPops(w *walker, c config, e *entry, allowed []uint64, limit int32) {
-	ctx := []config{{c.f.ret, c.f.parent}}
-	for _, p := range e.pops {
-		w.walk(s.g, s.v, p, ctx, s.marker(allowed, limit))
 	}
 }
 
@@ -266,23 +283,12 @@ func (s *State) MaskBudget(allowed []uint64, remaining int) ([]uint64, bool) {
 	}
 	limit := int32(min(remaining-2, math.MaxInt32))
 	if limit >= 0 {
-		var w *walker
 		for _, c := range s.cfgs {
-			if w == nil {
-				w = walkers.Get().(*walker)
+			if !s.maskConfig(c, allowed, limit) {
+				w := walkers.Get().(*walker)
+				s.walkFull(w, []config{c}, allowed, limit)
+				walkers.Put(w)
 			}
-			e := s.entry(c.s)
-			if e.maxLocal+c.f.phiv() <= limit {
-				orEntry(allowed, e)
-				if c.f != nil && len(e.pops) > 0 {
-					s.walkPops(w, c, e, allowed, limit)
-				}
-				continue
-			}
-			s.walkFull(w, []config{c}, allowed, limit)
-		}
-		if w != nil {
-			walkers.Put(w)
 		}
 	}
 	for _, x := range allowed {
@@ -354,4 +360,18 @@ func LogitMask(s *State, maxTokens int) func(generated []int, logits []float32) 
 		}
 		ApplyMask(logits, mask)
 	}
+}
+
+func (g *Grammar) cache(v *Vocab) *maskCache {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.caches == nil {
+		g.caches = map[*Vocab]*maskCache{}
+	}
+	c, ok := g.caches[v]
+	if !ok {
+		c = &maskCache{entries: make([]atomic.Pointer[entry], len(g.final))}
+		g.caches[v] = c
+	}
+	return c
 }

@@ -19,6 +19,9 @@ type object struct {
 }
 
 func (o *object) get(k string) (any, bool) {
+	if o == nil {
+		return nil, false
+	}
 	v, ok := o.vals[k]
 	return v, ok
 }

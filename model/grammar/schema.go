@@ -756,7 +756,7 @@ func (c *compiler) props(o *object, path string) (expr, map[string]map[string]bo
 			if !ok {
 				return nil, nil, invalid(path, "required must be an array of strings")
 			}
-			if _, ok := props.get(s); props == nil || !ok {
+			if _, ok := props.get(s); !ok {
 				return nil, nil, unsupported(path, "required", fmt.Sprintf("property %q is not in properties", s))
 			}
 			required[s] = true

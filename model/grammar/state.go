@@ -138,6 +138,7 @@ type State struct {
 	cfgs []config
 	done bool
 	buf  []config
+	key  []byte // scratch: the key of a deeper mask level
 }
 
 // Start returns the state before the first byte of a value of g, for masks over v.
