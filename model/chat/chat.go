@@ -14,14 +14,18 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"citizen/model"
+	"citizen/model/gguf"
 	"citizen/model/safetensors"
 	"citizen/model/tokenizer"
+	"citizen/model/tokenizer/hf"
 )
 
 // TokenizerFile is the tokenizer's file name inside a checkpoint directory.
@@ -60,6 +64,13 @@ type Format interface {
 	Name() string
 }
 
+// ToolsFormat is a Format that can show the model the tools a request
+// offers (a Hugging Face chat template). Formats without it render no tool
+// schemas: the tiny model learnt its tools in training.
+type ToolsFormat interface {
+	RenderChatTools(msgs []tokenizer.Message, tools []json.RawMessage, addGenerationPrompt bool) ([]int, []bool, error)
+}
+
 // Model is a chat model: a tokenizer and an engine over one base model.
 // Safe for concurrent use.
 type Model struct {
@@ -72,9 +83,84 @@ type Model struct {
 // New wraps an engine and tokenizer.
 func New(tok Format, eng *model.Engine) *Model { return &Model{Tok: tok, Engine: eng} }
 
-// Open loads a checkpoint directory (model.safetensors, config.json,
-// tokenizer.json) and starts an engine over it. Close stops the engine.
-func Open(dir string, cfg model.EngineConfig) (*Model, error) {
+// Open loads a checkpoint and starts an engine over it: a GGUF file
+// (OpenGGUF), a Hugging Face checkpoint directory (OpenHF: config.json,
+// safetensors, tokenizer.json and tokenizer_config.json with its chat
+// template) or a citizen checkpoint directory (model.safetensors,
+// config.json and citizen's tokenizer.json). Close stops the engine.
+func Open(path string, cfg model.EngineConfig) (*Model, error) {
+	if strings.HasSuffix(strings.ToLower(path), ".gguf") {
+		return OpenGGUF(path, cfg)
+	}
+	if _, err := os.Stat(filepath.Join(path, "tokenizer_config.json")); err == nil {
+		return OpenHF(path, cfg)
+	}
+	return openCitizen(path, cfg)
+}
+
+// OpenGGUF loads a GGUF checkpoint: weights (dequantized), configuration,
+// tokenizer and chat template all come from the file.
+func OpenGGUF(path string, cfg model.EngineConfig) (*Model, error) {
+	m, f, err := gguf.LoadModel(path)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := f.Tokenizer()
+	if err != nil {
+		return nil, fmt.Errorf("chat: %s: %w", path, err)
+	}
+	if meta.Model != "gpt2" {
+		return nil, fmt.Errorf("chat: %s: tokenizer %q is not supported (byte-level BPE, \"gpt2\", is)", path, meta.Model)
+	}
+	bc := hf.BPEConfig{Tokens: meta.Tokens, Merges: meta.Merges, Pre: meta.Pre, BOS: -1, EOS: -1}
+	for _, t := range meta.TokenTypes {
+		bc.TokenTypes = append(bc.TokenTypes, int32(t))
+	}
+	if meta.BOSID != nil {
+		bc.BOS = *meta.BOSID
+	}
+	if meta.EOSID != nil {
+		bc.EOS = *meta.EOSID
+	}
+	if meta.AddBOS != nil {
+		bc.AddBOS = *meta.AddBOS
+	}
+	tok, err := hf.NewByteLevelBPE(bc)
+	if err != nil {
+		return nil, fmt.Errorf("chat: %s: %w", path, err)
+	}
+	format, err := NewHFFormat(tok, meta.ChatTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("chat: %s: %w", path, err)
+	}
+	if tok.VocabSize() > m.Config.VocabSize {
+		return nil, fmt.Errorf("chat: tokenizer has %d tokens, model vocabulary %d", tok.VocabSize(), m.Config.VocabSize)
+	}
+	cm := New(format, model.NewEngine(m, cfg))
+	cm.Dir = path
+	return cm, nil
+}
+
+// OpenHF loads a Hugging Face checkpoint directory.
+func OpenHF(dir string, cfg model.EngineConfig) (*Model, error) {
+	m, err := model.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	tok, tc, err := hf.LoadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	format, err := NewHFFormat(tok, tc.ChatTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("chat: %s: %w", dir, err)
+	}
+	cm := New(format, model.NewEngine(m, cfg))
+	cm.Dir = dir
+	return cm, nil
+}
+
+func openCitizen(dir string, cfg model.EngineConfig) (*Model, error) {
 	m, err := model.Load(dir)
 	if err != nil {
 		return nil, err
@@ -121,7 +207,10 @@ func (m *Model) Close() { m.Engine.Close() }
 
 // Request is one chat completion request.
 type Request struct {
-	Messages    []tokenizer.Message
+	Messages []tokenizer.Message
+	// Tools are the OpenAI function definitions offered, shown to the
+	// model when its Format is a ToolsFormat.
+	Tools       []json.RawMessage
 	MaxTokens   int     // default 128
 	Temperature float32 // ≤ 0: greedy
 	TopP        float32
@@ -169,7 +258,13 @@ func (m *Model) Ask(ctx context.Context, adapter, system, user string, maxTokens
 // Complete renders the conversation, generates until end of turn (or
 // MaxTokens) and parses the answer.
 func (m *Model) Complete(ctx context.Context, r Request) (*Completion, error) {
-	ids, _, err := m.Tok.RenderChat(r.Messages, true)
+	var ids []int
+	var err error
+	if tf, ok := m.Tok.(ToolsFormat); ok && len(r.Tools) > 0 {
+		ids, _, err = tf.RenderChatTools(r.Messages, r.Tools, true)
+	} else {
+		ids, _, err = m.Tok.RenderChat(r.Messages, true)
+	}
 	if err != nil {
 		return nil, err
 	}
