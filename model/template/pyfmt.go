@@ -111,6 +111,7 @@ type jsonOpts struct {
 	itemSep     string
 	keySep      string
 	sortKeys    bool
+	finiteOnly  bool // refuse NaN and ±Inf (json.dumps allow_nan=False)
 	budget      *int // bytes left before the output limit
 }
 
@@ -142,6 +143,9 @@ func (o *jsonOpts) write(b *strings.Builder, v Value, level int) error {
 	case kInt:
 		b.WriteString(strconv.FormatInt(v.i, 10))
 	case kFloat:
+		if o.finiteOnly && (math.IsNaN(v.f) || math.IsInf(v.f, 0)) {
+			return fmt.Errorf("out of range float values are not JSON compliant: %v", v.f)
+		}
 		b.WriteString(jsonFloat(v.f))
 	case kStr:
 		o.writeString(b, v.s)

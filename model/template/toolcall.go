@@ -142,7 +142,7 @@ func HermesToolsPrompt(tools []json.RawMessage) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%w: tool %d: %v", ErrConversation, i, err)
 		}
-		s, err := jsonDumps(v, jsonOpts{itemSep: ", ", keySep: ": "})
+		s, err := jsonDumps(v, jsonOpts{itemSep: ", ", keySep: ": ", finiteOnly: true})
 		if err != nil {
 			return "", fmt.Errorf("%w: tool %d: %v", ErrConversation, i, err)
 		}
@@ -156,13 +156,14 @@ func HermesToolsPrompt(tools []json.RawMessage) (string, error) {
 
 // HermesToolCall renders one call as a <tool_call> block, the form
 // ParseToolCalls reads back: arguments that are a JSON object are written
-// as Python's json.dumps would, other text as a JSON string.
+// as Python's json.dumps would, other text as a JSON string. Numbers
+// beyond float64 (1e400) are refused rather than written as Infinity.
 func HermesToolCall(c ToolCall) (string, error) {
 	name, err := jsonDumps(strV(c.Function.Name), jsonOpts{})
 	if err != nil {
 		return "", err
 	}
-	args, err := jsonDumps(argumentsValue(c.Function.Arguments), jsonOpts{itemSep: ", ", keySep: ": "})
+	args, err := jsonDumps(argumentsValue(c.Function.Arguments), jsonOpts{itemSep: ", ", keySep: ": ", finiteOnly: true})
 	if err != nil {
 		return "", fmt.Errorf("%w: arguments: %v", ErrConversation, err)
 	}
