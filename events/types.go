@@ -95,15 +95,19 @@ type InteractionRecorded struct {
 	ModelVersion  string            `json:"model_version"`
 	Engine        string            `json:"engine"`
 	Tokenizer     string            `json:"tokenizer,omitempty"`
-	Messages      []ChatMessage     `json:"messages"`
-	Tools         []Tool            `json:"tools,omitempty"`
-	Params        json.RawMessage   `json:"params,omitempty"`
-	PromptTokens  []int             `json:"prompt_tokens,omitempty"`
-	Choices       []Choice          `json:"choices"`
-	Usage         Usage             `json:"usage"`
-	LatencyMS     float64           `json:"latency_ms"`
-	TTFTMS        float64           `json:"ttft_ms,omitempty"`
-	Stream        bool              `json:"stream,omitempty"`
+	// Constraint names the grammar the answer was sampled under
+	// (json_object, json_schema, tool_call): its logprobs are those of the
+	// constrained distribution. Empty for free decoding.
+	Constraint   string          `json:"constraint,omitempty"`
+	Messages     []ChatMessage   `json:"messages"`
+	Tools        []Tool          `json:"tools,omitempty"`
+	Params       json.RawMessage `json:"params,omitempty"`
+	PromptTokens []int           `json:"prompt_tokens,omitempty"`
+	Choices      []Choice        `json:"choices"`
+	Usage        Usage           `json:"usage"`
+	LatencyMS    float64         `json:"latency_ms"`
+	TTFTMS       float64         `json:"ttft_ms,omitempty"`
+	Stream       bool            `json:"stream,omitempty"`
 }
 
 func (InteractionRecorded) EventType() string { return TypeInteractionRecorded }

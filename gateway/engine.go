@@ -170,6 +170,10 @@ type Result struct {
 	Version string
 	// Tokenizer names the tokenizer and its version (e.g. "bpe-8k@1").
 	Tokenizer string
+	// Constraint names the grammar the tokens were sampled under
+	// (json_object, json_schema, tool_call; "" for none): the logprobs
+	// are then those of the constrained distribution.
+	Constraint string
 	// PromptTokens are the exact prompt token ids fed to the model
 	// (template applied); nil when the engine cannot tell.
 	PromptTokens []int

@@ -50,6 +50,7 @@ func (r *request) interaction(res *Result) *events.InteractionRecorded {
 		ModelVersion:  res.Version,
 		Engine:        r.s.engine.Name(),
 		Tokenizer:     res.Tokenizer,
+		Constraint:    res.Constraint,
 		Params:        r.dec.Params,
 		PromptTokens:  res.PromptTokens,
 		Usage:         events.Usage(res.Usage),

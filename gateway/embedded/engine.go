@@ -9,16 +9,23 @@
 //   - A request without temperature decodes greedily (DefaultTemperature
 //     0): the embedded model is small, and greedy answers are what its
 //     offline evaluation measures. Set temperature to sample.
-//   - Tool schemas are not shown to the model (it learned its tools in
-//     training); tool_choice "none" forbids tool calls with a logit mask.
+//   - Tools: a checkpoint with a Hugging Face chat template sees the
+//     offered tools (its template's own rendering, or the Hermes system
+//     prompt) and calls them in the Hermes convention; the tiny model is
+//     not shown tool schemas (it learned its tools in training).
+//     tool_choice "none" hides the tools and never returns a call; a call
+//     naming an undeclared function is returned as text, never as a call.
 //   - Stop strings are matched on the decoded text; the answer is cut
 //     before the stop string, and every sampled token is still recorded.
-//   - response_format is not enforced by a grammar yet: the answer is
-//     whatever the model writes, and reflection grades its validity.
+//   - response_format json_object / json_schema and tool_choice "required"
+//     or a named function are enforced by grammar-constrained decoding
+//     (constrain.go): the answer is always valid, and its logprobs are
+//     those of the constrained distribution.
 package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -59,6 +66,8 @@ type Engine struct {
 	// Fallbacks counts requests served by a fallback, by the version asked
 	// for and the one that served (read with FallbackCount).
 	fallbackN map[[2]string]int64
+
+	gram grammars // compiled constraints and the grammar vocabulary
 }
 
 // New returns an engine serving the base version of cm.
@@ -226,8 +235,15 @@ func (e *Engine) Generate(ctx context.Context, req *gateway.GenerateRequest, emi
 		seed = uint64(time.Now().UnixNano())
 	}
 	n := max(req.N, 1)
+	cons, err := e.constraintFor(req)
+	if err != nil {
+		return nil, err
+	}
 	res := &gateway.Result{Version: version, Tokenizer: e.cm.Tok.Name(),
 		Fingerprint: "fp_" + version, Choices: make([]gateway.ChoiceResult, n)}
+	if cons != nil {
+		res.Constraint = cons.name
+	}
 	var emitMu sync.Mutex
 	safeEmit := func(d gateway.Delta) error {
 		if emit == nil || !req.Stream {
@@ -245,7 +261,7 @@ func (e *Engine) Generate(ctx context.Context, req *gateway.GenerateRequest, emi
 		wg.Add(1)
 		go func(c int) {
 			defer wg.Done()
-			ch, prompt, err := e.one(ctx, msgs, req, adapter, float32(temp), topP, maxTok, seed+uint64(c), c, safeEmit, func() {
+			ch, prompt, err := e.one(ctx, msgs, req, cons, adapter, float32(temp), topP, maxTok, seed+uint64(c), c, safeEmit, func() {
 				ttftOnce.Do(func() { res.TTFT = time.Since(start) })
 			})
 			errs[c] = err
@@ -276,7 +292,7 @@ func (e *Engine) Generate(ctx context.Context, req *gateway.GenerateRequest, emi
 }
 
 // one runs one choice.
-func (e *Engine) one(ctx context.Context, msgs []tokenizer.Message, req *gateway.GenerateRequest, adapter string,
+func (e *Engine) one(ctx context.Context, msgs []tokenizer.Message, req *gateway.GenerateRequest, cons *constraint, adapter string,
 	temp, topP float32, maxTok int, seed uint64, choice int, emit func(gateway.Delta) error, first func()) (gateway.ChoiceResult, []int, error) {
 	tok := e.cm.Tok
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -296,6 +312,15 @@ func (e *Engine) one(ctx context.Context, msgs []tokenizer.Message, req *gateway
 	if req.ToolChoice == "none" && callID >= 0 {
 		mask = func(_ []int, logits []float32) { logits[callID] = float32(math.Inf(-1)) }
 	}
+	if cons != nil {
+		var err error
+		if mask, err = e.mask(cons, maxTok, mask); err != nil {
+			return gateway.ChoiceResult{}, nil, err
+		}
+	}
+	// Hermes tool calls are text: hold back what may open one.
+	textCalls := callID < 0 && len(req.Tools) > 0 && req.ToolChoice != "none"
+	const callOpen = "<tool_call>"
 	onToken := func(t model.Token) {
 		first()
 		gt := gateway.Token{ID: t.ID, Text: string(tok.TokenBytes(t.ID)), Logprob: t.Logprob}
@@ -314,6 +339,13 @@ func (e *Engine) one(ctx context.Context, msgs []tokenizer.Message, req *gateway
 		default:
 			pending = append(pending, tok.TokenBytes(t.ID)...)
 			n := validPrefix(pending)
+			if textCalls {
+				if i := strings.Index(string(pending[:n]), callOpen); i >= 0 {
+					n, inCall = i, true
+				} else {
+					n -= partialSuffix(pending[:n], callOpen)
+				}
+			}
 			chunk := string(pending[:n])
 			pending = pending[n:]
 			before := text.Len()
@@ -333,7 +365,14 @@ func (e *Engine) one(ctx context.Context, msgs []tokenizer.Message, req *gateway
 			cancel(err)
 		}
 	}
-	c, err := e.cm.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: maxTok, Temperature: temp, TopP: topP,
+	var tools []json.RawMessage
+	if req.ToolChoice != "none" {
+		for _, t := range req.Tools {
+			b, _ := json.Marshal(map[string]any{"type": "function", "function": t})
+			tools = append(tools, b)
+		}
+	}
+	c, err := e.cm.Complete(ctx, chat.Request{Messages: msgs, Tools: tools, MaxTokens: maxTok, Temperature: temp, TopP: topP,
 		Seed: seed, TopLogprobs: req.TopLogprobs, Adapter: adapter, LogitMask: mask, OnToken: onToken})
 	if emitErr != nil {
 		return gateway.ChoiceResult{}, nil, emitErr
@@ -352,6 +391,11 @@ func (e *Engine) one(ctx context.Context, msgs []tokenizer.Message, req *gateway
 		ch.Content = c.Message.Content
 		for i, tc := range c.Message.ToolCalls {
 			ch.ToolCalls = append(ch.ToolCalls, gateway.ToolCall{ID: fmt.Sprintf("call_%s_%d", shortID(seed), i), Name: tc.Name, Arguments: tc.Arguments})
+		}
+		var undeclared []string
+		ch.ToolCalls, undeclared = declared(req, ch.ToolCalls)
+		for _, u := range undeclared {
+			ch.Content += u
 		}
 		switch {
 		case len(ch.ToolCalls) > 0:
@@ -390,6 +434,17 @@ func validPrefix(b []byte) int {
 		}
 	}
 	return len(b)
+}
+
+// partialSuffix returns the length of the longest suffix of b that is a
+// proper prefix of open (text that may still become it).
+func partialSuffix(b []byte, open string) int {
+	for n := min(len(open)-1, len(b)); n > 0; n-- {
+		if string(b[len(b)-n:]) == open[:n] {
+			return n
+		}
+	}
+	return 0
 }
 
 func firstStop(s string, stops []string) int {
