@@ -181,12 +181,13 @@ func (s *Store) committer() {
 		s.commit(group)
 		// Released: len(group); already queued behind them: len(s.reqs).
 		target = min(len(group)+len(s.reqs), s.cfg.MaxGroup)
-		window = min(time.Since(start)/2, maxGatherWait) // a lone writer (target 1) never waits
+		window = min(time.Since(start)/2, s.gatherWait) // a lone writer (target 1) never waits
 	}
 }
 
 // maxGatherWait bounds the committer's wait for released appenders (0:
-// no wait). A variable for the benchmark that compares both.
+// no wait); Open copies it. A variable for the benchmark that compares
+// both.
 var maxGatherWait = 2 * time.Millisecond
 
 // outcome is a request's decision within one attempt.

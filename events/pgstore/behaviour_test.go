@@ -408,3 +408,35 @@ func TestServerGoesAway(t *testing.T) {
 		t.Fatalf("subscriber's third event at %d", got[2].Position)
 	}
 }
+
+// TestAppendContext: an Append whose context is done before the committer
+// takes it writes nothing and returns the context's error; one cancelled
+// while in flight returns at once, and its retry with the same ids gives
+// the one stored copy.
+func TestAppendContext(t *testing.T) {
+	url := serverURL(t)
+	ctx := ctxT(t, 30*time.Second)
+	s := openT(t, Config{URL: url, Schema: newSchema(t, url)})
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Append(done, "ctx", events.Any, eventstest.Feedback(t, "x")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled context: %v", err)
+	}
+	for i := range 20 {
+		ev := eventstest.Feedback(t, fmt.Sprint("c", i))
+		short, cancel := context.WithTimeout(ctx, time.Duration(i)*100*time.Microsecond)
+		_, err := s.Append(short, "ctx", events.Any, ev)
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		r, err := s.Append(ctx, "ctx", events.Any, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.ReadStream(ctx, "ctx", 0, events.Forward, 0)
+		if err != nil || len(evs) != i+1 || evs[i].ID != ev.ID || evs[i].Position != r.FirstPosition {
+			t.Fatalf("after append %d: %d events, %v", i, len(evs), err)
+		}
+	}
+}

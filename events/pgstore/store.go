@@ -45,6 +45,8 @@ type Store struct {
 	sql    statements
 	notify string // NOTIFY channel of the schema
 
+	gatherWait time.Duration // maxGatherWait at Open
+
 	// closeMu orders Close against calls in flight: calls hold it shared
 	// while they query or submit requests.
 	closeMu sync.RWMutex
@@ -113,7 +115,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		lcfg: pcfg.ConnConfig.Copy(), sql: newStatements(cfg.Schema), notify: "citizen_events_" + cfg.Schema,
 		reqs:  make(chan *request, cfg.MaxGroup),
 		cdone: make(chan struct{}), done: make(chan struct{}), ldone: make(chan struct{}),
-		wake: make(chan struct{}),
+		wake: make(chan struct{}), gatherWait: maxGatherWait,
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	go s.committer()
