@@ -440,3 +440,20 @@ func TestAppendContext(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenRefusedByServer: a server that answers but refuses (no such
+// database) is a clear error, not ErrUnavailable.
+func TestOpenRefusedByServer(t *testing.T) {
+	url := serverURL(t)
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := fmt.Sprintf("postgres://%s@%s:%d/no_such_db_here?sslmode=disable", cfg.User, cfg.Host, cfg.Port)
+	_, err = Open(ctxT(t, 30*time.Second), Config{URL: bad, Logger: quiet})
+	if err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no_such_db_here") ||
+		!strings.HasPrefix(err.Error(), "events: pgstore: ") {
+		t.Fatalf("Open of a missing database: %v", err)
+	}
+	t.Log(err)
+}
