@@ -61,6 +61,9 @@ func readCheckpoints(fsys vfs, dir string) (checkpointDoc, error) {
 	if err := json.Unmarshal(b, &doc.Checkpoints); err != nil {
 		return doc, fmt.Errorf("%w: %s: %v", ErrCorrupt, checkpointFile, err)
 	}
+	if doc.Checkpoints == nil { // the file said null
+		doc.Checkpoints = map[string]uint64{}
+	}
 	doc.LogEnd = math.MaxUint64
 	return doc, nil
 }

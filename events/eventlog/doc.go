@@ -1,5 +1,6 @@
 // Package eventlog is citizen's embedded, durable events.Store: a
-// directory of append-only segment files that one process owns.
+// directory of append-only segment files that one process owns, with
+// Repair for a log that Open refuses because it is damaged.
 //
 // # Design, and why
 //
@@ -40,16 +41,20 @@
 //     Close cuts the zero tail of the last segment, so Open need not read it.
 //   - Append requests, with their encode buffers, are pooled.
 //   - The last record of every Append batch carries a flag, so a batch is
-//     all or nothing: on Open a torn tail of the last segment (a write the
-//     crash interrupted, never acknowledged) is truncated back to the last
-//     complete batch. Before starting a new segment the old one is written
-//     and synced, so only the last segment can have a torn tail; a bad
-//     record anywhere else fails Open with events.ErrCorrupt. In the last
-//     segment everything after the last complete batch must be zeros: any
-//     non-zero byte there (a torn record inside the zero tail, or
-//     unacknowledged records behind a page of zeros that never reached the
-//     disk) is cut too, so it can never be read back when later appends
-//     reach it.
+//     all or nothing: on Open a torn tail of the newest segment (a write
+//     the crash interrupted, never acknowledged) is truncated back to the
+//     last complete batch and logged. Before starting a new segment the
+//     old one is written and synced, so only the newest segment can have a
+//     torn tail. A torn write leaves a record cut short, zeros where a
+//     page never reached the disk, or garbage with nothing valid after it;
+//     a failing record with a valid record after it (not explained by a
+//     lost page of zeros), a record whose checksum holds but whose content
+//     is wrong, any damage in an older segment and a missing segment are
+//     corruption: Open refuses with a *CorruptError (ErrCorrupt) naming
+//     the file, the byte offset and the repair (recover.go). Repair (the
+//     `citizen events repair` command) moves everything from the last
+//     complete batch before the damage into quarantine/<time>/, never
+//     deleting, and resets checkpoints beyond the new end (repair.go).
 //   - The index lives in memory and is rebuilt on Open by scanning every
 //     record (checksums verified): position -> (segment, offset, size,
 //     stream, type) in 20 bytes per event, stream -> positions, id ->
@@ -59,10 +64,21 @@
 //     entries, then waits on a channel the syncer closes and replaces on
 //     every commit (a broadcast): no polling, no sleeps.
 //   - Checkpoints are one small JSON file replaced atomically (temporary
-//     file, fsync, rename, fsync of the directory).
-//   - A write or fdatasync error marks the store broken: what was written
-//     but not synced is in doubt, so every later Append fails until the
-//     store is reopened and recovers from the files.
+//     file, fsync, rename, fsync of the directory). It also records how
+//     far the log has reached, so a checkpoint (or a read or subscription
+//     start) beyond the end of a log that lost events is ErrAheadOfLog,
+//     never a silent skip of the new events that reuse those positions.
+//   - A write or fdatasync error stops recording: what was written but
+//     not synced is in doubt, so the appends in flight fail and later ones
+//     get ErrUnavailable (ErrNoSpace on a full disk), which Ready reports.
+//     The writer then recovers by itself (heal.go), on the next Append or
+//     on a backoff timer: it cuts the files back to the last durable
+//     record, reopens the segment, checks that a write and fdatasync work,
+//     and takes the failed positions back out of the index.
+//   - Every file operation goes through an internal interface (fs.go), so
+//     that tests inject short writes, failed syncs, a full disk, flipped
+//     bits and power cuts (faultfs_test.go). The directory is created
+//     0700 and its files 0600: the log holds customers' text.
 //
 // # Numbers
 //
@@ -83,13 +99,15 @@
 // # Limits
 //
 // The writer never has more than 128 MiB written but not yet synced (it
-// waits for the syncer), so a torn tail is never longer. Open therefore
-// treats a bad record followed by more than that as damage to synced data
-// (events.ErrCorrupt), as it does anywhere but in the last segment. Damage
-// within the last 128 MiB of the log cannot be told apart from a torn
-// tail: Open truncates from the bad record on and logs a warning with the
-// bytes cut (Stats.TruncatedBytes). Reads verify every record's checksum
-// and report events.ErrCorrupt.
+// waits for the syncer), so a torn tail is never longer: a bad record
+// followed by more data than that is corruption whatever follows it.
+// Two kinds of damage cannot be told from a torn write and are cut with a
+// warning (Stats.TruncatedBytes): damage to the very last records of the
+// newest segment with nothing valid after them, and zeros over a whole
+// sector of synced data within its last 128 MiB (they look like a lost
+// page). A deleted newest segment leaves no gap for Open to see; a
+// checkpoint saved after it was written is then ErrAheadOfLog. Reads
+// verify every record's checksum and report events.ErrCorrupt.
 //
 // Memory grows with the log: about 20 bytes per event for the position
 // index plus the id map (about 50 bytes per event) and per-stream position

@@ -458,3 +458,35 @@ func TestFlippedBits(t *testing.T) {
 		}
 	})
 }
+
+// TestRecoversFromBadDescriptor: on the real filesystem, a write that
+// fails because the segment's descriptor went bad (closed under the
+// store) is recovered from by reopening the segment, with the default
+// backoff. Before, every later append failed with "write failed, reopen
+// the store".
+func TestRecoversFromBadDescriptor(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openT(t, dir, 0)
+	if _, err := s.Append(ctx, "a", events.Any, eventstest.Feedback(t, "1")); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.RLock()
+	s.segs[len(s.segs)-1].f.Close()
+	s.mu.RUnlock()
+	if _, err := s.Append(ctx, "a", events.Any, eventstest.Feedback(t, "2")); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNoSpace) {
+		t.Fatalf("append to a closed file: %v, want ErrUnavailable", err)
+	}
+	if err := s.Ready(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Ready: %v", err)
+	}
+	eventually(t, "Ready", func() bool { return s.Ready() == nil })
+	r, err := s.Append(ctx, "a", events.Any, eventstest.Feedback(t, "3"))
+	if err != nil || r.FirstPosition != 2 || r.NextRevision != 1 {
+		t.Fatalf("append after recovery: %+v, %v", r, err)
+	}
+	s.Close()
+	if evs, err := openT(t, dir, 0).ReadAll(ctx, 0, events.Filter{}, 0); err != nil || len(evs) != 2 {
+		t.Fatalf("after reopen: %d events, %v", len(evs), err)
+	}
+}
