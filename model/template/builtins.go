@@ -643,7 +643,26 @@ func fSort(e *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
 	if err := e.charge(int64(len(items)) * 8); err != nil {
 		return undefined, err
 	}
-	keys, err := e.keyed(items, e.sortKey(truthy(a[1]), a[2]))
+	key := e.sortKey(truthy(a[1]), a[2])
+	if a[2].k == kStr && strings.Contains(a[2].s, ",") {
+		// jinja2's make_multi_attrgetter: "a,b" sorts by the tuple (a, b).
+		var parts []func(Value) (Value, error)
+		for _, name := range strings.Split(a[2].s, ",") {
+			parts = append(parts, e.sortKey(truthy(a[1]), strV(name)))
+		}
+		key = func(v Value) (Value, error) {
+			t := make([]Value, len(parts))
+			for i, p := range parts {
+				k, err := p(v)
+				if err != nil {
+					return undefined, err
+				}
+				t[i] = k
+			}
+			return tupleV(t), nil
+		}
+	}
+	keys, err := e.keyed(items, key)
 	if err != nil {
 		return undefined, err
 	}

@@ -174,7 +174,7 @@ func HermesToolCall(c ToolCall) (string, error) {
 // tools (see Template.UsesTools): the tools prompt (HermesToolsPrompt) is
 // appended to the system message after a blank line, or becomes the
 // system message (after defaultSystem and a blank line, when given; pass
-// the template's own default system prompt to keep it); assistant tool
+// the template's DefaultSystemPrompt to keep it); assistant tool
 // calls become <tool_call> blocks after the content; tool results become
 // user messages of <tool_response> blocks, consecutive results merged.
 // The result has no Tools. With a ChatML template this yields the same
@@ -242,4 +242,40 @@ func ApplyHermesTools(c Conversation, defaultSystem string) (Conversation, error
 	}
 	out.Messages = msgs
 	return out, nil
+}
+
+// DefaultSystemPrompt returns the system prompt the template writes when a
+// conversation has none (SmolLM2's and Qwen2.5's templates inject one),
+// found by rendering a one-turn conversation with and without a system
+// message. ok is false when the template writes none or it cannot be told
+// apart. Pass it to ApplyHermesTools to keep it once tools add a system
+// message.
+func (t *Template) DefaultSystemPrompt() (prompt string, ok bool) {
+	user := Message{Role: "user", Content: Text("\uE000user\uE001")}
+	without, err := t.Render(Conversation{Messages: []Message{user}})
+	if err != nil {
+		return "", false
+	}
+	const mark = "\uE000system\uE001"
+	with, err := t.Render(Conversation{Messages: []Message{{Role: "system", Content: Text(mark)}, user}})
+	if err != nil {
+		return "", false
+	}
+	i := strings.Index(with, mark)
+	if i < 0 {
+		return "", false
+	}
+	pre, post := with[:i], with[i+len(mark):]
+	if len(without) < len(pre)+len(post) || !strings.HasPrefix(without, pre) || !strings.HasSuffix(without, post) {
+		return "", false
+	}
+	d := without[len(pre) : len(without)-len(post)]
+	if d == "" {
+		return "", false
+	}
+	check, err := t.Render(Conversation{Messages: []Message{{Role: "system", Content: Text(d)}, user}})
+	if err != nil || check != without {
+		return "", false
+	}
+	return d, true
 }

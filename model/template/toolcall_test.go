@@ -116,6 +116,10 @@ func TestApplyHermesToolsMatchesQwen(t *testing.T) {
 	if !qwen.UsesTools() || !qwen.HandlesToolCalls() || chatml.UsesTools() || chatml.HandlesToolCalls() {
 		t.Fatalf("tools detection: qwen %v/%v, smollm2 %v/%v", qwen.UsesTools(), qwen.HandlesToolCalls(), chatml.UsesTools(), chatml.HandlesToolCalls())
 	}
+	qwenDefault, ok := qwen.DefaultSystemPrompt()
+	if !ok || qwenDefault != "You are Qwen, created by Alibaba Cloud. You are a helpful assistant." {
+		t.Fatalf("Qwen's default system prompt: %q %v", qwenDefault, ok)
+	}
 	checked := 0
 	for _, c := range conversations(99, 64) {
 		if len(c.Tools) == 0 || !knownRoles(c.Messages) {
@@ -129,7 +133,7 @@ func TestApplyHermesToolsMatchesQwen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		applied, err := ApplyHermesTools(conv, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.")
+		applied, err := ApplyHermesTools(conv, qwenDefault)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,5 +186,28 @@ func TestApplyHermesToolsWithoutSystem(t *testing.T) {
 	}
 	if _, err := ApplyHermesTools(Conversation{Tools: []json.RawMessage{json.RawMessage(`{bad`)}}, ""); !errors.Is(err, ErrConversation) {
 		t.Errorf("bad tool JSON: %v", err)
+	}
+}
+
+func TestDefaultSystemPrompt(t *testing.T) {
+	want := map[string]string{
+		"smollm2-135m-instruct.jinja": "You are a helpful AI assistant named SmolLM, trained by Hugging Face",
+		"qwen2.5-instruct.jinja":      "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
+		"llama3-style.jinja":          "",
+		"mistral-style.jinja":         "",
+	}
+	for file, w := range want {
+		src, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tpl, err := Parse(string(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := tpl.DefaultSystemPrompt()
+		if got != w || ok != (w != "") {
+			t.Errorf("%s: %q %v, want %q", file, got, ok, w)
+		}
 	}
 }
