@@ -98,6 +98,7 @@ Usage:
   citizen events tail [--follow] [--type=T] [--stream=PREFIX] [--after=N]
   citizen events replay                                      rebuild every projection from the store
   citizen events stats                                       counts per type, positions, streams
+  citizen events repair [--yes]                              move a damaged log suffix aside (plan without --yes)
   citizen config print [flags]                               the effective configuration
   citizen version
 `)
@@ -176,6 +177,9 @@ func cmdEvents(ctx context.Context, args []string, env Env) error {
 		return usageError{"usage: citizen events tail|replay|stats [flags]"}
 	}
 	sub := args[0]
+	if sub == "repair" { // before OpenStore: Open refuses a damaged log
+		return cmdEventsRepair(ctx, args[1:], env)
+	}
 	fs := flag.NewFlagSet("events "+sub, flag.ContinueOnError)
 	var (
 		follow  = fs.Bool("follow", false, "keep printing new events (tail)")
