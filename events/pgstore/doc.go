@@ -92,14 +92,20 @@
 //
 // # Numbers
 //
-// On the shared 2-vCPU development machine (load average 5-14 from other
-// work; PostgreSQL 15 on the same machine with its default settings) a
-// transaction of 240 1 KB events costs PostgreSQL 8-11 ms and its commit
-// 2-3 ms, and that lock-held time bounds throughput: durable 1 KB appends
-// reached roughly 250 (1 writer) to 9,000 (256 writers) per second, with
-// 150-240 appends per transaction at 256 writers; the embedded log
-// (events/eventlog) did 3-4 times as many in the same runs.
-// BenchmarkAppend runs both.
+// BenchmarkAppend runs both this store and the embedded log
+// (events/eventlog) in one run. On the shared 2-vCPU development machine,
+// under load averages of 4 to 17 from other work, with PostgreSQL 15 on
+// the same machine at its default durability settings, durable 1 KB
+// appends per second were: 1 writer 40-250 (p50 3-7 ms: two round trips
+// and the WAL flush; a trivial pgbench transaction took 1.6 ms at the
+// time), 16 writers 440-1,570 (16 appends per transaction), 64 writers
+// 1,100-4,100 (63), 256 writers 3,000-8,900 (240); the embedded log did
+// 2 to 4 times as many in the same runs. The server took 8-11 ms to
+// insert 240 such rows and 2-3 ms to commit them: the time the head lock
+// is held bounds throughput. The wait for released appenders doubled the
+// group size and the throughput at 16 and 64 writers in one comparison
+// (load about 10) and made no difference in another (load 12-17, where
+// the writers were back before the next transaction anyway).
 //
 // # Limits
 //
