@@ -423,23 +423,44 @@ func (tb *tables) determinize(n *nfa, start, end int32) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
+	// bySeeds memoises the target of each set of byte-edge targets: many classes, and many
+	// states, share one (every letter inside a string), and the closure is the costly part.
+	bySeeds := map[string]int32{}
+	target := func(seeds []int32) (int32, error) {
+		k := key(seeds)
+		if t, ok := bySeeds[k]; ok {
+			return t, nil
+		}
+		t, err := get(closure(seeds))
+		if err != nil {
+			return 0, err
+		}
+		bySeeds[k] = t
+		return t, nil
+	}
 	base := first
-	var seeds []int32
+	var seeds, edges []int32
 	for i := 0; i < len(sets); i++ {
 		set := sets[i]
 		id := base + int32(i)
-		for c := 0; c < tb.ncls; c++ {
+		edges = edges[:0]
+		for _, s := range set {
+			if n.st[s].to >= 0 {
+				edges = append(edges, s)
+			}
+		}
+		for c := 0; c < tb.ncls && len(edges) > 0; c++ {
 			b := tb.rep[c]
 			seeds = seeds[:0]
-			for _, s := range set {
-				if st := &n.st[s]; st.to >= 0 && st.set.has(b) {
+			for _, s := range edges {
+				if st := &n.st[s]; st.set.has(b) {
 					seeds = append(seeds, st.to)
 				}
 			}
 			if len(seeds) == 0 {
 				continue
 			}
-			t, err := get(closure(seeds))
+			t, err := target(seeds)
 			if err != nil {
 				return 0, err
 			}

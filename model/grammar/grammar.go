@@ -9,11 +9,12 @@
 // never shares mutable data, so an engine may fork it.
 //
 // Masks are computed by walking a byte trie of the vocabulary (built once by NewVocab) with the
-// automaton, pruning a subtree at the first rejected byte. The part of a mask that depends only
-// on the DFA state (tokens accepted without leaving the current rule) is computed once per state
-// and vocabulary and cached in the Grammar; only tokens that end the current rule's value and
-// continue in the caller are walked per call, from the recorded trie nodes where the value can
-// end.
+// automaton, pruning a subtree at the first rejected byte; no token string is ever matched on its
+// own. A mask is split into levels that depend only on automaton states, each computed once per
+// grammar and vocabulary and cached in the Grammar: level 0, per DFA state, the tokens accepted
+// without ending the current rule's value, and the trie nodes where that value can end; level k,
+// per state and the return states of the k frames below, the tokens that end those values at
+// those nodes and go on in the caller. A warm mask is the union of a few cached bitsets.
 //
 // Output form, for every grammar: object properties appear in the schema's order; whitespace is
 // bounded (Options.MaxWhitespace bytes in each place JSON allows it, none before the top-level
@@ -168,17 +169,26 @@ func (b *builder) finish(root int) (*Grammar, error) {
 func (g *Grammar) computeMinLen() {
 	n := len(g.final)
 	g.minLen = make([]int32, n)
+	// rev[t]: states with a byte edge to t; retOf[t] and callers[r]: the calls returning to t
+	// and the calls of rule r, as (state, call) pairs.
+	type callRef struct {
+		s int32
+		k call
+	}
 	rev := make([][]int32, n)
-	callers := make([][]int32, len(g.ruleStart))
+	retOf := make([][]callRef, n)
+	callers := make([][]callRef, len(g.ruleStart))
 	for s := 0; s < n; s++ {
 		for c := 0; c < g.ncls; c++ {
 			if t := g.next[s*g.ncls+c]; t >= 0 {
-				rev[t] = append(rev[t], int32(s))
+				if l := rev[t]; len(l) == 0 || l[len(l)-1] != int32(s) {
+					rev[t] = append(rev[t], int32(s))
+				}
 			}
 		}
 		for _, k := range g.calls[s] {
-			rev[k.ret] = append(rev[k.ret], int32(s))
-			callers[k.rule] = append(callers[k.rule], int32(s))
+			retOf[k.ret] = append(retOf[k.ret], callRef{int32(s), k})
+			callers[k.rule] = append(callers[k.rule], callRef{int32(s), k})
 		}
 	}
 	isStart := make([][]int32, n)
@@ -195,25 +205,18 @@ func (g *Grammar) computeMinLen() {
 			inQueue[s] = true
 		}
 	}
-	relax := func(s int32) {
-		best := g.minLen[s]
-		for c := 0; c < g.ncls; c++ {
-			if t := g.next[int(s)*g.ncls+c]; t >= 0 && g.minLen[t] < inf {
-				best = min(best, 1+g.minLen[t])
-			}
-		}
-		for _, k := range g.calls[s] {
-			a, r := g.minLen[g.ruleStart[k.rule]], g.minLen[k.ret]
-			if a < inf && r < inf {
-				best = min(best, a+r)
-			}
-		}
-		if best < g.minLen[s] {
-			g.minLen[s] = best
+	lower := func(s, v int32) {
+		if v < g.minLen[s] {
+			g.minLen[s] = v
 			if !inQueue[s] {
 				inQueue[s] = true
 				queue = append(queue, s)
 			}
+		}
+	}
+	viaCall := func(cr callRef) {
+		if a, r := g.minLen[g.ruleStart[cr.k.rule]], g.minLen[cr.k.ret]; a < inf && r < inf {
+			lower(cr.s, a+r)
 		}
 	}
 	for len(queue) > 0 {
@@ -221,11 +224,14 @@ func (g *Grammar) computeMinLen() {
 		queue = queue[1:]
 		inQueue[t] = false
 		for _, s := range rev[t] {
-			relax(s)
+			lower(s, 1+g.minLen[t])
+		}
+		for _, cr := range retOf[t] {
+			viaCall(cr)
 		}
 		for _, r := range isStart[t] {
-			for _, s := range callers[r] {
-				relax(s)
+			for _, cr := range callers[r] {
+				viaCall(cr)
 			}
 		}
 	}

@@ -26,6 +26,22 @@ type entry struct {
 type maskCache struct {
 	entries []atomic.Pointer[entry] // level 0, by state
 	deeper  sync.Map                // levels > 0, by the key of state and return states
+	n, size atomic.Int64            // entries stored and their approximate bytes
+}
+
+func (c *maskCache) stored(e *entry, keyLen int) {
+	c.n.Add(1)
+	c.size.Add(int64(64 + 8*len(e.dense) + 4*len(e.sparse) + 4*len(e.pops) + keyLen))
+}
+
+// CacheStats returns how many mask entries g holds for v and their approximate size in bytes.
+// Entries are made on first use and kept for the Grammar's life (JSON's grammar is shared, so
+// its cache grows with the distinct states and nesting contexts that requests reach); an
+// engine that compiles a grammar per request schema should keep compiled grammars in a bounded
+// cache of its own.
+func (g *Grammar) CacheStats(v *Vocab) (entries int, bytes int64) {
+	c := g.cache(v)
+	return int(c.n.Load()), c.size.Load()
 }
 
 // walker walks the trie with the automaton; its buffers are reused through walkers.
@@ -143,8 +159,11 @@ func (s *State) entry(st int32) *entry {
 		return e
 	}
 	e := s.g.computeEntry(s.v, rootStart, config{st, bottom})
-	p.Store(e)
-	return e
+	if p.CompareAndSwap(nil, e) {
+		s.c.stored(e, 0)
+		return e
+	}
+	return p.Load()
 }
 
 // deeperEntry returns the level after prev (whose key is s.key) for return state ret.
@@ -154,7 +173,10 @@ func (s *State) deeperEntry(prev *entry, ret int32) *entry {
 		return e.(*entry)
 	}
 	e := s.g.computeEntry(s.v, prev.pops, config{ret, bottom})
-	s.c.deeper.Store(string(s.key), e)
+	if old, loaded := s.c.deeper.LoadOrStore(string(s.key), e); loaded {
+		return old.(*entry)
+	}
+	s.c.stored(e, len(s.key))
 	return e
 }
 

@@ -153,7 +153,9 @@ func CompileOptions(schema []byte, opts Options) (*Grammar, error) {
 	return b.finish(id)
 }
 
-var jsonGrammar = sync.OnceValue(func() *Grammar {
+var jsonGrammar = sync.OnceValue(newJSONGrammar)
+
+func newJSONGrammar() *Grammar {
 	b := newBuilder(Options{})
 	id := b.newRule("object")
 	b.rules[id].body = b.mapObject(exCall{b.anyRule()})
@@ -162,7 +164,7 @@ var jsonGrammar = sync.OnceValue(func() *Grammar {
 		panic(err) // a fixed grammar: covered by tests
 	}
 	return g
-})
+}
 
 // JSON returns the grammar of response_format json_object: one JSON object (any keys, any
 // values, nested without limit) with the default Options. It is shared, so its mask caches
