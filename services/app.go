@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"citizen/distill"
 	"citizen/events"
@@ -20,6 +21,7 @@ import (
 	"citizen/events/esdb"
 	"citizen/events/eventlog"
 	"citizen/events/memstore"
+	"citizen/events/pgstore"
 	"citizen/gateway"
 	"citizen/gateway/embedded"
 	"citizen/memory"
@@ -145,6 +147,11 @@ func OpenStore(cfg Config, log *slog.Logger) (events.Store, error) {
 			Check: events.AppendCheck{Lax: !cfg.Store.Strict}, ZeroFill: cfg.Store.ZeroFill})
 	case "esdb":
 		return esdb.Open(esdb.Config{URL: cfg.Store.ESDBURL, Check: events.AppendCheck{Lax: !cfg.Store.Strict}})
+	case "postgres":
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return pgstore.Open(ctx, pgstore.Config{URL: cfg.Store.PGURL, Schema: cfg.Store.PGSchema,
+			Check: events.AppendCheck{Lax: !cfg.Store.Strict}, Logger: log})
 	default:
 		return nil, fmt.Errorf("store: backend %q is not available in this build", cfg.Store.Backend)
 	}

@@ -52,9 +52,12 @@ type LogConfig struct {
 
 // StoreConfig selects the event store backend.
 type StoreConfig struct {
-	Backend string `yaml:"backend" help:"embedded (a durable log under data_dir) or esdb"`
+	Backend string `yaml:"backend" help:"embedded (a durable log under data_dir, one process), postgres (shared by every process) or esdb"`
 	ESDBURL string `yaml:"esdb_url" secret:"url" help:"EventStoreDB connection string (backend esdb)"`
-	Strict  bool   `yaml:"strict" help:"decode every payload on append (default: validate the envelope; consumers decode strictly)"`
+	PGURL   string `yaml:"pg_url" secret:"url" help:"PostgreSQL connection URL, e.g. postgres://user@host:5432/citizen (backend postgres)"`
+	// PGSchema: see pgstore.Config.Schema.
+	PGSchema string `yaml:"pg_schema" help:"PostgreSQL schema holding citizen's tables (backend postgres)"`
+	Strict   bool   `yaml:"strict" help:"decode every payload on append (default: validate the envelope; consumers decode strictly)"`
 	// ZeroFill: see eventlog.Config.ZeroFill.
 	ZeroFill bool `yaml:"zero_fill" help:"keep the embedded log's space ahead zero-filled (cheaper fsyncs, twice the bytes written; off: faster on 2 cores)"`
 }
@@ -113,7 +116,7 @@ func DefaultConfig() Config {
 		Target:          []string{"all"},
 		DataDir:         "./data",
 		Log:             LogConfig{Level: "info", Format: "text"},
-		Store:           StoreConfig{Backend: "embedded"},
+		Store:           StoreConfig{Backend: "embedded", PGSchema: "citizen"},
 		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5},
 		Gateway:         gateway.DefaultConfig(),
 		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
@@ -136,8 +139,12 @@ func (c *Config) Validate() error {
 		if c.Store.ESDBURL == "" {
 			errs = append(errs, errors.New("store.esdb_url is required with store.backend=esdb"))
 		}
+	case "postgres":
+		if c.Store.PGURL == "" {
+			errs = append(errs, errors.New("store.pg_url is required with store.backend=postgres"))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("store.backend %q: want embedded, memory or esdb", c.Store.Backend))
+		errs = append(errs, fmt.Errorf("store.backend %q: want embedded, postgres, memory or esdb", c.Store.Backend))
 	}
 	switch c.Bus.Backend {
 	case "inprocess":

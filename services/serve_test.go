@@ -74,6 +74,17 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 		serveEndToEnd(t, "--bus.backend", "kafka", "--bus.kafka-brokers", brokers)
 	})
+	t.Run("postgres", func(t *testing.T) {
+		url := os.Getenv("CITIZEN_PG_URL")
+		if url == "" {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("CITIZEN_PG_URL is not set under CI=true (make test starts a server)")
+			}
+			t.Skip("CITIZEN_PG_URL not set: start one with events/pgstore/testdata/start-postgres.sh")
+		}
+		schema := fmt.Sprintf("e2e_%d", time.Now().UnixNano())
+		serveEndToEnd(t, "--store.backend", "postgres", "--store.pg-url", url, "--store.pg-schema", schema)
+	})
 }
 
 func serveEndToEnd(t *testing.T, extra ...string) {
@@ -200,7 +211,7 @@ func serveEndToEnd(t *testing.T, extra ...string) {
 	}
 	// Replay the durable store now that serve has closed it.
 	var out bytes.Buffer
-	if rc := Main(context.Background(), []string{"events", "replay", "--json", "--data-dir", dir}, Env{Stdout: &out, Stderr: io.Discard}); rc != 0 {
+	if rc := Main(context.Background(), append([]string{"events", "replay", "--json", "--data-dir", dir}, extra...), Env{Stdout: &out, Stderr: io.Discard}); rc != 0 {
 		t.Fatalf("replay exited %d", rc)
 	}
 	var rr ReplayResult
