@@ -398,3 +398,24 @@ func TestPermissions(t *testing.T) {
 		t.Fatalf("only %d files", len(ents))
 	}
 }
+
+// TestStraySegmentFile: a file named like a segment that is not one is
+// refused by Open (it might be a segment renamed by hand) and moved aside
+// by Repair, which keeps the whole log.
+func TestStraySegmentFile(t *testing.T) {
+	cl := writeCorruptLog(t)
+	if err := os.WriteFile(filepath.Join(cl.dir, "backup.seg"), []byte("not a segment"), filePerm); err != nil {
+		t.Fatal(err)
+	}
+	var ce *CorruptError
+	if _, err := Open(Config{Dir: cl.dir, Logger: quiet}); !errors.As(err, &ce) || filepath.Base(ce.Segment) != "backup.seg" {
+		t.Fatalf("Open: %v", err)
+	}
+	rep, err := Repair(cl.dir, RepairOptions{Apply: true, Logger: quiet})
+	if err != nil || len(rep.Moved) != 1 || !rep.Moved[0].Whole || rep.LastPosition != cl.last || len(rep.Checkpoints) != 0 {
+		t.Fatalf("repair: %+v, %v", rep, err)
+	}
+	if last, _ := openT(t, cl.dir, corruptSegSize).LastPosition(context.Background()); last != cl.last {
+		t.Fatalf("after repair the log ends at %d, want %d", last, cl.last)
+	}
+}

@@ -201,7 +201,11 @@ func Repair(dir string, opts RepairOptions) (*RepairReport, error) {
 			continue
 		}
 		path := filepath.Join(dir, segName(first))
-		f, err := opts.fs.OpenFile(path, os.O_RDWR, 0)
+		flag := os.O_RDONLY
+		if opts.Apply {
+			flag = os.O_RDWR
+		}
+		f, err := opts.fs.OpenFile(path, flag, 0)
 		if err != nil {
 			return nil, fmt.Errorf("events: eventlog: repair: %w", err)
 		}
