@@ -20,7 +20,8 @@
 // bounded (Options.MaxWhitespace bytes in each place JSON allows it, none before the top-level
 // value or after it); integers have at most 18 digits and numbers at most 18 integer digits, 18
 // fraction digits and a 2-digit exponent, so every number fits int64 or float64; strings are
-// valid UTF-8 with JSON escapes. Each output is a subset of what the schema allows, never more.
+// valid UTF-8 with JSON escapes (no \u escape of a surrogate: characters beyond the BMP appear
+// as UTF-8). Each output is a subset of what the schema allows, never more.
 package grammar
 
 import (

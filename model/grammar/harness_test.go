@@ -158,6 +158,13 @@ func generate(t testing.TB, g *Grammar, v *Vocab, r *rand.Rand, budget int, chk 
 					diffIDs(full, ref, v.Size()), diffIDs(ref, full, v.Size()))
 			}
 		}
+		if lim := budget - step - 2; chk.reference && lim >= 0 && fits {
+			ref = s.maskUncached(ref, int32(lim))
+			if !slices.Equal(m, ref) {
+				t.Fatalf("after %q: budget mask (limit %d) differs from the reference walk: %v vs %v", out, lim,
+					diffIDs(m, ref, v.Size()), diffIDs(ref, m, v.Size()))
+			}
+		}
 		for i := range m {
 			if m[i]&^full[i] != 0 {
 				t.Fatalf("after %q: budget mask allows tokens the mask does not", out)

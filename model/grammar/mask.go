@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,14 @@ type entry struct {
 	sparse   []int32
 	pops     []int32
 	maxLocal int32 // the largest MinBytesToComplete after an accepted token, above the level's bottom
+
+	// How the level was made (to walk it again), and, made on first use by MaskBudget, each
+	// accepted token's MinBytesToComplete above the bottom (capped at 255): by token id when
+	// dense, by index into sparse otherwise.
+	starts  []int32
+	from    config
+	phiOnce sync.Once
+	phi     []uint8
 }
 
 // maskCache holds the entries of one grammar over one vocabulary, filled lazily.
@@ -108,7 +117,7 @@ func (w *walker) walk(g *Grammar, v *Vocab, p int32, start []config, visit func(
 func (g *Grammar) computeEntry(v *Vocab, starts []int32, c config) *entry {
 	w := walkers.Get().(*walker)
 	defer walkers.Put(w)
-	e := &entry{}
+	e := &entry{starts: starts, from: c}
 	start := []config{c}
 	ids := w.ids[:0]
 	for _, p := range starts {
@@ -151,6 +160,72 @@ func (g *Grammar) computeEntry(v *Vocab, starts []int32, c config) *entry {
 	return e
 }
 
+// tokenPhi returns e.phi, walking e's level again on first use.
+func (g *Grammar) tokenPhi(v *Vocab, e *entry) []uint8 {
+	e.phiOnce.Do(func() {
+		w := walkers.Get().(*walker)
+		defer walkers.Put(w)
+		n := len(e.sparse)
+		if e.dense != nil {
+			n = len(v.tokens)
+		}
+		phi := make([]uint8, n)
+		for i := range phi {
+			phi[i] = 255
+		}
+		start := []config{e.from}
+		for _, p := range e.starts {
+			w.walk(g, v, p, start, func(i int32, cs []config) bool {
+				t0, t1 := v.tokStart[i], v.tokStart[i+1]
+				if t1 == t0 {
+					return true
+				}
+				local := inf
+				for _, c := range cs {
+					local = min(local, g.phi(c))
+				}
+				x := uint8(min(local, 255))
+				for _, id := range v.tokIDs[t0:t1] {
+					k := int(id)
+					if e.dense == nil {
+						k, _ = slices.BinarySearch(e.sparse, id)
+					}
+					phi[k] = min(phi[k], x)
+				}
+				return true
+			})
+		}
+		e.phi = phi
+	})
+	return e.phi
+}
+
+// orEntryWithin adds the tokens of e after which MinBytesToComplete above e's bottom is at
+// most lim.
+func (s *State) orEntryWithin(allowed []uint64, e *entry, lim int32) {
+	if lim < 0 {
+		return
+	}
+	phi := s.g.tokenPhi(s.v, e)
+	if e.dense != nil {
+		for w, x := range e.dense {
+			for x != 0 {
+				b := bits.TrailingZeros64(x)
+				x &= x - 1
+				if id := w*64 + b; int32(phi[id]) <= lim && phi[id] < 255 {
+					allowed[w] |= 1 << b
+				}
+			}
+		}
+		return
+	}
+	for k, id := range e.sparse {
+		if int32(phi[k]) <= lim && phi[k] < 255 {
+			set(allowed, id)
+		}
+	}
+}
+
 var rootStart = []int32{0}
 
 func (s *State) entry(st int32) *entry {
@@ -180,19 +255,19 @@ func (s *State) deeperEntry(prev *entry, ret int32) *entry {
 	return e
 }
 
-// maskConfig adds the tokens configuration c allows to allowed, level by level. With limit ≥ 0
-// it adds only levels whose every token keeps MinBytesToComplete ≤ limit, and returns false
-// when a level does not (the caller then walks c exactly).
-func (s *State) maskConfig(c config, allowed []uint64, limit int32) bool {
+// maskConfig adds the tokens configuration c allows to allowed, level by level; with limit ≥ 0
+// only those after which MinBytesToComplete ≤ limit.
+func (s *State) maskConfig(c config, allowed []uint64, limit int32) {
 	e, f := s.entry(c.s), c.f
 	s.key = binary.LittleEndian.AppendUint32(s.key[:0], uint32(c.s))
 	for {
 		if limit >= 0 && e.maxLocal+f.phiv() > limit {
-			return false
+			s.orEntryWithin(allowed, e, limit-f.phiv())
+		} else {
+			orEntry(allowed, e)
 		}
-		orEntry(allowed, e)
 		if len(e.pops) == 0 || f == nil {
-			return true
+			return
 		}
 		e, f = s.deeperEntry(e, f.ret), f.parent
 	}
@@ -275,15 +350,11 @@ func (s *State) maskUncached(allowed []uint64, limit int32) []uint64 {
 	}
 	w := walkers.Get().(*walker)
 	defer walkers.Put(w)
-	s.walkFull(w, s.cfgs, allowed, limit)
+	w.walk(s.g, s.v, 0, s.cfgs, s.marker(allowed, limit))
 	if s.v.eos >= 0 && s.Complete() {
 		set(allowed, int32(s.v.eos))
 	}
 	return allowed
-}
-
-func (s *State) walkFull(w *walker, cfgs []config, allowed []uint64, limit int32) {
-	w.walk(s.g, s.v, 0, cfgs, s.marker(allowed, limit))
 }
 
 // MaskBudget is Mask for an engine that may sample at most remaining more tokens, this one and
@@ -292,8 +363,8 @@ func (s *State) walkFull(w *walker, cfgs []config, allowed []uint64, limit int32
 // vocabulary has single-byte tokens for those bytes, as byte-level BPE vocabularies do), and EOS
 // when Complete. If the value cannot be completed within remaining tokens at all, it sets the
 // allowed tokens that spell a prefix of ShortestCompletion (the fastest close) and returns false;
-// the output will then be cut by the budget. Near the end of the budget it walks the whole
-// trie (uncached), typically a few milliseconds for a 49k vocabulary.
+// the output will then be cut by the budget. Near the end of the budget it reads per-token
+// lengths that each cached level computes on first use.
 func (s *State) MaskBudget(allowed []uint64, remaining int) ([]uint64, bool) {
 	allowed = sizeMask(allowed, s.v.Words())
 	if s.done {
@@ -306,11 +377,7 @@ func (s *State) MaskBudget(allowed []uint64, remaining int) ([]uint64, bool) {
 	limit := int32(min(remaining-2, math.MaxInt32))
 	if limit >= 0 {
 		for _, c := range s.cfgs {
-			if !s.maskConfig(c, allowed, limit) {
-				w := walkers.Get().(*walker)
-				s.walkFull(w, []config{c}, allowed, limit)
-				walkers.Put(w)
-			}
+			s.maskConfig(c, allowed, limit)
 		}
 	}
 	for _, x := range allowed {
