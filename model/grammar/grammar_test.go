@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -513,6 +513,40 @@ func TestRandomSchemas(t *testing.T) {
 	t.Logf("%d of %d schemas compiled", compiled, n)
 }
 
+// TestManyAlternatives pins the configuration cap: an anyOf of more $ref branches than
+// maxConfigs that share a prefix still yields valid outputs after the extra ones are dropped.
+func TestManyAlternatives(t *testing.T) {
+	var refs, defs []string
+	for i := 0; i < maxConfigs+10; i++ {
+		refs = append(refs, fmt.Sprintf(`{"$ref":"#/$defs/d%d"}`, i))
+		defs = append(defs, fmt.Sprintf(`"d%d":{"type":"object","properties":{"k":{"type":"object","properties":{"n":{"const":%d}},"required":["n"],"additionalProperties":false}},"required":["k"],"additionalProperties":false}`, i, i))
+	}
+	schema := []byte(`{"anyOf":[` + strings.Join(refs, ",") + `],"$defs":{` + strings.Join(defs, ",") + `}}`)
+	g, err := Compile(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := g.Start(byteVocab(t))
+	if err := s.AdvanceBytes([]byte(`{"k":{"n":`)); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.cfgs) != maxConfigs {
+		t.Fatalf("%d configurations, want the cap %d", len(s.cfgs), maxConfigs)
+	}
+	r := rand.New(rand.NewPCG(12, 12))
+	for name, v := range vocabs(t) {
+		for i := 0; i < 10; i++ {
+			out, done := generate(t, g, v, r, 60, genCheck{reference: true, advance: 3, closing: true})
+			if !done {
+				t.Fatalf("%s: %q: no EOS", name, out)
+			}
+			if err := validateJSON(schema, out); err != nil {
+				t.Fatalf("%s: %q: %v", name, out, err)
+			}
+		}
+	}
+}
+
 func TestShortestCompletionRecursive(t *testing.T) {
 	g, err := Compile([]byte(strictSchemas[3].schema))
 	if err != nil {
@@ -530,5 +564,4 @@ func TestShortestCompletionRecursive(t *testing.T) {
 	if got := string(s.ShortestCompletion()); got != rest {
 		t.Fatalf("%s", got)
 	}
-	_ = strconv.Itoa
 }

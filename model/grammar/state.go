@@ -175,8 +175,8 @@ func (s *State) Advance(id int) error {
 	if len(t) == 0 {
 		return fmt.Errorf("%w: token %d has no bytes", ErrToken, id)
 	}
-	if err := s.advance(t); err != nil {
-		return fmt.Errorf("%w: token %d %q", err, id, t)
+	if i, ok := s.advance(t); !ok {
+		return fmt.Errorf("%w: token %d %q (byte %d rejected)", ErrToken, id, t, i)
 	}
 	return nil
 }
@@ -190,10 +190,14 @@ func (s *State) AdvanceBytes(text []byte) error {
 	if len(text) == 0 {
 		return nil
 	}
-	return s.advance(text)
+	if i, ok := s.advance(text); !ok {
+		return fmt.Errorf("%w: byte %d (%q) of %q", ErrToken, i, text[i], text)
+	}
+	return nil
 }
 
-func (s *State) advance(t []byte) error {
+// advance consumes t, or returns the index of the first byte rejected and false.
+func (s *State) advance(t []byte) (int, bool) {
 	cur := slices.Clone(s.cfgs)
 	nxt := s.buf[:0]
 	for i, b := range t {
@@ -203,7 +207,7 @@ func (s *State) advance(t []byte) error {
 		}
 		nxt = dedup(nxt)
 		if len(nxt) == 0 {
-			return fmt.Errorf("%w: byte %d (%q) rejected", ErrToken, i, b)
+			return i, false
 		}
 		cur, nxt = nxt, cur
 	}
@@ -212,7 +216,7 @@ func (s *State) advance(t []byte) error {
 	}
 	s.cfgs = slices.Clone(cur)
 	s.buf = nxt[:0]
-	return nil
+	return 0, true
 }
 
 // Complete reports whether the output so far is a whole value (EOS is allowed).
