@@ -185,3 +185,15 @@ func BenchmarkNewVocab(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApplyMask is the per-token cost of writing a mask into 49,152 logits.
+func BenchmarkApplyMask(b *testing.B) {
+	v, _ := benchVocab(b)
+	m := JSON().Start(v).Mask(nil)
+	logits := make([]float32, v.Size())
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ApplyMask(logits, m)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/mask")
+}
