@@ -565,3 +565,23 @@ func TestShortestCompletionRecursive(t *testing.T) {
 		t.Fatalf("%s", got)
 	}
 }
+
+func TestApplyMask(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 13))
+	for _, n := range []int{0, 1, 63, 64, 65, 200} {
+		mask := make([]uint64, (n+63)/64)
+		for i := range mask {
+			mask[i] = []uint64{0, ^uint64(0), r.Uint64()}[r.IntN(3)]
+		}
+		if len(mask) > 1 {
+			mask = mask[:len(mask)-1] // logits beyond the mask
+		}
+		logits := make([]float32, n)
+		ApplyMask(logits, mask)
+		for i, x := range logits {
+			if math.IsInf(float64(x), -1) == Allowed(mask, i) {
+				t.Fatalf("n=%d id %d: logit %v, allowed %v", n, i, x, Allowed(mask, i))
+			}
+		}
+	}
+}

@@ -414,9 +414,24 @@ func Allowed(mask []uint64, id int) bool {
 // padded model vocabularies have, included).
 func ApplyMask(logits []float32, mask []uint64) {
 	ninf := float32(math.Inf(-1))
-	for i := range logits {
-		if !Allowed(mask, i) {
-			logits[i] = ninf
+	for w := 0; w*64 < len(logits); w++ {
+		chunk := logits[w*64 : min(w*64+64, len(logits))]
+		var x uint64
+		if w < len(mask) {
+			x = mask[w]
+		}
+		switch x {
+		case 0:
+			for i := range chunk {
+				chunk[i] = ninf
+			}
+		case ^uint64(0):
+		default:
+			for i := range chunk {
+				if x>>uint(i)&1 == 0 {
+					chunk[i] = ninf
+				}
+			}
 		}
 	}
 }
