@@ -318,6 +318,11 @@ func (e *Engine) one(ctx context.Context, msgs []tokenizer.Message, req *gateway
 			return gateway.ChoiceResult{}, nil, err
 		}
 	}
+	// Stop strings do not apply under a grammar: they could cut the value.
+	stops := req.Stop
+	if cons != nil {
+		stops = nil
+	}
 	// Hermes tool calls are text: hold back what may open one.
 	textCalls := callID < 0 && len(req.Tools) > 0 && req.ToolChoice != "none"
 	const callOpen = "<tool_call>"
@@ -350,7 +355,7 @@ func (e *Engine) one(ctx context.Context, msgs []tokenizer.Message, req *gateway
 			pending = pending[n:]
 			before := text.Len()
 			text.WriteString(chunk)
-			if i := firstStop(text.String(), req.Stop); i >= 0 {
+			if i := firstStop(text.String(), stops); i >= 0 {
 				stopped, stopAt = true, i
 				if i > before {
 					d.Text = text.String()[before:i]
