@@ -96,7 +96,8 @@ func (f *HFFormat) conversation(msgs []tokenizer.Message, tools []json.RawMessag
 		hasCalls = hasCalls || len(m.ToolCalls) > 0 || m.Role == "tool"
 	}
 	if (len(tools) > 0 && !f.tmpl.UsesTools()) || (hasCalls && !f.tmpl.HandlesToolCalls()) {
-		return template.ApplyHermesTools(c, f.tmpl.DefaultSystemPrompt())
+		sys, _ := f.tmpl.DefaultSystemPrompt()
+		return template.ApplyHermesTools(c, sys)
 	}
 	return c, nil
 }
