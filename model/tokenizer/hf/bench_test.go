@@ -1,10 +1,29 @@
 package hf
 
 import (
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
 )
+
+// englishText is English-like prose with some code, about 64 KiB.
+func englishText() string {
+	r := rand.New(rand.NewPCG(5, 6))
+	var b strings.Builder
+	for b.Len() < 64<<10 {
+		if r.IntN(8) == 0 {
+			b.WriteString(pick(r, corpusCode))
+			continue
+		}
+		for n := 5 + r.IntN(15); n > 0; n-- {
+			b.WriteString(randomWord(r))
+			b.WriteByte(' ')
+		}
+		b.WriteString(pick(r, []string{". ", ", ", "!\n", "? ", " 42 ", " 3.14. ", "'s "}))
+	}
+	return b.String()
+}
 
 // benchText is prose, code and numbers in several scripts, about 64 KiB.
 func benchText() string {
@@ -39,27 +58,30 @@ func benchTokenizers(b *testing.B) map[string]*Tokenizer {
 // BenchmarkEncode measures encoding with a warm word cache (cold: a fresh
 // tokenizer each iteration).
 func BenchmarkEncode(b *testing.B) {
-	text := benchText()
+	texts := map[string]string{"english": englishText(), "mixed": benchText()}
 	for name, tok := range benchTokenizers(b) {
-		for _, cold := range []bool{false, true} {
-			sub := name + "/warm"
-			if cold {
-				sub = name + "/cold"
-			}
-			b.Run(sub, func(b *testing.B) {
-				b.SetBytes(int64(len(text)))
-				b.ReportAllocs()
-				n := 0
-				for i := 0; i < b.N; i++ {
-					if cold {
-						b.StopTimer()
-						tok.model.cache = make(map[string][]int32)
-						b.StartTimer()
-					}
-					n += len(tok.Encode(text))
+		for _, kind := range []string{"english", "mixed"} {
+			text := texts[kind]
+			for _, cold := range []bool{false, true} {
+				sub := name + "/" + kind + "/warm"
+				if cold {
+					sub = name + "/" + kind + "/cold"
 				}
-				b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "tokens/s")
-			})
+				b.Run(sub, func(b *testing.B) {
+					b.SetBytes(int64(len(text)))
+					b.ReportAllocs()
+					n := 0
+					for i := 0; i < b.N; i++ {
+						if cold {
+							b.StopTimer()
+							tok.model.cache = make(map[string][]int32)
+							b.StartTimer()
+						}
+						n += len(tok.Encode(text))
+					}
+					b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "tokens/s")
+				})
+			}
 		}
 	}
 }

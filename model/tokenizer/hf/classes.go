@@ -1,7 +1,7 @@
 package hf
 
 import (
-	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -18,10 +18,9 @@ const (
 	cMark                // \p{Mn} or \p{Mc}
 )
 
-var (
-	bmpOnce  sync.Once
-	bmpClass []uint8 // class bits of every rune below 0x10000
-)
+// classPages caches the class bits of every rune, 256 runes to a page,
+// each page computed on first use.
+var classPages [(unicode.MaxRune + 1) >> 8]atomic.Pointer[[256]uint8]
 
 func computeClass(r rune) uint8 {
 	var c uint8
@@ -46,24 +45,22 @@ func computeClass(r rune) uint8 {
 	return c
 }
 
-func initClasses() {
-	bmpClass = make([]uint8, 0x10000)
-	for r := range bmpClass {
-		bmpClass[r] = computeClass(rune(r))
-	}
-}
-
 // classOf returns the class bits of r; a negative r (an invalid UTF-8 byte)
 // has none.
 func classOf(r rune) uint8 {
-	if r < 0 {
+	if r < 0 || r > unicode.MaxRune {
 		return 0
 	}
-	if r < 0x10000 {
-		bmpOnce.Do(initClasses)
-		return bmpClass[r]
+	p := classPages[r>>8].Load()
+	if p == nil {
+		p = new([256]uint8)
+		base := r &^ 0xff
+		for i := range p {
+			p[i] = computeClass(base + rune(i))
+		}
+		classPages[r>>8].Store(p)
 	}
-	return computeClass(r)
+	return p[r&0xff]
 }
 
 // runeAt decodes the character at s[i]. An invalid UTF-8 byte decodes as -1

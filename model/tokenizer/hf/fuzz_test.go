@@ -2,6 +2,7 @@ package hf
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"testing"
 	"unicode/utf8"
@@ -10,17 +11,22 @@ import (
 // FuzzParse: Parse never panics, and a tokenizer it accepts encodes and
 // decodes without panicking.
 func FuzzParse(f *testing.F) {
-	for _, name := range fixtures {
-		data, err := os.ReadFile(fixturePath(name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-		f.Add(data[:len(data)/2])
+	// Seeds: one real fixture and small files that reach each component
+	// (more under testdata/fuzz/FuzzParse).
+	data, err := os.ReadFile(fixturePath("gpt2"))
+	if err != nil {
+		f.Fatal(err)
 	}
-	f.Add([]byte(`{"version":"1.0","model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},` +
-		`"pre_tokenizer":{"type":"ByteLevel"},"decoder":{"type":"ByteLevel"},` +
-		`"added_tokens":[{"id":3,"content":"<x>","special":true,"lstrip":true,"rstrip":true,"single_word":true}]}`))
+	f.Add(data)
+	const base = `{"version":"1.0","model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"Ġ":3,"1":4},"merges":[["a","b"]]},`
+	for _, rest := range []string{
+		`"normalizer":{"type":"Sequence","normalizers":[{"type":"NFC"},{"type":"NFKD"}]},"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Digits","individual_digits":false},{"type":"Split","pattern":{"String":"b"},"behavior":"MergedWithNext","invert":true},{"type":"ByteLevel","add_prefix_space":true}]},"decoder":{"type":"ByteLevel"}}`,
+		`"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":` + jsonString(PatternLlama3) + `},"behavior":"Contiguous","invert":false},{"type":"ByteLevel","use_regex":false}]},"decoder":{"type":"Sequence","decoders":[{"type":"ByteLevel"}]},"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"a","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"special_tokens":{"a":{"id":"a","ids":[0],"tokens":["a"]}}}}`,
+		`"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":` + jsonString(PatternCitizenWords) + `},"behavior":"MergedWithPrevious","invert":false},{"type":"ByteLevel","use_regex":false}]},"decoder":{"type":"ByteLevel"}}`,
+		`"pre_tokenizer":{"type":"ByteLevel"},"decoder":{"type":"ByteLevel"},"post_processor":{"type":"RobertaProcessing","sep":["b",1],"cls":["a",0]},"added_tokens":[{"id":5,"content":"<x>","special":true,"lstrip":true,"rstrip":true,"single_word":true,"normalized":true}]}`,
+	} {
+		f.Add([]byte(base + rest))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tok, err := Parse(data)
 		if err != nil {
@@ -33,6 +39,11 @@ func FuzzParse(f *testing.F) {
 			_ = tok.EncodeOrdinary(s)
 		}
 	})
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 var fuzzToks = map[string]*Tokenizer{}

@@ -99,13 +99,13 @@ type postStep struct {
 // in the text, special ones included, become their ids; no BOS or other
 // template token is added.
 func (t *Tokenizer) Encode(text string) []int {
-	return t.AppendEncode(nil, text, false, false)
+	return t.AppendEncode(make([]int, 0, len(text)/3+4), text, false, false)
 }
 
 // EncodeWithSpecial is Encode with the post-processor's special tokens (for
 // example a BOS) added, as add_special_tokens=True does.
 func (t *Tokenizer) EncodeWithSpecial(text string) []int {
-	return t.AppendEncode(nil, text, true, false)
+	return t.AppendEncode(make([]int, 0, len(text)/3+8), text, true, false)
 }
 
 // EncodeOrdinary is Encode for untrusted text: special tokens written in the
@@ -113,7 +113,7 @@ func (t *Tokenizer) EncodeWithSpecial(text string) []int {
 // tokenizer.encode_special_tokens = True. Non-special added tokens are still
 // recognised.
 func (t *Tokenizer) EncodeOrdinary(text string) []int {
-	return t.AppendEncode(nil, text, false, true)
+	return t.AppendEncode(make([]int, 0, len(text)/3+4), text, false, true)
 }
 
 // AppendEncode appends the ids of text to dst and returns the result.
