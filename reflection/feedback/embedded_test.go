@@ -93,8 +93,8 @@ func TestEmbeddedBadInput(t *testing.T) {
 		{"huge", strings.Repeat("wrong ", MaxTextBytes/6+10), "too-large"},
 		{"invalid utf8", "bad \xff\xfe answer", "binary"},
 		{"control bytes", "\x00\x01\x02\x03 wrong", "binary"},
-		{"spanish", "La respuesta está mal.", "not-english"},
-		{"chinese", "这个答案不对", "not-english"},
+		{"chinese", "这个答案不对", "unsupported-language"},
+		{"russian", "Этот ответ неправильный", "unsupported-language"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,8 +66,13 @@ type Interpretation struct {
 	// ("llm-1(model);unparsable").
 	Version string
 	// Note says why the confidence is low, if it is ("empty", "too-large",
-	// "binary", "not-english", "unparsable"); empty otherwise.
+	// "binary", "unsupported-language", "unparsable"); empty otherwise.
 	Note string
+	// Uncertain marks an interpretation whose Confidence is below the
+	// interpreter's calibrated threshold (UncertainBelow for the embedded
+	// one). Consumers that turn feedback into rewards or lessons should
+	// skip uncertain interpretations; they are recorded, never dropped.
+	Uncertain bool
 }
 
 // Interpreter turns free-text feedback into signals. Implementations must be

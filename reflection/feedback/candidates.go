@@ -1,0 +1,1427 @@
+package feedback
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Correction candidates: every value a comment could be giving as the
+// right answer, read against the answer it was written under. Values the
+// comment states are typed by the answer's values ("60" under "30 days"
+// is "60 days"; "closes at 8pm" under "10:00-18:00" is "10:00-20:00"),
+// computed from them ("double that", "an hour earlier", "you forgot the
+// 8% tax"), or implied (a denied yes/no answer implies the other one; a
+// unit named without a number replaces the answer's unit). A trained
+// ranker (model.go) scores the candidates; features describe each
+// candidate's form and context, never a particular value.
+
+// csource says how a candidate was found.
+type csource uint8
+
+const (
+	srcStated   csource = iota // a value written in the comment, as is
+	srcCoerced                 // a bare number typed by an answer value
+	srcRangeEnd                // one end of an answer range replaced
+	srcUnitSwap                // the answer's number with the comment's unit
+	srcComputed                // computed from an answer value
+	srcYesNo                   // the opposite of a yes/no answer
+	srcName                    // a name
+	srcLegacy                  // found by the English sentence patterns
+)
+
+var csourceNames = [...]string{"stated", "coerced", "rangeend", "unitswap", "computed", "yesno", "name", "legacy"}
+
+// cand is one correction candidate.
+type cand struct {
+	canon string
+	kind  vkind
+	src   csource
+	feats map[string]float64
+	spans []int // first tokens of the comment spans it was read from
+}
+
+func (c *cand) set(f string)             { c.feats[f] = 1 }
+func (c *cand) setv(f string, v float64) { c.feats[f] = v }
+func (c *cand) has(f string) bool        { return c.feats[f] != 0 }
+
+func newCand(canon string, k vkind, s csource) *cand {
+	return &cand{canon: canon, kind: k, src: s, feats: map[string]float64{}}
+}
+
+// docInfo is a parsed text: its tokens, language and values.
+type docInfo struct {
+	text string
+	toks []tok
+	lang string
+	vals []value
+	// words: the number of word tokens; wrongSent: the sentences with a
+	// "wrong" word (filled by stats).
+	words     int
+	wrongSent map[int]bool
+}
+
+// maxValues bounds the values read from one text (the first and the last
+// half are kept), so that work stays linear on pathological input.
+const maxValues = 120
+
+// stats fills the per-text counts used by the candidate features.
+func (d *docInfo) stats() {
+	d.words = 0
+	d.wrongSent = map[int]bool{}
+	for _, t := range d.toks {
+		if t.kind == tWord {
+			d.words++
+			if lexWords[t.low]&lWrong != 0 {
+				d.wrongSent[t.sent] = true
+			}
+		}
+	}
+	if len(d.vals) > maxValues {
+		vs := append([]value{}, d.vals[:maxValues/2]...)
+		d.vals = append(vs, d.vals[len(d.vals)-maxValues/2:]...)
+	}
+}
+
+// answerInfo is what the candidate generator knows about the answer.
+type answerInfo struct {
+	docInfo
+	ctx       pctx
+	yesno     string   // "yes", "no" or "" when the answer is not a yes/no answer
+	negStatus []string // statuses the answer denies ("has not been cancelled")
+	names     []string // names in the answer, folded
+	qnums     map[string]bool
+	qnames    map[string]bool
+	hasText   bool
+}
+
+// analyzeAnswer parses the answer and the question.
+func analyzeAnswer(answer, question string) answerInfo {
+	answer, question = truncateText(answer, maxContextBytes), truncateText(question, maxContextBytes)
+	var ai answerInfo
+	ai.text = answer
+	ai.hasText = strings.TrimSpace(answer) != ""
+	ai.toks = lex(answer)
+	ai.lang = guessLang(ai.toks)
+	qt := lex(question)
+	base := pctx{lang: ai.lang}
+	ai.vals = parseValues(ai.toks, base)
+	qvals := parseValues(qt, pctx{lang: guessLang(qt)})
+	ctx := pctx{}
+	for _, v := range append(append([]value{}, ai.vals...), qvals...) {
+		switch v.kind {
+		case vMoney:
+			if ctx.cur == "" {
+				ctx.cur = v.unit
+			}
+		case vDate:
+			if ctx.year == 0 && v.y != 0 && v.flags&fNoYear == 0 {
+				ctx.year = v.y
+			}
+			if ctx.month == 0 && v.m != 0 {
+				ctx.month = v.m
+			}
+		case vQuantity:
+			if v.dim == "temp" && ctx.tempUnit == "" {
+				ctx.tempUnit = v.unit
+			}
+			if v.dim == "mass" {
+				ctx.massLb = true
+			}
+		case vNumber:
+			if ctx.year == 0 && v.a >= 1900 && v.a <= 2200 && v.a == math.Floor(v.a) {
+				ctx.year = int(v.a)
+			}
+		}
+	}
+	ctx.lang = ai.lang
+	ai.ctx = ctx
+	// dates without a year take the context's
+	for k := range ai.vals {
+		if ai.vals[k].kind == vDate && ai.vals[k].y == 0 {
+			ai.vals[k].y = ctx.year
+		}
+	}
+	ai.yesno = yesNoOf(ai.toks, qt)
+	// a negated status in the answer is not the answer's status
+	kept := ai.vals[:0]
+	for _, v := range ai.vals {
+		if v.kind == vStatus && negatedAt(ai.toks, v.lo) {
+			ai.negStatus = append(ai.negStatus, v.text)
+			continue
+		}
+		kept = append(kept, v)
+	}
+	ai.vals = kept
+	ai.names = namesIn(ai.toks, false, ai.lang)
+	ai.qnums = map[string]bool{}
+	for _, v := range qvals {
+		ai.qnums[v.canon()] = true
+	}
+	ai.qnames = map[string]bool{}
+	for _, n := range namesIn(qt, false, guessLang(qt)) {
+		ai.qnames[n] = true
+	}
+	return ai
+}
+
+// maxContextBytes bounds how much of the answer and the question is read.
+const maxContextBytes = 4 << 10
+
+// truncateText cuts s to at most n bytes at a rune boundary.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// yesNoOf returns the answer's yes/no verdict: its first word when that
+// is yes or no in a language; under a yes/no question, "no" when the
+// answer is negated.
+func yesNoOf(toks, q []tok) string {
+	for _, t := range toks {
+		if t.kind == tEmoji || t.kind == tSym {
+			continue
+		}
+		if t.kind == tWord {
+			c := lexWords[t.low]
+			if c&lYes != 0 && t.low != "klopt" {
+				return "yes"
+			}
+			if c&lNo != 0 {
+				return "no"
+			}
+		}
+		break
+	}
+	return ""
+}
+
+// nameStop are words that are capitalised at the start of a sentence
+// but are not names.
+func nameStop(w, lang string) bool {
+	if _, ok := lexWords[w]; ok {
+		return true
+	}
+	if l, ok := langStop[w]; ok && (l == lang || l == "*" || l == "en" || lang == "") {
+		return true
+	}
+	if _, ok := numberWords[w]; ok {
+		return true
+	}
+	if _, ok := monthNames[w]; ok {
+		return true
+	}
+	if _, ok := weekdayNames[w]; ok {
+		return true
+	}
+	switch w {
+	case "order", "ticket", "refund", "our", "your", "yes", "no", "oh", "ah", "wow", "well", "so", "hmm", "ok", "okay",
+		"the", "a", "an", "there", "they", "we", "you", "it", "that", "this", "these", "those", "he", "she", "mine",
+		"standard", "express", "delivery", "shipping", "store", "support", "customer", "service", "tracking", "items",
+		"uk", "us", "usa", "eu", "faq", "app", "email", "website", "bot", "sale", "price", "total", "budget", "summary",
+		"and", "or", "if", "isn't", "wasn't", "didn't", "don't", "shouldn't", "aren't", "also", "plus", "capital",
+		"chat", "live", "members", "member", "premium", "plan", "trial", "warranty", "free", "returns", "return", "gift",
+		"cards", "card", "mr", "mrs", "ms", "dr", "lol", "omg", "btw", "fyi", "pls", "thx", "im", "i'm", "i've", "i'd",
+		"pretty", "maybe", "probably", "sure", "right", "wrong", "correct", "false", "true", "is", "was", "are", "were",
+		"isnt", "wasnt", "its", "it's", "that's", "thats", "what", "why", "how", "when", "where", "who", "which",
+		"hello", "hi", "hey", "dear", "thanks", "thank", "cheers", "great", "good", "nice", "love", "perfect", "fun",
+		"json", "pdf", "csv", "sms", "id", "nope", "nah", "yep", "yeah", "haha", "meh", "ugh", "hm", "nein", "ja",
+		"doch", "bitte", "danke", "non", "oui", "merci", "si", "sim", "nao", "nee", "grazie", "gracias":
+		return true
+	}
+	return false
+}
+
+// germanDeterminer are words that precede German nouns.
+var germanDeterminer = map[string]bool{"der": true, "die": true, "das": true, "den": true, "dem": true, "des": true, "ein": true,
+	"eine": true, "einen": true, "einem": true, "einer": true, "eines": true, "kein": true, "keine": true, "keinen": true,
+	"keiner": true, "mein": true, "meine": true, "meinen": true, "meinem": true, "meiner": true, "dein": true, "deine": true,
+	"ihr": true, "ihre": true, "ihrer": true, "ihren": true, "ihrem": true, "unser": true, "unsere": true, "euer": true,
+	"eure": true, "laut": true, "im": true, "am": true, "zum": true, "zur": true, "beim": true, "vom": true, "ins": true,
+	"diese": true, "dieser": true, "dieses": true, "diesen": true, "jede": true, "jeder": true, "alle": true, "viele": true,
+	"zwei": true, "drei": true, "paar": true, "auf": true, "mit": true, "fur": true, "von": true, "in": true, "nach": true}
+
+var nameJoin = map[string]bool{"da": true, "de": true, "di": true, "del": true, "della": true, "van": true, "von": true,
+	"der": true, "den": true, "du": true, "la": true, "le": true, "dos": true, "das": true, "do": true, "of": true, "y": true}
+
+// namesIn returns the folded names (runs of capitalised words that are
+// not sentence-initial common words) in toks. caps: the whole text is in
+// capitals, so every run of words that are not common words is a name.
+func namesIn(toks []tok, caps bool, lang string) []string {
+	var out []string
+	for _, sp := range nameSpans(toks, caps, lang) {
+		out = append(out, fold(sp.text))
+	}
+	return out
+}
+
+type nameSpan struct {
+	lo, hi int
+	text   string
+}
+
+func nameSpans(toks []tok, caps bool, lang string) []nameSpan {
+	var out []nameSpan
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t.kind != tWord || !t.upper {
+			continue
+		}
+		if !unicode.IsLetter(firstRune(t.raw)) {
+			continue
+		}
+		sentStart := i == 0 || toks[i-1].sent != t.sent || toks[i-1].low == "\"" || toks[i-1].low == ":"
+		if lang == "de" && (sentStart || i > 0 && germanDeterminer[toks[i-1].low]) {
+			continue // German capitalises nouns: a name needs more than a capital
+		}
+		j := i
+		var words []string
+		for j < len(toks) && toks[j].kind == tWord && toks[j].sent == t.sent {
+			w := toks[j]
+			if w.upper && len(w.low) > 1 && !(nameStop(w.low, lang) && (j == i && (sentStart || caps) || caps)) {
+				words = append(words, w.raw)
+				j++
+				continue
+			}
+			if len(words) > 0 && nameJoin[w.low] && j+1 < len(toks) && toks[j+1].kind == tWord && toks[j+1].upper && !nameStop(toks[j+1].low, lang) {
+				words = append(words, w.raw)
+				j++
+				continue
+			}
+			break
+		}
+		if len(words) == 0 {
+			continue
+		}
+		// "Jane Austen's": drop the possessive
+		last := words[len(words)-1]
+		if k := strings.IndexAny(last, "'’"); k > 0 {
+			words[len(words)-1] = last[:k]
+		}
+		text := strings.Join(words, " ")
+		if caps || isCaps(text) {
+			text = titleCase(text)
+		}
+		out = append(out, nameSpan{lo: i, hi: j, text: text})
+		i = j - 1
+	}
+	return out
+}
+
+func firstRune(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r
+}
+
+// titleCase writes each word with an upper-case first letter (joining
+// words such as "da" stay lower case).
+func titleCase(s string) string {
+	ws := strings.Fields(strings.ToLower(s))
+	for k, w := range ws {
+		if k > 0 && nameJoin[w] {
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(w)
+		ws[k] = string(unicode.ToUpper(r)) + w[size:]
+	}
+	return strings.Join(ws, " ")
+}
+
+// compatible reports whether a comment value and an answer value can be
+// two versions of the same slot.
+func compatible(c, a value) bool {
+	switch c.kind {
+	case vMoney:
+		return a.kind == vMoney
+	case vPercent:
+		return a.kind == vPercent
+	case vTime, vTimeRange:
+		return a.kind == vTime || a.kind == vTimeRange
+	case vWeekday, vDayRange:
+		return a.kind == vWeekday || a.kind == vDayRange
+	case vDate:
+		return a.kind == vDate
+	case vDuration, vDurRange:
+		return a.kind == vDuration || a.kind == vDurRange
+	case vQuantity:
+		return a.kind == vQuantity && a.dim == c.dim
+	case vStatus:
+		return a.kind == vStatus && familyMatch(c.text, a.text)
+	case vNumber:
+		return a.kind != vStatus && a.kind != vWeekday && a.kind != vDayRange
+	case vNumRange:
+		return a.kind == vTimeRange || a.kind == vDurRange || a.kind == vNumRange || a.kind == vDuration || a.kind == vTime
+	}
+	return false
+}
+
+func familyMatch(a, b string) bool {
+	fa, fb := statusFamily[a], statusFamily[b]
+	return fa == fb || fa == "any" || fb == "any"
+}
+
+// coerce types comment value c by answer value a. It returns the
+// candidate values (several when one end of a range may be meant).
+func coerce(c, a value) []value {
+	out := func(vs ...value) []value { return vs }
+	switch c.kind {
+	case vNumber:
+		x := c.a
+		switch a.kind {
+		case vMoney:
+			return out(value{kind: vMoney, a: x, unit: a.unit})
+		case vPercent:
+			return out(value{kind: vPercent, a: x})
+		case vDuration:
+			return out(value{kind: vDuration, a: x, unit: a.unit})
+		case vDurRange:
+			return out(value{kind: vDuration, a: x, unit: a.unit})
+		case vQuantity:
+			return out(value{kind: vQuantity, a: x, unit: a.unit, dim: a.dim})
+		case vTime:
+			if t, ok := hourNear(x, a.a); ok {
+				return out(value{kind: vTime, a: t})
+			}
+		case vTimeRange:
+			if t, ok := hourNear(x, a.a); ok {
+				t2, _ := hourNear(x, a.b)
+				return out(value{kind: vTimeRange, a: t, b: a.b}, value{kind: vTimeRange, a: a.a, b: t2})
+			}
+		case vDate:
+			if x >= 1 && x <= 31 && x == math.Floor(x) && a.m != 0 {
+				return out(value{kind: vDate, y: a.y, m: a.m, d: int(x)})
+			}
+		case vNumber:
+			return out(value{kind: vNumber, a: x})
+		}
+	case vNumRange:
+		switch a.kind {
+		case vTimeRange, vTime:
+			ref1, ref2 := a.a, a.b
+			if a.kind == vTime {
+				ref2 = a.a
+			}
+			t1, ok1 := hourNear(c.a, ref1)
+			t2, ok2 := hourNear(c.b, ref2)
+			if ok1 && ok2 {
+				if t2 <= t1 && t2+720 < 1440 {
+					t2 += 720
+				}
+				return out(value{kind: vTimeRange, a: t1, b: t2})
+			}
+		case vDurRange, vDuration:
+			if c.unit != "" {
+				return nil
+			}
+			return out(value{kind: vDurRange, a: c.a, b: c.b, unit: a.unit})
+		}
+	case vTime:
+		near := func(ref float64) float64 {
+			if c.flags&fHalfDay != 0 && c.a < 780 && math.Abs(c.a+720-ref) < math.Abs(c.a-ref) {
+				return c.a + 720
+			}
+			return c.a
+		}
+		if a.kind == vTimeRange {
+			return out(value{kind: vTimeRange, a: near(a.a), b: a.b}, value{kind: vTimeRange, a: a.a, b: near(a.b)})
+		}
+		if a.kind == vTime {
+			d := c
+			d.a = near(a.a)
+			return out(d)
+		}
+	case vWeekday:
+		if a.kind == vDayRange {
+			return out(value{kind: vDayRange, a: a.a, b: c.a}, value{kind: vDayRange, a: c.a, b: a.b})
+		}
+	case vDate:
+		d := c
+		if d.m == 0 {
+			d.m = a.m
+		}
+		if d.y == 0 || d.flags&fNoYear != 0 && a.y != 0 {
+			d.y = a.y
+		}
+		return out(d)
+	case vQuantity:
+		if c.flags&fDegree != 0 && a.dim == "temp" {
+			d := c
+			d.unit = a.unit
+			return out(d)
+		}
+	case vMoney:
+		if c.flags&fCurWord != 0 && c.unit == "USD" && (a.unit == "CAD" || a.unit == "AUD") {
+			d := c
+			d.unit = a.unit
+			return out(d)
+		}
+	}
+	return out(c)
+}
+
+// hourNear reads x as an hour, in the half of the day nearest to ref
+// (minutes since midnight).
+func hourNear(x, ref float64) (float64, bool) {
+	if x < 0 || x > 24 || x != math.Floor(x) {
+		return 0, false
+	}
+	t := x * 60
+	if x < 12 && math.Abs(t+720-ref) < math.Abs(t-ref) {
+		t += 720
+	}
+	return t, true
+}
+
+// negators that mark the old value: "not 20", "nicht 30", "pas 19h".
+func isNegWord(t tok) bool {
+	switch t.low {
+	case "not", "nicht", "no", "pas", "niet", "non", "nao", "isn't", "wasn't", "nt", "never", "geen", "kein", "keine", "ni", "nem", "nemmeno", "neither", "instead", "nn":
+		return true
+	}
+	return false
+}
+
+// direction words of computed corrections.
+var (
+	dirUp = map[string]bool{"more": true, "higher": true, "longer": true, "later": true, "up": true, "pricier": true,
+		"bigger": true, "larger": true, "over": true, "plus": true, "add": true, "added": true, "short": true, "increased": true, "raised": true,
+		"mehr": true, "hoher": true, "langer": true, "spater": true, "teurer": true, "grosser": true, "dazu": true, "zusatzlich": true,
+		"mas": true, "mayor": true, "despues": true, "caro": true, "tarde": true, "tard": true, "cher": true,
+		"piu": true, "dopo": true, "mais": true, "depois": true, "meer": true, "duurder": true, "hoger": true}
+	dirDown = map[string]bool{"less": true, "lower": true, "shorter": true, "earlier": true, "cheaper": true, "down": true, "off": true,
+		"minus": true, "smaller": true, "fewer": true, "knocked": true, "reduced": true, "dropped": true, "sooner": true,
+		"weniger": true, "niedriger": true, "kurzer": true, "fruher": true, "billiger": true, "gunstiger": true, "kleiner": true,
+		"menos": true, "menor": true, "antes": true, "temprano": true, "barato": true, "moins": true, "meno": true,
+		"prima": true, "presto": true, "cedo": true, "minder": true, "eerder": true, "vroeger": true, "goedkoper": true, "lager": true}
+	factorWords = map[string]float64{"double": 2, "twice": 2, "doubled": 2, "triple": 3, "tripled": 3, "thrice": 3, "half": 0.5, "halved": 0.5,
+		"doppelt": 2, "doppelte": 2, "doppelten": 2, "halb": 0.5, "halfte": 0.5, "dreifach": 3, "doble": 2, "mitad": 0.5,
+		"moitie": 0.5, "doppio": 2, "meta": 0.5, "dobro": 2, "metade": 0.5, "dubbele": 2, "dubbel": 2, "helft": 0.5,
+		"zweimal": 2, "dreimal": 3}
+	timesWords = map[string]bool{"times": true, "mal": true, "veces": true, "fois": true, "volte": true, "vezes": true, "keer": true, "x": true}
+	bothWords  = map[string]bool{"both": true, "beide": true, "beiden": true, "ambos": true, "ambas": true, "deux": true, "entrambi": true, "entrambe": true, "allebei": true}
+	endWords   = map[string]bool{"close": true, "closes": true, "closing": true, "closed": true, "until": true, "till": true, "ends": true, "end": true, "finishes": true, "shuts": true, "stays": true, "stay": true,
+		"schliesst": true, "schliessen": true, "bis": true, "cierra": true, "cierran": true, "hasta": true, "ferme": true, "ferment": true, "jusqu'a": true,
+		"chiude": true, "chiudono": true, "fino": true, "fecha": true, "fecham": true, "ate": true, "sluit": true, "sluiten": true, "dichtgingen": true, "dicht": true, "tot": true}
+	startWords = map[string]bool{"open": true, "opens": true, "opening": true, "start": true, "starts": true, "begin": true, "begins": true, "from": true,
+		"offnet": true, "offnen": true, "ab": true, "abre": true, "abren": true, "ouvre": true, "ouvrent": true, "apre": true, "aprono": true,
+		"abrem": true, "opent": true, "openen": true, "vanaf": true, "desde": true, "dalle": true, "das": true, "von": true}
+	taxWords = map[string]bool{"tax": true, "taxes": true, "vat": true, "mwst": true, "steuer": true, "iva": true, "tva": true, "btw": true, "gst": true, "tip": true}
+)
+
+// genCandidates returns the correction candidates of comment c under the
+// answer ai.
+func genCandidates(c docInfo, ai answerInfo) []*cand {
+	byCanon := map[string]*cand{}
+	var order []string
+	add := func(v value, src csource, spanLo, spanHi int, extra ...string) *cand {
+		cn := v.canon()
+		if cn == "" {
+			return nil
+		}
+		key := NormalizeCorrection(cn)
+		cd := byCanon[key]
+		if cd == nil {
+			cd = newCand(cn, v.kind, src)
+			byCanon[key] = cd
+			order = append(order, key)
+		} else if src < cd.src && src != srcLegacy {
+			cd.src = src
+		}
+		cd.set("src:" + csourceNames[src])
+		cd.set("kind:" + v.kind.String())
+		cd.set("sk:" + csourceNames[src] + ":" + v.kind.String())
+		for _, e := range extra {
+			cd.set(e)
+		}
+		if spanLo >= 0 {
+			contextFeats(cd, c, spanLo, spanHi)
+			cd.spans = append(cd.spans, spanLo)
+		}
+		// the value equals a value of the answer: the old value, or a
+		// confirmation
+		for _, a := range ai.vals {
+			if NormalizeCorrection(a.canon()) == key {
+				cd.set("eqans")
+			}
+		}
+		if ai.qnums[cn] {
+			cd.set("inq")
+		}
+		if spanLo >= 0 {
+			for _, v := range c.vals {
+				if v.lo != spanLo && c.toks[v.lo].sent == c.toks[spanLo].sent && ai.qnums[v.canon()] {
+					cd.set("sentinq") // "and 20% of 80?": a follow-up on the question
+				}
+			}
+		}
+		return cd
+	}
+
+	nvals := 0
+	for _, v := range c.vals {
+		if v.kind != vStatus {
+			nvals++
+		}
+	}
+	for vi, v := range c.vals {
+		var extra []string
+		if v.flags&fBare != 0 {
+			extra = append(extra, "bare")
+		}
+		if v.flags&fWordNum != 0 {
+			extra = append(extra, "wordnum")
+		}
+		if v.flags&fArticle != 0 {
+			extra = append(extra, "article")
+		}
+		if v.flags&fNoMonth != 0 {
+			extra = append(extra, "nomonth")
+		}
+		if vi == len(c.vals)-1 {
+			extra = append(extra, "lastval")
+		}
+		if vi == 0 {
+			extra = append(extra, "firstval")
+		}
+		if len(c.vals) == 1 {
+			extra = append(extra, "onlyval")
+		}
+		if v.kind == vNumber && v.a >= 1000 && v.a == math.Floor(v.a) && v.a < 100000 && !(v.a >= 1900 && v.a <= 2100) {
+			extra = append(extra, "bignum")
+		}
+		if v.kind == vNumber && v.a >= 1900 && v.a <= 2100 && v.a == math.Floor(v.a) {
+			extra = append(extra, "yearlike")
+		}
+		if v.kind == vStatus && statusFamily[v.text] == "ticket" && !ai.hasStatus() {
+			continue // "open", "closed" of shops and lines are not statuses
+		}
+		nearest, nd := -1, math.Inf(1)
+		for si, a := range ai.vals {
+			if compatible(v, a) && v.a > 0 && a.a > 0 && (a.kind == vMoney || a.kind == vPercent || a.kind == vDuration || a.kind == vQuantity || a.kind == vNumber) {
+				if dd := math.Abs(math.Log(v.a / a.a)); dd < nd {
+					nearest, nd = si, dd
+				}
+			}
+		}
+		matched := false
+		for si, a := range ai.vals {
+			if !compatible(v, a) {
+				continue
+			}
+			matched = true
+			if si == nearest {
+				extra = append(extra, "nearest")
+			} else if nearest >= 0 {
+				extra = append(extra, "notnearest")
+			}
+			for k, cv := range coerce(v, a) {
+				src := srcStated
+				if cv.kind != v.kind || v.kind == vNumber && v.flags&fBare != 0 && a.kind != vNumber {
+					src = srcCoerced
+				}
+				if (a.kind == vTimeRange || a.kind == vDayRange) && (v.kind == vTime || v.kind == vWeekday || v.kind == vNumber) {
+					src = srcRangeEnd
+				}
+				ex := append([]string{}, extra...)
+				ex = append(ex, "slot:"+a.kind.String(), "slotidx:"+itoa(min(si, 3)))
+				if src == srcRangeEnd {
+					end := "start"
+					if k == 1 || a.kind == vDayRange && k == 0 {
+						end = "end"
+					}
+					ex = append(ex, "rangeend:"+end)
+					if cue := endCue(c.toks, v.lo); cue != "" {
+						if cue == end {
+							ex = append(ex, "endcue:match")
+						} else {
+							ex = append(ex, "endcue:mismatch")
+						}
+					}
+					// the nearer end
+					ref := a.a
+					if end == "end" {
+						ref = a.b
+					}
+					other := a.b
+					if end == "end" {
+						other = a.a
+					}
+					cvx := v.a
+					if v.kind == vNumber && a.kind == vTimeRange {
+						cvx, _ = hourNear(v.a, ref)
+					}
+					if math.Abs(cvx-ref) <= math.Abs(cvx-other) {
+						ex = append(ex, "nearer")
+					}
+					if a.kind == vDayRange && end == "end" && cvx > a.b {
+						ex = append(ex, "extends")
+					}
+				}
+				if ratioFar(cv, a) {
+					ex = append(ex, "far")
+				}
+				if sameValue(cv, a) {
+					ex = append(ex, "eqslot")
+				}
+				add(cv, src, v.lo, v.hi, ex...)
+			}
+		}
+		if !matched {
+			ex := append(extra, "noslot")
+			if !ai.hasText {
+				ex = append(ex, "noanswer")
+			}
+			switch v.kind {
+			case vStatus:
+				if !ai.hasStatus() {
+					ex = append(ex, "nostatusslot")
+				}
+				for _, n := range ai.negStatus {
+					if n == v.text {
+						ex = append(ex, "deniedbyanswer")
+					}
+				}
+			}
+			add(v, srcStated, v.lo, v.hi, ex...)
+		}
+	}
+	// a unit named without a number: "It's kg", "Should be litres"
+	inVal := make([]bool, len(c.toks))
+	for _, v := range c.vals {
+		for k := v.lo; k < v.hi && k < len(inVal); k++ {
+			inVal[k] = true
+		}
+	}
+	for i := 0; i < len(c.toks); i++ {
+		if inVal[i] {
+			continue
+		}
+		u, n := unitAt(c.toks, i)
+		if n == 0 || u.kind != uQuantity || !u.word && len(c.toks[i].low) < 2 {
+			continue
+		}
+		for _, a := range ai.vals {
+			if a.kind == vQuantity && a.dim == u.dim && a.unit != u.canon {
+				ex := []string{"slot:quantity"}
+				if i > 0 && isNegWord(c.toks[i-1]) {
+					ex = append(ex, "negbefore")
+				}
+				add(value{kind: vQuantity, a: a.a, unit: u.canon, dim: u.dim}, srcUnitSwap, i, i+n, ex...)
+			}
+		}
+	}
+	for _, lo := range computed(c, ai, add) {
+		for _, k := range order {
+			cd := byCanon[k]
+			if cd.src > srcRangeEnd {
+				continue
+			}
+			for _, sp := range cd.spans {
+				if sp == lo {
+					cd.set("operand")
+				}
+			}
+		}
+	}
+	// yes/no
+	if ai.yesno != "" {
+		opp := "no"
+		if ai.yesno == "no" {
+			opp = "yes"
+		}
+		cd := add(value{kind: vYesNo, text: opp}, srcYesNo, -1, -1, "ans:"+ai.yesno)
+		if cd != nil {
+			yesNoFeats(cd, c, ai)
+		}
+	}
+	// names
+	caps := false
+	if r, n := capsRatio(c.text); n >= 4 && r > 0.8 {
+		caps = true
+	}
+	spans := nameSpans(c.toks, caps, c.lang)
+	if len(spans) == 0 && len(c.toks) > 0 && len(c.toks) <= 4 && len(ai.names) > 0 {
+		// a terse lower-case name: "canberra..."
+		var words []string
+		lo, hi := -1, -1
+		for k, t := range c.toks {
+			if t.kind == tWord && !nameStop(t.low, c.lang) && len(t.low) > 2 {
+				if lo < 0 {
+					lo = k
+				}
+				hi = k + 1
+				words = append(words, t.raw)
+			}
+		}
+		if len(words) == 1 {
+			spans = append(spans, nameSpan{lo: lo, hi: hi, text: titleCase(words[0])})
+		}
+	}
+	if len(ai.names) == 0 && ai.hasText {
+		spans = nil // names only correct names
+	}
+	for _, sp := range spans {
+		overlap := false
+		for k := sp.lo; k < sp.hi; k++ {
+			if inVal[k] {
+				overlap = true
+			}
+		}
+		if overlap {
+			continue
+		}
+		ex := []string{}
+		f := fold(sp.text)
+		for _, n := range ai.names {
+			if n == f {
+				ex = append(ex, "eqname")
+			} else if strings.Contains(n, f) || strings.Contains(f, n) {
+				ex = append(ex, "partname")
+			}
+		}
+		if ai.qnames[f] {
+			ex = append(ex, "inq")
+		}
+		if len(ai.names) == 0 {
+			ex = append(ex, "noansname")
+		}
+		if caps {
+			ex = append(ex, "capstext")
+		}
+		if strings.Count(sp.text, " ") > 0 {
+			ex = append(ex, "multiword")
+		}
+		if sp.lo == 0 || c.toks[sp.lo-1].sent != c.toks[sp.lo].sent {
+			ex = append(ex, "sentinit")
+		}
+		add(value{kind: vName, text: sp.text}, srcName, sp.lo, sp.hi, ex...)
+	}
+	// the English sentence patterns
+	if ex := extractCorrection(c.text); ex.value != "" && !ai.hasText {
+		key := NormalizeCorrection(ex.value)
+		if cd, ok := byCanon[key]; ok {
+			cd.set("legacy")
+		} else {
+			// the pattern's value typed by the parser
+			lt := lex(ex.value)
+			vs := parseValues(lt, ai.ctx)
+			found := false
+			if len(vs) == 1 && vs[0].lo == 0 && vs[0].hi == len(lt) {
+				if cd, ok := byCanon[NormalizeCorrection(vs[0].canon())]; ok {
+					cd.set("legacy")
+					found = true
+				}
+				for _, a := range ai.vals {
+					if compatible(vs[0], a) {
+						for _, cv := range coerce(vs[0], a) {
+							if cd, ok := byCanon[NormalizeCorrection(cv.canon())]; ok {
+								cd.set("legacy")
+								found = true
+							}
+						}
+					}
+				}
+			}
+			if !found {
+				cd := add(value{kind: vText, text: ex.value}, srcLegacy, -1, -1, "legacyonly")
+				if cd != nil {
+					cd.set("legacy")
+					if ex.weak {
+						cd.set("legacyweak")
+					}
+				}
+			}
+		}
+	}
+	out := make([]*cand, 0, len(order))
+	for _, k := range order {
+		cd := byCanon[k]
+		cd.setv("nvals", math.Min(float64(nvals), 6)/6)
+		out = append(out, cd)
+	}
+	return out
+}
+
+func (ai answerInfo) hasStatus() bool {
+	for _, v := range ai.vals {
+		if v.kind == vStatus {
+			return true
+		}
+	}
+	return false
+}
+
+// negatedAt reports a negation just before toks[i] ("has not been
+// cancelled", "nicht versandt").
+func negatedAt(toks []tok, i int) bool {
+	for k := i - 1; k >= 0 && k >= i-3; k-- {
+		if toks[k].sent != toks[i].sent {
+			return false
+		}
+		if isNegWord(toks[k]) || strings.HasSuffix(toks[k].low, "n't") {
+			return true
+		}
+	}
+	return false
+}
+
+func itoa(n int) string {
+	if n >= 0 && n < 10 {
+		return string(rune('0' + n))
+	}
+	return "n"
+}
+
+// ratioFar: a comment number far from the answer's (an order number, a
+// count of something else).
+func ratioFar(c, a value) bool {
+	switch a.kind {
+	case vMoney, vPercent, vDuration, vQuantity, vNumber:
+		if a.a == 0 || c.a == 0 {
+			return false
+		}
+		r := c.a / a.a
+		return r > 8 || r < 0.125
+	}
+	return false
+}
+
+// endCue says whether the words before toks[at] point at the start
+// ("opens at") or the end ("closes at", "until") of a range.
+func endCue(toks []tok, at int) string {
+	for k := at - 1; k >= 0 && k >= at-4; k-- {
+		if toks[k].sent != toks[at].sent {
+			break
+		}
+		if endWords[toks[k].low] {
+			return "end"
+		}
+		if startWords[toks[k].low] {
+			if k > 0 && (toks[k-1].low == "stays" || toks[k-1].low == "stay" || toks[k-1].low == "staying" || toks[k-1].low == "remains" || toks[k-1].low == "remain" || toks[k-1].low == "open") {
+				return "end" // "stays open later"
+			}
+			return "start"
+		}
+	}
+	return ""
+}
+
+// contextFeats describes the words around a candidate's span.
+func contextFeats(cd *cand, c docInfo, lo, hi int) {
+	toks := c.toks
+	if lo < 0 || lo >= len(toks) {
+		return
+	}
+	sent := toks[lo].sent
+	// previous and next words (skipping nothing)
+	prev := func(k int) string {
+		if lo-k >= 0 && toks[lo-k].sent == sent {
+			return toks[lo-k].low
+		}
+		return "<s>"
+	}
+	next := func(k int) string {
+		if hi-1+k < len(toks) && toks[hi-1+k].sent == sent {
+			return toks[hi-1+k].low
+		}
+		return "</s>"
+	}
+	cd.set("p1:" + prev(1))
+	cd.set("p2:" + prev(2))
+	cd.set("n1:" + next(1))
+	cd.set("p12:" + prev(2) + "_" + prev(1))
+	for k := 1; k <= 3; k++ {
+		if lo-k >= 0 && toks[lo-k].sent == sent && isNegWord(toks[lo-k]) {
+			cd.set("negbefore")
+		}
+		if hi-1+k < len(toks) && toks[hi-1+k].sent == sent && isNegWord(toks[hi-1+k]) {
+			cd.set("negafter")
+		}
+	}
+	if lo > 0 && (toks[lo-1].low == "→" || toks[lo-1].low == "=" || toks[lo-1].low == "*" || toks[lo-1].low == ":") {
+		cd.set("markbefore")
+	}
+	if lo > 0 && toks[lo-1].low == "→" {
+		cd.set("arrowbefore")
+	}
+	if hi < len(toks) && toks[hi].low == "→" {
+		cd.set("arrowafter")
+	}
+	// the sentence is a question
+	for k := hi; k < len(toks) && k < hi+40; k++ {
+		if toks[k].sent != sent {
+			break
+		}
+		if strings.HasPrefix(toks[k].low, "?") {
+			cd.set("question")
+		}
+	}
+	for k := lo - 1; k >= 0 && k > lo-40 && toks[k].sent == sent; k-- {
+		if toks[k].low == "¿" {
+			cd.set("question")
+		}
+	}
+	// position
+	n := len(toks)
+	pos := float64(lo) / float64(max(n, 1))
+	switch {
+	case pos < 0.2:
+		cd.set("pos:start")
+	case pos > 0.7:
+		cd.set("pos:end")
+	default:
+		cd.set("pos:mid")
+	}
+	words := c.words
+	switch {
+	case words <= 2:
+		cd.set("len:terse")
+	case words <= 8:
+		cd.set("len:short")
+	case words <= 35:
+		cd.set("len:mid")
+	default:
+		cd.set("len:long")
+	}
+	// cue words in the same sentence before the value
+	for k := lo - 1; k >= 0 && k >= lo-6 && toks[k].sent == sent; k-- {
+		cl, _ := lexMatch(toks, k)
+		if cl&lHedge != 0 {
+			cd.set("hedge")
+		}
+		if cl&lCorrCue != 0 {
+			cd.set("cuebefore")
+		}
+		if cl&lWrong != 0 {
+			cd.set("wrongbefore")
+		}
+		if cl&lStory != 0 {
+			cd.set("storybefore")
+		}
+		if cl&lRight != 0 {
+			cd.set("rightbefore")
+		}
+	}
+	for k := hi; k < len(toks) && k < hi+4 && toks[k].sent == sent; k++ {
+		cl, _ := lexMatch(toks, k)
+		if cl&lRight != 0 {
+			cd.set("rightafter")
+		}
+		if cl&lWrong != 0 {
+			cd.set("wrongafter")
+		}
+	}
+	// the sentence has a wrong word
+	if c.wrongSent[sent] {
+		cd.set("sentwrong")
+	}
+	if toks[lo].caps && len(toks[lo].raw) > 1 {
+		cd.set("capsval")
+	}
+}
+
+// yesNoFeats describe what the comment says about a yes/no answer.
+func yesNoFeats(cd *cand, c docInfo, ai answerInfo) {
+	var yes, no, neg, q, doubt, hedge, wrong, right, story bool
+	for i, t := range c.toks {
+		cl, _ := lexMatch(c.toks, i)
+		if cl&lYes != 0 && t.low != "klopt" {
+			yes = true
+		}
+		if cl&lNo != 0 {
+			no = true
+		}
+		if cl&lNegator != 0 {
+			neg = true
+		}
+		if strings.HasPrefix(t.low, "?") || t.low == "¿" {
+			q = true
+		}
+		if cl&lDoubt != 0 {
+			doubt = true
+		}
+		if cl&lHedge != 0 {
+			hedge = true
+		}
+		if cl&lWrong != 0 {
+			wrong = true
+		}
+		if cl&lRight != 0 {
+			right = true
+		}
+		if cl&lSelf != 0 {
+			story = true
+		}
+	}
+	b := func(name string, v bool) {
+		if v {
+			cd.set("yn:" + name)
+		}
+	}
+	b("yes", yes)
+	b("no", no)
+	b("neg", neg)
+	b("q", q)
+	b("doubt", doubt)
+	b("hedge", hedge)
+	b("wrong", wrong)
+	b("right", right)
+	b("self", story)
+	// the comment contradicts the answer's negation: "you DO ship", "they do"
+	for i, t := range c.toks {
+		if (t.low == "do" || t.low == "does" || t.low == "did" || t.low == "can") && t.caps {
+			cd.set("yn:emph")
+		}
+		if i > 0 && (t.low == "do" || t.low == "does") && (c.toks[i-1].low == "you" || c.toks[i-1].low == "they" || c.toks[i-1].low == "it") {
+			cd.set("yn:youdo")
+		}
+	}
+	if ai.yesno == "no" && !neg {
+		cd.set("yn:noneg")
+	}
+	if ai.yesno == "yes" && neg {
+		cd.set("yn:yesneg")
+	}
+	if len(c.vals) > 0 {
+		cd.set("yn:hasval")
+	}
+}
+
+// computed adds the candidates computed from the answer's values and
+// returns the first tokens of the amounts it used (an amount is an
+// operand, not the right value).
+func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...string) *cand) (operands []int) {
+	toks := c.toks
+	if len(ai.vals) == 0 {
+		return nil
+	}
+	numeric := func(k vkind) bool {
+		switch k {
+		case vMoney, vPercent, vDuration, vDurRange, vQuantity, vNumber, vTime, vTimeRange, vDate:
+			return true
+		}
+		return false
+	}
+	// factors: "double that", "half as long", "three times that"
+	for i, t := range toks {
+		f, ok := factorWords[t.low]
+		if t.low == "times" || timesWords[t.low] && t.low != "x" {
+			if i > 0 {
+				if x, _, fl, ok2 := readNum(toks, i-1, c.lang); ok2 && fl&fArticle == 0 && x >= 2 && x <= 10 {
+					f, ok = x, true
+				}
+			}
+		}
+		if t.low == "x" && i+1 < len(toks) && toks[i+1].kind == tNum && !toks[i+1].gap {
+			if x, _, _ := parseDigits(toks[i+1].raw, "en"); x >= 2 && x <= 10 {
+				f, ok = x, true
+			}
+		}
+		if !ok {
+			continue
+		}
+		for si, a := range ai.vals {
+			if !numeric(a.kind) || a.kind == vTime || a.kind == vTimeRange || a.kind == vDate {
+				continue
+			}
+			v := a
+			v.a *= f
+			if a.kind == vDurRange || a.kind == vNumRange {
+				v.b *= f
+			}
+			if a.kind == vDuration && v.a != math.Floor(v.a) {
+				continue
+			}
+			add(v, srcComputed, i, i+1, "op:factor", "slot:"+a.kind.String(), "slotidx:"+itoa(min(si, 3)))
+		}
+	}
+	// tax: "you forgot the 8% tax", "plus 20% VAT"
+	for _, v := range c.vals {
+		if v.kind != vPercent {
+			continue
+		}
+		isTax := false
+		for k := v.hi; k < len(toks) && k <= v.hi+2; k++ {
+			if taxWords[toks[k].low] {
+				isTax = true
+			}
+		}
+		if !isTax {
+			continue
+		}
+		for si, a := range ai.vals {
+			if a.kind == vMoney {
+				r := a
+				r.a = math.Round(a.a*(1+v.a/100)*100) / 100
+				add(r, srcComputed, v.lo, v.hi, "op:tax", "slot:money", "slotidx:"+itoa(min(si, 3)))
+				operands = append(operands, v.lo)
+			}
+		}
+	}
+	// additive: an amount next to a direction word
+	for _, v := range c.vals {
+		var amt float64
+		var aunit string
+		switch v.kind {
+		case vMoney:
+			amt, aunit = v.a, "money"
+		case vDuration:
+			amt, aunit = v.a, v.unit
+		case vPercent:
+			amt, aunit = v.a, "percent"
+		case vNumber:
+			if v.a > 1000 {
+				continue
+			}
+			amt, aunit = v.a, ""
+		default:
+			continue
+		}
+		isBase := false
+		for _, a := range ai.vals {
+			if a.kind == v.kind && a.a == v.a || v.kind == vNumber && a.a == v.a {
+				isBase = true
+			}
+		}
+		if isBase {
+			continue
+		}
+		dir, both, cue := 0, false, ""
+		// after the amount: "a dollar more", "an hour earlier", "zwei euro weniger", "R$ 5 mais caro"
+		for k := v.hi; k < len(toks) && k <= v.hi+2 && toks[k].sent == toks[v.lo].sent; k++ {
+			w := toks[k].low
+			if w == "de" || w == "in" || w == "per" || w == "por" || w == "a" || w == "an" || w == "the" || w == "euro" || w == "euros" || w == "dollars" || w == "day" || w == "days" {
+				continue
+			}
+			if w == "plus" && c.lang == "fr" {
+				dir = 1
+				if k+1 < len(toks) && (toks[k+1].low == "tot" || toks[k+1].low == "tard") {
+					cue = "later"
+				}
+				break
+			}
+			if w == "mais" && c.lang != "pt" || w == "mas" && c.lang != "es" || w == "prima" && c.lang != "it" {
+				continue
+			}
+			if dirUp[w] {
+				dir = 1
+				cue = w
+				break
+			}
+			if dirDown[w] {
+				dir = -1
+				cue = w
+				break
+			}
+			if w == "more" || w == "mehr" {
+				dir = 1
+				break
+			}
+		}
+		// before the amount: "add two days", "up by $5", "went up by", "plus", "knocked a dollar off"
+		if dir == 0 {
+			for k := v.lo - 1; k >= 0 && k >= v.lo-3 && toks[k].sent == toks[v.lo].sent; k-- {
+				w := toks[k].low
+				if w == "add" || w == "added" {
+					// "add two days to both ends", "add ten to the percentage"
+					if k2 := v.hi; k2 < len(toks) && (toks[k2].low == "to" || k2+1 < len(toks) && toks[k2+1].low == "to") {
+						dir = 1
+						cue = w
+					}
+					break
+				}
+				if w == "plus" && k == v.lo-1 || w == "+" || w == "up" || w == "increased" || w == "raised" {
+					dir = 1
+					cue = w
+					break
+				}
+				if w == "minus" || w == "down" || w == "knocked" || w == "reduced" || w == "dropped" || w == "cut" {
+					dir = -1
+					cue = w
+					break
+				}
+			}
+			if dir == 0 && v.hi < len(toks) && toks[v.hi].low == "off" {
+				dir = -1
+				cue = "off"
+			}
+		}
+		if dir == 0 {
+			continue
+		}
+		operands = append(operands, v.lo)
+		for k := v.lo; k < len(toks) && k <= v.hi+8 && toks[k].sent == toks[v.lo].sent; k++ {
+			if bothWords[toks[k].low] {
+				both = true
+			}
+		}
+		endcue := endCue(toks, v.lo)
+		if endcue == "" {
+			for k := v.lo - 1; k >= 0 && k > v.lo-30 && toks[k].sent == toks[v.lo].sent; k-- {
+				if endWords[toks[k].low] {
+					endcue = "end"
+					break
+				}
+				if startWords[toks[k].low] {
+					endcue = "start"
+					break
+				}
+			}
+		}
+		for si, a := range ai.vals {
+			base := []string{"op:add", "slot:" + a.kind.String(), "slotidx:" + itoa(min(si, 3)), "cue:" + cue}
+			d := float64(dir)
+			switch {
+			case a.kind == vMoney && (aunit == "money" || aunit == ""):
+				r := a
+				r.a = math.Round((a.a+d*amt)*100) / 100
+				if r.a > 0 {
+					add(r, srcComputed, v.lo, v.hi, append(base, "amt:"+aunit)...)
+				}
+			case a.kind == vPercent && (aunit == "percent" || aunit == ""):
+				r := a
+				r.a = a.a + d*amt
+				if r.a > 0 {
+					add(r, srcComputed, v.lo, v.hi, append(base, "amt:"+aunit)...)
+				}
+			case (a.kind == vTime || a.kind == vTimeRange) && (aunit == "hour" || aunit == "minute"):
+				m := amt
+				if aunit == "hour" {
+					m *= 60
+				}
+				if a.kind == vTime {
+					r := a
+					r.a = a.a + d*m
+					add(r, srcComputed, v.lo, v.hi, base...)
+					continue
+				}
+				whichs := []string{"start", "end", "both"}
+				switch {
+				case both:
+					whichs = []string{"both"}
+				case endcue != "":
+					whichs = []string{endcue}
+				}
+				for _, which := range whichs {
+					r := a
+					if which != "end" {
+						r.a = a.a + d*m
+					}
+					if which != "start" {
+						r.b = a.b + d*m
+					}
+					ex := append(base, "which:"+which)
+					if which == endcue || both && which == "both" {
+						ex = append(ex, "whichcue")
+					}
+					add(r, srcComputed, v.lo, v.hi, ex...)
+				}
+			case a.kind == vDate && (aunit == "day" || aunit == "week"):
+				n := amt
+				if aunit == "week" {
+					n *= 7
+				}
+				r := a
+				r.y, r.m, r.d = addDays(a.y, a.m, a.d, int(d*n))
+				add(r, srcComputed, v.lo, v.hi, base...)
+			case (a.kind == vDuration || a.kind == vDurRange) && (aunit == "" || sameDurUnit(aunit, a.unit)):
+				if a.kind == vDuration {
+					r := a
+					r.a = a.a + d*amt
+					if r.a > 0 {
+						add(r, srcComputed, v.lo, v.hi, append(base, "amt:"+aunit)...)
+					}
+					continue
+				}
+				whichs := []string{"end", "both"}
+				if both {
+					whichs = []string{"both"}
+				}
+				for _, which := range whichs {
+					r := a
+					r.b = a.b + d*amt
+					if which == "both" {
+						r.a = a.a + d*amt
+					}
+					ex := append(base, "which:"+which)
+					if both == (which == "both") {
+						ex = append(ex, "whichcue")
+					}
+					add(r, srcComputed, v.lo, v.hi, ex...)
+				}
+			case (a.kind == vNumber || a.kind == vQuantity) && aunit == "":
+				r := a
+				r.a = a.a + d*amt
+				add(r, srcComputed, v.lo, v.hi, append(base, "amt:")...)
+			}
+		}
+	}
+	// "off by N" has no direction and is left to the stated candidates
+	return operands
+}
+
+func sameDurUnit(a, b string) bool {
+	norm := func(u string) string {
+		if u == "business day" {
+			return "day"
+		}
+		return u
+	}
+	return norm(a) == norm(b)
+}
+
+// addDays moves a date by n days.
+func addDays(y, m, d, n int) (int, int, int) {
+	dim := func(y, m int) int {
+		switch m {
+		case 2:
+			if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+				return 29
+			}
+			return 28
+		case 4, 6, 9, 11:
+			return 30
+		}
+		return 31
+	}
+	if m < 1 || m > 12 {
+		return y, m, d
+	}
+	d += n
+	for d > dim(y, m) {
+		d -= dim(y, m)
+		m++
+		if m > 12 {
+			m, y = 1, y+1
+		}
+	}
+	for d < 1 {
+		m--
+		if m < 1 {
+			m, y = 12, y-1
+		}
+		d += dim(y, m)
+	}
+	return y, m, d
+}
+
+// sortCands orders candidates by score, best first (stable).
+func sortCands(cs []*cand, score []float64) {
+	idx := make([]int, len(cs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return score[idx[a]] > score[idx[b]] })
+	tmp := append([]*cand{}, cs...)
+	tmps := append([]float64{}, score...)
+	for k, i := range idx {
+		cs[k], score[k] = tmp[i], tmps[i]
+	}
+}

@@ -1,0 +1,521 @@
+package feedback
+
+import (
+	"sort"
+	"strings"
+)
+
+// Multilingual lexicons (English, German, Spanish, French, Italian,
+// Portuguese, Dutch) for the classifier's features. Words are folded
+// (lower case, no diacritics). A word or phrase may carry several
+// classes. The lists are general vocabulary: none names a fact, a product
+// or a comment.
+
+// lclass is a set of lexicon classes.
+type lclass uint32
+
+const (
+	lPos        lclass = 1 << iota // positive evaluation ("good", "gut", "bueno")
+	lPosS                          // strong positive ("perfect", "perfekt")
+	lNeg                           // negative evaluation ("bad", "schlecht")
+	lWrong                         // says the answer is wrong ("wrong", "falsch", "faux")
+	lRight                         // says the answer is right ("correct", "stimmt", "klopt")
+	lNegator                       // negation ("not", "nicht", "pas")
+	lIntens                        // intensifier ("very", "sehr", "muy")
+	lThanks                        // thanks ("thanks", "danke", "merci")
+	lGreet                         // greeting or filler ("hi", "hallo", "test")
+	lAck                           // acknowledgement ("ok", "noted", "verstanden")
+	lHedge                         // hedging ("i think", "glaube", "creo")
+	lDoubt                         // doubt ("are you sure", "sicher?")
+	lQWord                         // question word ("why", "warum", "pourquoi")
+	lContrast                      // contrast ("but", "aber", "pero")
+	lRetract                       // retraction ("oh wait", "never mind", "my bad")
+	lSarc                          // sarcasm cue ("sure", "yeah right", "genius")
+	lPolicy                        // dislike of a policy or price ("expensive", "teuer")
+	lFormat                        // format or extra rendering ("table", "tabelle", "list")
+	lLength                        // length ("long", "short", "lang", "corto")
+	lTone                          // tone ("formal", "rude", "frech")
+	lYes                           // yes
+	lNo                            // no
+	lRequest                       // polite request ("please", "could you", "bitte")
+	lFix                           // asks for a fix ("fix", "update", "check")
+	lCorrCue                       // introduces a right value ("actually", "should be", "eigentlich")
+	lStory                         // first-person narrative ("i", "ich", "yo", "je")
+	lNotFault                      // exonerates the answer ("not your fault", "anyway")
+	lSelf                          // the speaker ("i", "me", "my")
+	lIdeal                         // praise nouns/verbs ("love", "helped", "nailed")
+	lComplaintN                    // complaint nouns and verbs ("complaints", "Beschwerden", "fault")
+	lRef                           // refers to the answer ("you", "this", "answer", "bot")
+)
+
+var lexWords = map[string]lclass{}
+
+// lexPhrases maps a phrase's first word to the phrases (word lists) that
+// start with it, longest first.
+var lexPhrases = map[string][]lexPhrase{}
+
+type lexPhrase struct {
+	words []string
+	class lclass
+}
+
+func addLex(class lclass, lists ...string) {
+	for _, list := range lists {
+		for _, item := range strings.Split(list, ",") {
+			item = strings.TrimSpace(item)
+			if item == "" {
+				continue
+			}
+			ws := strings.Fields(fold(item))
+			if len(ws) == 1 {
+				lexWords[ws[0]] |= class
+				continue
+			}
+			ps := lexPhrases[ws[0]]
+			found := false
+			for k := range ps {
+				if strings.Join(ps[k].words, " ") == strings.Join(ws, " ") {
+					ps[k].class |= class
+					found = true
+				}
+			}
+			if !found {
+				ps = append(ps, lexPhrase{words: ws, class: class})
+				for j := len(ps) - 1; j > 0 && len(ps[j].words) > len(ps[j-1].words); j-- {
+					ps[j], ps[j-1] = ps[j-1], ps[j]
+				}
+			}
+			lexPhrases[ws[0]] = ps
+		}
+	}
+}
+
+func init() {
+	addLex(lPos,
+		// en
+		"good, great, nice, helpful, useful, clear, fine, cool, solid, handy, neat, lovely, awesome, fantastic, amazing, wonderful, brilliant, superb, excellent, quick, fast, accurate, precise, concise, thorough, easy, smooth, glad, happy, pleased, satisfied, impressed, impressive, beautiful, sweet, decent, reliable, works, worked, helped, helps, saved, love, loved, like, liked, appreciate, appreciated, enjoyed, informative, straightforward, spot on, well done, good job, nailed it, thumbs up, exactly, bang on, legit, top, gem, lifesaver, champion, grand, ace, clever, smart, friendly, polite, kind, sorted, exactly what, just what, made my day, on point, works great, very clear, crystal clear",
+		// de
+		"gut, super, toll, klasse, prima, hilfreich, nutzlich, klar, schnell, genau, hervorragend, ausgezeichnet, wunderbar, spitze, top, danke, freundlich, verstandlich, praktisch, schon, perfekt, passt, gelungen, stark, genial, lieb, sauber, richtig, korrekt, stimmt, einwandfrei, geholfen, hilft, bestens, topp, weiter so",
+		// es
+		"bien, bueno, buena, genial, util, utiles, claro, clara, rapido, rapida, perfecto, perfecta, excelente, estupendo, fantastico, maravilloso, correcto, correcta, exacto, amable, gracias, encanta, encanto, ayudo, ayuda, sirvio, sirve, mejor, chevere, buenisimo, fenomenal, precisa, preciso, impecable",
+		// fr
+		"bien, bon, bonne, super, genial, geniale, utile, utiles, clair, claire, rapide, parfait, parfaite, excellent, excellente, top, merci, correct, correcte, exact, exacte, pratique, sympa, formidable, impeccable, nickel, bravo, aide, aidee, efficace, precis, precise, chouette, tres bien",
+		// it
+		"bene, buono, buona, ottimo, ottima, utile, utili, chiaro, chiara, veloce, rapido, rapida, perfetto, perfetta, eccellente, fantastico, grazie, corretto, corretta, esatto, esatta, gentile, bravo, brava, aiutato, preciso, precisa, impeccabile, chiarissimo, giusto, giusta",
+		// pt
+		"bom, boa, otimo, otima, util, uteis, claro, clara, rapido, rapida, perfeito, perfeita, excelente, obrigado, obrigada, correto, correta, certo, certa, exato, exata, ajudou, ajuda, gentil, maravilhoso, show, bacana, incrivel, preciso, precisa, valeu",
+		// nl
+		"goed, goede, top, super, handig, nuttig, duidelijk, snel, perfect, prima, uitstekend, geweldig, fijn, fijne, mooi, correct, klopt, juist, bedankt, dank, behulpzaam, precies, helder, heerlijk, lekker, netjes, geholpen",
+	)
+	addLex(lPosS,
+		"perfect, excellent, brilliant, superb, awesome, amazing, fantastic, flawless, outstanding, nailed, spot on, exactly, love, loved, best, lifesaver, incredible, wonderful, legend, genius, thank you so much, thanks so much, thanks a lot, many thanks, much appreciated, thanks a million, thank you very much",
+		"perfekt, hervorragend, ausgezeichnet, genial, spitze, wunderbar, vielen dank, danke schon, danke sehr, super, klasse, toll, herzlichen dank",
+		"perfecto, perfecta, excelente, genial, fantastico, maravilloso, muchas gracias, mil gracias, buenisimo, increible",
+		"parfait, parfaite, excellent, excellente, genial, formidable, merci beaucoup, merci mille fois, impeccable, top, super",
+		"perfetto, perfetta, ottimo, ottima, eccellente, fantastico, grazie mille, grazie tante, impeccabile, fantastica",
+		"perfeito, perfeita, otimo, otima, excelente, muito obrigado, muito obrigada, incrivel, maravilhoso",
+		"perfect, uitstekend, geweldig, super, top, heel erg bedankt, hartelijk dank, dank je wel, dankjewel, heel fijn",
+	)
+	addLex(lNeg,
+		"bad, poor, awful, terrible, horrible, useless, pointless, garbage, rubbish, nonsense, disappointing, disappointed, annoying, frustrating, confusing, unclear, vague, sloppy, lazy, unhelpful, worse, worst, meh, ugh, nope, nah, broken, fail, failed, fails, mess, messy, waste, wasted, pathetic, ridiculous, joke, clueless, hopeless, lame, weak, embarrassing, unacceptable, misleading, inaccurate, incomplete, missing, missed, forgot, forgotten, ignored, ignores, outdated, out of date, doesn't help, didn't help, not helpful, no help, not useful, rude, condescending, smug, patronising, patronizing, robotic, cold, stiff, pushy, salesy, cheesy, passive aggressive, too long, too short, too formal, too casual, too much, wall of text, long-winded, verbose, wordy, rambling, numpties, idiots, idiot, stupid, dumb, seriously, come on, wtf, smh, lol no, bot is broken, off, way off, not even close, not what i asked, doesn't match, does not match, doesn't answer, missed the point, sucks, bs",
+		"schlecht, schlimm, falsch, nutzlos, unbrauchbar, enttauschend, enttauscht, armselig, unklar, verwirrend, unsinn, quatsch, mist, blodsinn, schade, leider, fehler, fehlerhaft, unvollstandig, veraltet, frech, unhoflich, zu lang, zu kurz, zu formell, zu steif, peinlich, katastrophe, daneben, hilft nicht, stimmt nicht, keine hilfe, bringt nichts",
+		"mal, malo, mala, pesimo, pesima, inutil, horrible, terrible, fatal, incorrecto, incorrecta, equivocado, equivocada, confuso, confusa, error, errores, falso, falsa, decepcionante, absurdo, desastre, demasiado largo, demasiado corto, demasiado formal, grosero, borde, no sirve, no ayuda, no es correcto, no es asi, no esta bien, esta mal",
+		"mauvais, mauvaise, nul, nulle, inutile, horrible, faux, fausse, erreur, erreurs, incorrect, incorrecte, confus, confuse, decevant, decevante, absurde, n'importe quoi, trop long, trop court, trop formel, pas clair, pas correct, pas bon, pas utile, pas juste, catastrophe, bidon, rate, errone, erronee",
+		"male, brutto, brutta, pessimo, pessima, inutile, sbagliato, sbagliata, errore, errato, errata, falso, falsa, confuso, confusa, deludente, assurdo, troppo lungo, troppo corto, troppo formale, freddo, scortese, non va, non aiuta, non e giusto, non e corretto, disastro",
+		"mal, ruim, pessimo, pessima, inutil, horrivel, errado, errada, erro, erros, incorreto, incorreta, falso, falsa, confuso, confusa, decepcionante, absurdo, muito longo, muito curto, muito formal, nao ajuda, nao serve, nao e bem assim, nao esta certo, esta errado, desastre",
+		"slecht, slechte, nutteloos, waardeloos, fout, verkeerd, onjuist, onduidelijk, verwarrend, teleurstellend, jammer, onzin, te lang, te kort, te formeel, onvolledig, klopt niet, niet goed, niet juist, helpt niet, niks aan, belachelijk",
+	)
+	addLex(lWrong,
+		"wrong, incorrect, false, untrue, inaccurate, mistaken, mistake, error, not right, not correct, not true, isn't right, isn't correct, is wrong, that's wrong, thats wrong, its wrong, wrong answer, wrong again, way off, not even close, off by, outdated, out of date, doesn't add up, don't add up, made up, nope, no it's, no its, bzzt, nah, lies, not quite, not exactly, nonsense, rubbish, that's not, thats not, that is not, it's not, its not, it isn't, they don't, they do, you do, we do, you don't",
+		"falsch, stimmt nicht, nicht richtig, nicht korrekt, fehler, unrichtig, irrtum, quatsch, unsinn, das ist nicht, ist falsch, stimmt so nicht",
+		"incorrecto, incorrecta, equivocado, equivocada, falso, falsa, error, mal, no es, no son, no es correcto, esta mal, no es cierto, te equivocas, estas equivocado",
+		"faux, fausse, incorrect, incorrecte, erreur, errone, erronee, pas correct, pas juste, c'est faux, vous vous trompez, tu te trompes, ce n'est pas, c'est pas, pas vrai",
+		"sbagliato, sbagliata, errato, errata, errore, falso, falsa, non e, non sono, non e vero, ti sbagli, vi sbagliate, non e corretto, non e giusto",
+		"errado, errada, incorreto, incorreta, erro, falso, falsa, nao e, nao sao, nao esta certo, esta errado, esta errada, voce errou",
+		"fout, verkeerd, onjuist, niet juist, niet correct, klopt niet, onwaar, dat is niet, het is niet, klopt geen",
+	)
+	addLex(lRight,
+		"right, correct, accurate, true, exactly, spot on, checks out, matches, match, same as, agrees, confirmed, confirm, that's it, thats it, yes, yep, yup, indeed, precisely, bang on, on the money, that's right, you're right, youre right, fair enough",
+		"richtig, korrekt, stimmt, genau, passt, ubereinstimmend, bestatigt, das stimmt, genau so, gleich wie",
+		"correcto, correcta, exacto, exacta, cierto, cierta, coincide, igual que, asi es, tienes razon, tiene razon, confirmo",
+		"correct, correcte, exact, exacte, juste, vrai, c'est ca, pareil, comme, confirme, vous avez raison, tu as raison, effectivement",
+		"corretto, corretta, esatto, esatta, giusto, giusta, vero, coincide, uguale, confermo, hai ragione, avete ragione, proprio cosi",
+		"correto, correta, certo, certa, exato, exata, verdade, confere, igual, bate, confirmo, tem razao, voce tem razao",
+		"klopt, correct, juist, precies, exact, waar, komt overeen, hetzelfde, bevestigd, je hebt gelijk, u heeft gelijk, inderdaad",
+	)
+	addLex(lNegator,
+		"not, no, never, none, nothing, nobody, neither, nor, without, hardly, barely, isn't, wasn't, aren't, weren't, don't, doesn't, didn't, can't, cannot, couldn't, won't, wouldn't, shouldn't, hasn't, haven't, hadn't, ain't, nt, dont, doesnt, didnt, isnt, wasnt, cant, wont, nope",
+		"nicht, kein, keine, keinen, keiner, keines, nie, niemals, nichts, ohne, kaum, weder",
+		"no, nunca, jamas, nada, ni, sin, tampoco, ningun, ninguna, ninguno, nadie",
+		"pas, ne, n'est, n'a, n'ai, n'y, jamais, rien, aucun, aucune, sans, ni, personne, non",
+		"non, mai, niente, nulla, senza, nessun, nessuna, nessuno, ne, nn",
+		"nao, nunca, nada, sem, nem, nenhum, nenhuma, ninguem, nao e, nao foi, nao sao",
+		"niet, geen, nooit, niets, zonder, noch, niemand, nergens",
+	)
+	addLex(lIntens,
+		"very, really, so, super, extremely, totally, completely, absolutely, highly, incredibly, truly, seriously, utterly, way, too, quite, such, most, much, insanely",
+		"sehr, echt, total, wirklich, voll, absolut, vollig, extrem, viel, ganz, so, zu",
+		"muy, super, realmente, totalmente, muchisimo, mucho, demasiado, tan, bastante",
+		"tres, vraiment, super, totalement, completement, trop, si, tellement, beaucoup",
+		"molto, davvero, super, troppo, proprio, tanto, veramente, assolutamente",
+		"muito, super, realmente, totalmente, demais, bem, bastante, tao",
+		"heel, erg, echt, super, zeer, totaal, helemaal, best, te, zo, hartstikke",
+	)
+	addLex(lThanks,
+		"thanks, thank, thank you, thx, thnx, thanx, ty, tysm, ta, cheers, tks, many thanks, thanks a lot, much obliged",
+		"danke, dankeschon, danke schon, vielen dank, merci, besten dank",
+		"gracias, muchas gracias, mil gracias",
+		"merci, merci beaucoup",
+		"grazie, grazie mille, grazie tante",
+		"obrigado, obrigada, valeu, brigado",
+		"bedankt, dank je, dank u, dankjewel, dank je wel, dankuwel, merci",
+	)
+	addLex(lGreet,
+		"hi, hello, hey, hiya, yo, test, testing, morning, good morning, good evening, evening, bye, goodbye, see you, greetings, sup, dear",
+		"hallo, hi, moin, servus, tschuss, guten tag, guten morgen, gruss, test",
+		"hola, buenas, buenos dias, buenas tardes, adios, saludos, prueba",
+		"bonjour, salut, bonsoir, coucou, au revoir, test",
+		"ciao, salve, buongiorno, buonasera, arrivederci, prova",
+		"oi, ola, bom dia, boa tarde, boa noite, tchau, teste",
+		"hallo, hoi, goedemorgen, goedemiddag, dag, doei, test",
+	)
+	addLex(lAck,
+		"ok, okay, k, kk, okey, noted, got it, understood, alright, all right, i see, sure, fine, will do, roger, gotcha, right, ack, received, copy that, makes sense, fair, i'll check, i'll look, i'll try, i'll see, let me check, no comment, nothing to add, no feedback, nothing to say, nothing else",
+		"ok, okay, alles klar, verstanden, notiert, gut zu wissen, in ordnung, aha, ich schaue, mal sehen, kein kommentar, nichts hinzuzufugen",
+		"vale, ok, entendido, de acuerdo, anotado, ya veo, sin comentarios, nada que anadir, bueno",
+		"d'accord, ok, compris, entendu, note, je vois, ca marche, sans commentaire, rien a ajouter, bon",
+		"ok, va bene, capito, d'accordo, ricevuto, preso nota, vedo, nessun commento, niente da aggiungere",
+		"ok, entendi, entendido, beleza, anotado, certo, sem comentarios, nada a acrescentar, ta bom, esta bem",
+		"oke, ok, begrepen, genoteerd, prima, helder, duidelijk, geen commentaar, niets toe te voegen, ik snap het",
+	)
+	addLex(lHedge,
+		"i think, i thought, i believe, maybe, perhaps, probably, might, could be wrong, not sure, not totally sure, not 100% sure, pretty sure, fairly sure, i'm fairly sure, if i remember, as far as i know, i could be wrong, i might be wrong, don't quote me, unless i'm, i guess, i suppose, iirc, afaik, i was taught, we were taught, i always thought",
+		"ich glaube, ich denke, vielleicht, wahrscheinlich, meines wissens, bin mir nicht sicher, nicht ganz sicher, irre ich mich, glaube ich, soweit ich weiss",
+		"creo, creo que, quiza, quizas, tal vez, a lo mejor, no estoy seguro, no estoy segura, me parece que, si no me equivoco, puede que",
+		"je crois, je pense, peut-etre, sans doute, je ne suis pas sur, je ne suis pas sure, je peux me tromper, il me semble, si je me souviens",
+		"credo, penso, forse, probabilmente, non sono sicuro, non sono sicura, forse sbaglio, mi sembra, se non sbaglio",
+		"acho, acho que, talvez, provavelmente, nao tenho certeza, posso estar enganado, posso estar enganada, me parece, se nao me engano",
+		"ik denk, ik dacht, misschien, waarschijnlijk, volgens mij, ik weet het niet zeker, niet zeker, vergis ik me, als ik me niet vergis",
+	)
+	addLex(lDoubt,
+		"are you sure, you sure, sure about, really?, seriously?, double-check, double check, check again, can you check, can you verify, verify, seems off, seems high, seems low, seems wrong, seems short, seems long, feels wrong, feels off, looks off, looks wrong, looks too, doubt, doubtful, i doubt, suspicious, hmm, hm, that can't be, can't be right, cannot be right, i don't think so, i have my doubts, sounds wrong, sounds off, too high, too low, too round",
+		"sicher, bist du sicher, sind sie sicher, wirklich, zweifel, kommt mir, scheint, nachprufen, uberprufen, kann das sein",
+		"seguro, segura, estas seguro, esta seguro, de verdad, me parece, parece, dudo, revisa, comprueba, verifica, demasiado redondo",
+		"sur, sure, vous etes sur, tu es sur, vraiment, j'ai un doute, je doute, ca me semble, verifiez, verifier, bizarre",
+		"sicuro, sicura, sei sicuro, davvero, dubbio, mi sembra, sembra, controlla, verifica, strano",
+		"certeza, tem certeza, voce tem certeza, mesmo, duvido, parece, me parece, confere, verifica, estranho",
+		"zeker, weet je het zeker, echt, twijfel, lijkt, lijkt me, controleer, check, vreemd",
+	)
+	addLex(lQWord,
+		"what, why, how, when, where, which, who, whose, does, do, is, are, can, could, would, will, should, did, isn't, wasn't, don't, didn't, shouldn't, aren't",
+		"was, warum, wieso, weshalb, wie, wann, wo, welche, welcher, wer, gilt, kann, konnen, ist, sind",
+		"que, por que, porque, como, cuando, donde, cual, quien, puedo, puede, se puede, hay",
+		"quoi, pourquoi, comment, quand, ou, quel, quelle, qui, est-ce, peut-on, puis-je",
+		"cosa, perche, come, quando, dove, quale, chi, posso, si puo, vale",
+		"o que, por que, porque, como, quando, onde, qual, quem, posso, pode, da para",
+		"wat, waarom, hoe, wanneer, waar, welke, wie, kan, kun, geldt",
+	)
+	addLex(lContrast,
+		"but, though, however, although, except, yet, still, only, just that, whereas, apart from, other than, aside from, small thing, one thing",
+		"aber, doch, jedoch, allerdings, nur, bis auf, ausser",
+		"pero, sin embargo, aunque, solo que, excepto, salvo",
+		"mais, cependant, pourtant, sauf, seulement, par contre, toutefois",
+		"ma, pero, pero, tuttavia, pero, solo che, tranne, eccetto, pero",
+		"mas, porem, contudo, embora, exceto, so que, entretanto",
+		"maar, echter, behalve, alleen, toch, wel",
+	)
+	addLex(lRetract,
+		"oh wait, wait, never mind, nevermind, my bad, my mistake, my fault, sorry, scratch that, i misread, i was wrong, i stand corrected, you're right, youre right, you are right, false alarm, ignore that, ignore me, forget it, just checked, no wait, actually you're right, fair enough, my error, i typed, i added wrong, i was thinking of, it is right, it's right, that's right, good answer, all good",
+		"ach nein, doch, stimmt doch, mein fehler, sorry, vergiss es, hab mich geirrt, ich habe mich geirrt, du hast recht, sie haben recht, alles gut, passt doch, moment",
+		"ah no, perdon, perdona, mi error, me equivoque, tienes razon, tiene razon, olvidalo, espera, vale si, esta bien",
+		"ah non, pardon, desole, desolee, mon erreur, je me suis trompe, je me suis trompee, vous avez raison, tu as raison, laissez tomber, attendez, c'est bon",
+		"ah no, scusa, scusate, errore mio, mi sono sbagliato, mi sono sbagliata, hai ragione, avete ragione, lascia stare, aspetta, giusto",
+		"ah nao, desculpa, desculpe, erro meu, me enganei, voce tem razao, tem razao, deixa pra la, espera, pensando bem",
+		"oh wacht, wacht, sorry, mijn fout, ik vergiste me, je hebt gelijk, u heeft gelijk, laat maar, klopt toch",
+	)
+	addLex(lSarc,
+		"sure, of course, obviously, clearly, yeah right, oh yes, oh sure, oh great, oh wow, wow, genius, brilliant, bravo, congrats, congratulations, love that, love how, amazing how, what a, thanks for nothing, nice try, good one, well done, top marks, must be, i'm sure, totally, lol, lmao, rofl, as if, i'll just, silly, very convincing, how convenient, convincing, classic, typical, logic, logical, sure thing, great job, next you'll, and i'm the, tell that to, funny how",
+		"klar, naturlich, logisch, super, toll, bravo, genial, sicher doch, na klar, ja klar, aha, glückwunsch, gluckwunsch",
+		"claro, por supuesto, obvio, genial, bravo, felicidades, si claro, ya claro, que listo, enhorabuena",
+		"bien sur, evidemment, genial, bravo, felicitations, c'est ca, mais oui, tant qu'on y est, logique, bien entendu",
+		"certo, ovviamente, naturalmente, geniale, bravo, complimenti, come no, logico, sicuro",
+		"claro, obvio, com certeza, genial, parabens, muito confiavel, pois sim, logico, ta bom",
+		"tuurlijk, natuurlijk, uiteraard, geweldig, bravo, gefeliciteerd, logisch, ja hoor, zeker",
+	)
+	addLex(lPolicy,
+		"expensive, pricey, stingy, harsh, mean, silly, scam, old-fashioned, outdated policy, crazy, insane, absurd, hefty, tight, not enough, too short, too high, too long, too early, too late, please add, please expand, you should, you need, should change, make it longer, would be nice, bummer, sucks that, shame that, such a, steep, a lot, too high, too much, rip-off, ripoff, ridiculous, unfair, outrageous, disappointing, shame, pity, annoying, wish, should offer, need evening, need to expand, please expand, typical, greedy, robbery, daylight robbery, costly, shocking, pathetic policy, not great, but fine, but ok, but okay, i guess, oh well",
+		"teuer, zu teuer, schade, unfair, frech, wucher, knapp, kurz, leider, na gut",
+		"caro, cara, demasiado caro, una pena, que pena, injusto, abusivo, poco, ojala",
+		"cher, chere, trop cher, dommage, injuste, abusif, radin, court, helas",
+		"caro, cara, troppo caro, peccato, ingiusto, esagerato, poco, purtroppo",
+		"caro, cara, caro demais, pena, que pena, injusto, absurdo, pouco, infelizmente",
+		"duur, te duur, jammer, zonde, oneerlijk, belachelijk, kort, helaas",
+	)
+	addLex(lNotFault,
+		"not your fault, not the bot's fault, not the bots fault, not on you, i know, i know now, good to know, anyway, anyways, thanks for telling me, thanks for letting me know, fair enough, but fine, but ok, but okay, that's life, oh well, nothing you can do, i understand, i get it, it is what it is, noted",
+		"nicht deine schuld, nicht eure schuld, gut zu wissen, trotzdem, immerhin, egal, na gut, ich weiss",
+		"no es culpa tuya, no es tu culpa, bueno saberlo, igual, en fin, ya lo se, lo entiendo, gracias por avisar",
+		"ce n'est pas ta faute, ce n'est pas votre faute, bon a savoir, tant pis, enfin, je sais, je comprends, merci de l'info",
+		"non e colpa tua, non e colpa vostra, buono a sapersi, pazienza, comunque, lo so, capisco",
+		"nao e culpa sua, bom saber, enfim, tudo bem, eu sei, entendo, paciencia",
+		"niet jouw schuld, niet jullie schuld, goed om te weten, toch, jammer dan, ik weet het, ik snap het",
+	)
+	addLex(lFormat,
+		"table, list, bullet, bullets, bullet points, format, formatted, json, csv, pdf, spreadsheet, chart, calendar, link, translate, translation, in spanish, in english, in french, in german, also, as well, version, summary, shorter version, example, examples, breakdown, step by step, steps, formula, in km, in miles, in pounds, in kg, send me, give me, show me, show it, can you put, could you put, can you make, could you make, can you also, could you also, can i get, could i get, can i have, email, text, print, copy, paste, template, layout, screenshot",
+		"tabelle, liste, stichpunkte, format, auch, als, auf englisch, auf deutsch, ubersetzen, ubersetzung, beispiel, bitte auch, schick, zeig, link, kalender, pdf, zusammenfassung",
+		"tabla, lista, formato, tambien, en ingles, en espanol, traducir, traduccion, ejemplo, mandame, enviame, dame, puedes, podrias, enlace, calendario, resumen, version",
+		"tableau, liste, format, aussi, en anglais, en francais, traduire, traduction, exemple, envoyez, envoie, donnez, donne, pouvez-vous, pourriez-vous, lien, calendrier, resume, version",
+		"tabella, elenco, lista, formato, anche, in inglese, in italiano, tradurre, traduzione, esempio, mandami, dammi, puoi, potresti, link, calendario, riassunto, versione",
+		"tabela, lista, formato, tambem, em ingles, em portugues, traduzir, traducao, exemplo, manda, envia, me da, pode, poderia, link, calendario, resumo, versao",
+		"tabel, lijst, opsomming, formaat, ook, in het engels, in het nederlands, vertalen, vertaling, voorbeeld, stuur, geef, kun je, kunt u, link, agenda, samenvatting, versie",
+	)
+	addLex(lLength,
+		"long, short, lengthy, brief, verbose, wordy, rambling, essay, novel, paragraph, paragraphs, wall of text, tldr, tl;dr, too much text, nobody reads, just the number, get to the point, one line, one word, shorter, longer, detail, details, more detail, words, 100 words, sentences, long-winded",
+		"lang, kurz, ausfuhrlich, zu lang, zu kurz, roman, absatz, kurzer, langer, details, wortreich",
+		"largo, larga, corto, corta, demasiado largo, extenso, breve, detalles, parrafo, rollo",
+		"long, longue, court, courte, trop long, trop court, bref, details, paragraphe, pavé, pave, roman",
+		"lungo, lunga, corto, corta, troppo lungo, breve, dettagli, paragrafo, prolisso",
+		"longo, longa, curto, curta, muito longo, breve, detalhes, paragrafo, textao",
+		"lang, kort, te lang, te kort, uitgebreid, details, alinea, lap tekst",
+	)
+	addLex(lTone,
+		"tone, formal, casual, rude, smug, condescending, patronising, patronizing, robotic, robot, cold, stiff, salesy, cheesy, pushy, sarcastic, angry, aggressive, friendly, warm, polite, impolite, obviously, emoji, emojis, exclamation, style, register, sounds, corporate, bossy, preachy, snarky, tone it down, chill",
+		"ton, formell, steif, frech, unhoflich, kalt, robotisch, roboter, freundlich, herablassend, arrogant, locker",
+		"tono, formal, frio, fria, grosero, borde, robot, robotico, amable, condescendiente, pedante, serio",
+		"ton, formel, formelle, froid, froide, impoli, robot, condescendant, hautain, sec, seche",
+		"tono, formale, freddo, fredda, scortese, robot, robotico, gentile, arrogante, secco",
+		"tom, formal, frio, fria, grosseiro, robo, robotico, gentil, arrogante, seco",
+		"toon, formeel, stijf, koud, onbeleefd, robot, vriendelijk, arrogant, bot",
+	)
+	addLex(lYes, "yes, yeah, yep, yup, ja, jawohl, si, sí, oui, ouais, sim, jazeker, klopt")
+	addLex(lNo, "no, nope, nah, nein, non, nao, nee, neen")
+	addLex(lRequest,
+		"please, pls, plz, could you, can you, would you, would be nice, would be great, i'd like, i would like, i need, we need, kindly",
+		"bitte, konntest du, kannst du, konnten sie, konnen sie, ware schon, ich hatte gern, ich brauche",
+		"por favor, podrias, puedes, podria, me gustaria, necesito, quisiera",
+		"s'il vous plait, s'il te plait, svp, stp, pourriez-vous, pouvez-vous, peux-tu, je voudrais, j'aimerais, j'ai besoin",
+		"per favore, per piacere, potresti, puoi, mi piacerebbe, vorrei, ho bisogno",
+		"por favor, poderia, pode, gostaria, preciso, queria",
+		"alsjeblieft, alstublieft, graag, kun je, kunt u, zou je, ik wil graag, ik heb nodig",
+	)
+	addLex(lFix,
+		"fix, fix it, correct it, update, please update, please fix, check, recheck, re-check, count again, look again, try again, redo, change it, amend",
+		"korrigieren, korrigiere, berichtigen, aktualisieren, nochmal, nachschauen, prufen, andern",
+		"corrige, corrijan, corregir, actualiza, actualizar, revisa, revisar, otra vez, cambia",
+		"corrigez, corrige, corriger, mettez a jour, verifiez, refaites, changez",
+		"correggi, correggere, aggiorna, aggiornare, controlla, ricontrolla, cambia",
+		"corrige, corrija, corrigir, atualiza, atualize, atualizar, verifica, revisa, muda",
+		"verbeter, corrigeer, pas aan, aanpassen, update, controleer, nog eens",
+	)
+	addLex(lCorrCue,
+		"actually, should be, should have been, it's, its, it is, it was, that's, thats, is, are, was, were, now, instead, not, rather, really, in fact, true answer, right answer, correct answer, real, says, said, shows, showed, according to, per, the answer is, changed, went up, went down, since, these days, anymore, meant, mean, you mean, i mean, closer to, more like, says so, on the, =, →",
+		"eigentlich, sondern, ist, sind, war, waren, sollte, mussen, inzwischen, jetzt, seit, laut, steht, zeigt, betragt, kostet, gilt",
+		"en realidad, es, son, era, fue, deberia, ahora, desde, segun, pone, dice, muestra, cuesta, tarda",
+		"en fait, c'est, est, sont, etait, devrait, maintenant, depuis, selon, indique, dit, affiche, coute, plutot",
+		"in realta, e, sono, era, dovrebbe, ora, adesso, da, secondo, dice, mostra, costa, invece",
+		"na verdade, e, sao, era, deveria, agora, desde, segundo, diz, mostra, custa, esta",
+		"eigenlijk, is, zijn, was, moet, zou, nu, sinds, volgens, staat, zegt, toont, kost, duurt",
+	)
+	addLex(lStory,
+		"i, i'm, im, i've, ive, i'd, my, me, we, our, us, yesterday, last week, last month, today, this morning, tuesday, monday, friday, when i, so i, then i, because",
+		"ich, mein, meine, mir, mich, wir, unser, gestern, heute, letzte woche, letzten monat",
+		"yo, mi, me, nosotros, nuestro, ayer, hoy, la semana pasada, el mes pasado",
+		"je, j'ai, moi, mon, ma, mes, nous, notre, hier, aujourd'hui, la semaine derniere",
+		"io, mio, mia, mi, noi, nostro, ieri, oggi, la settimana scorsa",
+		"eu, meu, minha, me, nos, nosso, ontem, hoje, semana passada",
+		"ik, mijn, me, mij, wij, we, ons, gisteren, vandaag, vorige week",
+	)
+	addLex(lSelf, "i, i'm, im, i've, my, me, ich, mein, yo, mi, je, j'ai, moi, io, eu, ik, mijn")
+	addLex(lIdeal,
+		"love, loved, helped, nailed, saved, works, worked, solved, sorted, recommend, appreciate, exactly what i needed, just what i needed, what i needed, what i was looking for, made my day, you're the best",
+		"geholfen, gerettet, funktioniert, liebe, empfehle, genau das",
+		"me encanta, me ayudo, funciona, justo lo que", "ca m'a aide, ca marche, j'adore, exactement ce",
+		"mi ha aiutato, funziona, adoro, proprio quello", "me ajudou, funciona, adorei, exatamente o que",
+		"geholpen, werkt, top, precies wat",
+	)
+	addLex(lComplaintN,
+		"complaint, complaints, complain, complain about, nothing to complain about, problem, problems, issue, issues, notes, note, fault, faults, mistake, mistakes, error, errors, objection, objections, argue, argument, quibble, quibbles, shabby, worries, beef, gripe, gripes, fault it, wrong with",
+		"beschwerde, beschwerden, beschweren, problem, probleme, fehler, einwand, einwande, klagen, meckern, auszusetzen, zu meckern, nichts auszusetzen",
+		"queja, quejas, quejarme, quejarse, reclamar, problema, problemas, error, errores, pega, pegas, objecion, reproche, fallo, fallos",
+		"plainte, plaintes, plaindre, rien a redire, probleme, problemes, souci, soucis, erreur, erreurs, reproche, reproches, faute, redire, a redire",
+		"lamentela, lamentele, lamentarsi, lamentarmi, niente da dire, reclamo, reclami, problema, problemi, errore, errori, obiezione, obiezioni, difetto",
+		"reclamacao, reclamacoes, reclamar, nada a reclamar, queixa, queixar, queixas, problema, problemas, erro, erros, objecao, defeito",
+		"klacht, klachten, klagen, niets op aan te merken, probleem, problemen, fout, fouten, bezwaar, bezwaren, aan te merken, op aan te merken",
+	)
+	addLex(lRef,
+		"you, your, you're, youre, u, ur, this, that, that's, thats, it, it's, its, answer, answered, reply, response, bot, assistant, info, information, summary, tweet, translation, text, explanation, result, here, those, these, told, said, wrote, gave, says",
+		"du, dein, deine, ihr, euer, eure, sie, ihre, das, dies, diese, es, antwort, bot, info, information, zusammenfassung, ubersetzung, text, erklarung",
+		"tu, tus, usted, su, esto, eso, esta, ese, respuesta, bot, info, informacion, resumen, traduccion, texto, explicacion",
+		"tu, vous, votre, ton, ta, ca, cela, ce, c'est, ceci, reponse, bot, info, information, resume, traduction, texte, explication",
+		"tu, tuo, tua, voi, vostro, questo, questa, quello, cio, risposta, bot, info, informazione, riassunto, traduzione, testo, spiegazione",
+		"voce, tu, teu, tua, seu, sua, isso, isto, esse, essa, resposta, bot, info, informacao, resumo, traducao, texto, explicacao",
+		"je, jij, jouw, u, uw, dit, dat, het, antwoord, bot, info, informatie, samenvatting, vertaling, tekst, uitleg",
+	)
+}
+
+// lexMatch returns the classes of the word or the longest phrase that
+// starts at toks[i] and the number of tokens it spans (0 if none).
+func lexMatch(toks []tok, i int) (lclass, int) {
+	w := toks[i].low
+	for _, p := range lexPhrases[w] {
+		if i+len(p.words) > len(toks) {
+			continue
+		}
+		ok := true
+		for k := 1; k < len(p.words); k++ {
+			if toks[i+k].low != p.words[k] || toks[i+k].sent != toks[i].sent {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return p.class, len(p.words)
+		}
+	}
+	if c, ok := lexWords[w]; ok {
+		return c, 1
+	}
+	if toks[i].kind == tWord {
+		if c, ok := lexFuzzy(w); ok {
+			return c, 1
+		}
+	}
+	return 0, 0
+}
+
+// lexDeletes indexes the lexicon's words of five letters or more by each
+// string with one letter deleted, for typo-tolerant lookup.
+var lexDeletes = map[string]string{}
+
+func init() {
+	words := make([]string, 0, len(lexWords))
+	for w := range lexWords {
+		words = append(words, w)
+	}
+	sort.Strings(words)
+	for _, w := range words {
+		if len(w) < 5 || !isLetters(w) {
+			continue
+		}
+		for i := 0; i < len(w); i++ {
+			d := w[:i] + w[i+1:]
+			if _, ok := lexDeletes[d]; !ok {
+				lexDeletes[d] = w
+			}
+		}
+	}
+}
+
+// lexFuzzy looks up a misspelt word: letter runs collapsed ("grazieee",
+// "giustoo"), then one insertion, deletion, substitution or swap of a
+// lexicon word of five letters or more ("perfeto", "grasias", "dnake").
+func lexFuzzy(w string) (lclass, bool) {
+	for _, n := range []int{2, 1} {
+		if c := collapseRuns(w, n); c != w {
+			if cl, ok := lexWords[c]; ok {
+				return cl, true
+			}
+		}
+	}
+	if c := collapseDoubles(w); c != w {
+		if cl, ok := lexWords[c]; ok {
+			return cl, true
+		}
+	}
+	if len(w) < 5 || !isLetters(w) {
+		return 0, false
+	}
+	if _, ok := langStop[w]; ok {
+		return 0, false
+	}
+	if _, n := unitAt([]tok{{low: w, kind: tWord}}, 0); n > 0 {
+		return 0, false
+	}
+	// w is a lexicon word with a letter missing
+	if t, ok := lexDeletes[w]; ok {
+		return lexWords[t], true
+	}
+	for i := 0; i < len(w); i++ {
+		d := w[:i] + w[i+1:]
+		// w has an extra letter
+		if cl, ok := lexWords[d]; ok && len(d) >= 5 {
+			return cl, true
+		}
+		// a swap of two letters, or (in long words) a substituted one
+		if t, ok := lexDeletes[d]; ok && len(t) == len(w) && (swapped(w, t) || len(w) >= 7 && editDistance1(w, t)) {
+			return lexWords[t], true
+		}
+	}
+	return 0, false
+}
+
+// swapped reports whether a and b differ by one swap of adjacent letters.
+func swapped(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+}
+
+// collapseDoubles shortens every run of a letter to one letter
+// ("giustoo" -> "giusto"); a lookup fallback only.
+func collapseDoubles(w string) string {
+	var b strings.Builder
+	var prev rune
+	for _, r := range w {
+		if r != prev {
+			b.WriteRune(r)
+		}
+		prev = r
+	}
+	return b.String()
+}
+
+// langStop are frequent function words per language, used to guess the
+// language of a text (for number formats and features).
+var langStop = map[string]string{}
+
+func init() {
+	for lang, list := range map[string]string{
+		"en": "the a an is it it's this that to of and or i you not was are be for in on with my we your what why how please can will do did have has should would could at but so too very just all more one now been were they them there here when then than as by from about out up get got only also its isn't don't doesn't didn't wasn't thanks thank",
+		"de": "der die das ist und nicht ein eine es ich sie wir ihr mit auf fur zu von den dem des im ist sind war aber auch nur noch schon bitte danke nein ja wie was warum wo hat habe hatte kann konnen sehr gut falsch richtig stimmt doch mal euer eure",
+		"es": "el la los las es un una y no de que en por para con lo del al se su pero muy mas ya esta son fue era yo mi me gracias si tu hay como cuando donde porque tambien",
+		"fr": "le la les est un une et ne pas de du des que en pour avec ce c'est je vous nous il elle mais tres plus deja sont etait merci oui non au aux qui quoi comment pourquoi ou j'ai l'ai",
+		"it": "il lo la gli le e un una non di che in per con del della sono era ma molto piu gia grazie si mi ho l'ho cosa perche come quando dove anche questo quello",
+		"pt": "o a os as e um uma nao de que em para com do da dos das sao era mas muito mais ja obrigado obrigada sim eu meu minha voce esta isso isto como quando onde tambem",
+		"nl": "de het een is en niet van dat in op voor met te zijn was maar ook heel al dank bedankt ja nee ik je jij we wij u hij zij wat waarom hoe waar wanneer dit deze die er",
+	} {
+		for _, w := range strings.Fields(list) {
+			if langStop[w] == "" {
+				langStop[w] = lang
+			} else if langStop[w] != lang {
+				langStop[w] = "*" // shared: no evidence
+			}
+		}
+	}
+}
+
+// guessLang returns the most likely language of toks among en, de, es,
+// fr, it, pt, nl ("" when there is no evidence).
+func guessLang(toks []tok) string {
+	counts := map[string]int{}
+	for _, t := range toks {
+		if t.kind != tWord {
+			continue
+		}
+		if l := langStop[t.low]; l != "" && l != "*" {
+			counts[l]++
+		}
+	}
+	best, bn := "", 0
+	for _, l := range []string{"en", "de", "es", "fr", "it", "pt", "nl"} {
+		if counts[l] > bn {
+			best, bn = l, counts[l]
+		}
+	}
+	return best
+}

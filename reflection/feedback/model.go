@@ -1,0 +1,193 @@
+package feedback
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// The trained part of the embedded interpreter: a multinomial logistic
+// regression for polarity, a logistic ranker for correction candidates
+// and a logistic calibrator for the confidence. The weights are trained
+// on testdata/general/train.jsonl and the older in-sample sets
+// (testdata/labelled.jsonl, testdata/heldout.jsonl) by
+//
+//	go test ./reflection/feedback -run TestTrainModel -update
+//
+// which writes testdata/model.json; TestTrainModel without -update
+// retrains and fails if the committed file differs, so the weights
+// always match the code that computes the features.
+
+//go:embed testdata/model.json
+var modelJSON []byte
+
+// modelFile is the serialised model.
+type modelFile struct {
+	// Format of the file; bump when the layout changes.
+	Format int `json:"format"`
+	// Interpreter is EmbeddedVersion when the file was written.
+	Interpreter string `json:"interpreter"`
+	// Polarity: feature -> weights for classes -1, 0, +1.
+	Polarity map[string][3]float64 `json:"polarity"`
+	// Ranker: feature -> weight of a candidate being the correction.
+	Ranker map[string]float64 `json:"ranker"`
+	// Calib: weights of the confidence calibrator (see calibFeatures).
+	Calib []float64 `json:"calib"`
+	// Emit: the ranker probability at or above which the best candidate
+	// is the correction (chosen by cross-validation on train).
+	Emit float64 `json:"emit"`
+	// Uncertain: the calibrated confidence below which an interpretation
+	// is marked uncertain (chosen by cross-validation on train); see
+	// UncertainBelow.
+	Uncertain float64 `json:"uncertain"`
+	// CV: the cross-validated figures on train the file was chosen with.
+	CV map[string]float64 `json:"cv,omitempty"`
+}
+
+const modelFormat = 1
+
+// model is the loaded model.
+type model struct {
+	pol   map[string][3]float64
+	rank  map[string]float64
+	calib []float64
+	emit  float64
+	unc   float64
+}
+
+var embeddedModel = mustLoadModel(modelJSON)
+
+func mustLoadModel(b []byte) *model {
+	m, err := loadModel(b)
+	if err != nil {
+		panic(err) // the embedded file is part of the build; TestTrainModel guards it
+	}
+	return m
+}
+
+func loadModel(b []byte) (*model, error) {
+	var mf modelFile
+	if err := json.Unmarshal(b, &mf); err != nil {
+		return nil, fmt.Errorf("feedback: model: %w", err)
+	}
+	if mf.Format != modelFormat {
+		return nil, fmt.Errorf("feedback: model format %d, want %d", mf.Format, modelFormat)
+	}
+	if len(mf.Calib) != nCalib {
+		return nil, fmt.Errorf("feedback: model has %d calibrator weights, want %d", len(mf.Calib), nCalib)
+	}
+	return &model{pol: mf.Polarity, rank: mf.Ranker, calib: mf.Calib, emit: mf.Emit, unc: mf.Uncertain}, nil
+}
+
+// polarityProbs returns the probabilities of polarity -1, 0, +1.
+func polarityProbs(w map[string][3]float64, f features) [3]float64 {
+	var z [3]float64
+	for _, k := range f.keys() {
+		v := f[k]
+		if ws, ok := w[k]; ok {
+			for c := 0; c < 3; c++ {
+				z[c] += ws[c] * v
+			}
+		}
+	}
+	return softmax3(z)
+}
+
+func softmax3(z [3]float64) [3]float64 {
+	m := math.Max(z[0], math.Max(z[1], z[2]))
+	var p [3]float64
+	s := 0.0
+	for c := range z {
+		p[c] = math.Exp(z[c] - m)
+		s += p[c]
+	}
+	for c := range p {
+		p[c] /= s
+	}
+	return p
+}
+
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+func logit(p float64) float64 {
+	p = clamp(p, 1e-6, 1-1e-6)
+	return math.Log(p / (1 - p))
+}
+
+// rankFeatures are a candidate's features plus the comment's polarity
+// probabilities and language.
+func rankFeatures(c *cand, p [3]float64, lang string, pf features) features {
+	f := features{"bias": 1, "pneg": p[0], "pneu": p[1], "ppos": p[2], "lpneg": logit(p[0])}
+	for k, v := range c.feats {
+		f[k] = v
+	}
+	// the comment's conjunction and form features
+	for k, v := range pf {
+		if strings.HasPrefix(k, "cj:") || strings.HasPrefix(k, "form:") {
+			f["d"+k] = v
+		}
+	}
+	if lang != "" {
+		f["lang:"+lang] = 1
+		f["kl:"+c.kind.String()+":"+lang] = 1
+	}
+	return f
+}
+
+func rankScore(w map[string]float64, f features) float64 {
+	z := 0.0
+	for _, k := range f.keys() {
+		z += w[k] * f[k]
+	}
+	return sigmoid(z)
+}
+
+// keys returns the feature names in sorted order: sums over a fixed order
+// make the interpreter deterministic to the last bit.
+func (f features) keys() []string {
+	ks := make([]string, 0, len(f))
+	for k := range f {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// nCalib is the number of calibrator inputs.
+const nCalib = 6
+
+// calibFeatures: the inputs of the confidence calibrator, from the
+// polarity probabilities of the chosen class, whether a correction was
+// emitted and the ranker's best probability.
+func calibFeatures(pmax float64, emitted bool, best float64, hasCand bool) [nCalib]float64 {
+	var x [nCalib]float64
+	x[0] = 1
+	x[1] = logit(pmax)
+	if emitted {
+		x[2] = 1
+		x[3] = logit(best)
+	} else if hasCand {
+		x[4] = logit(1 - best)
+	}
+	if hasCand {
+		x[5] = 1
+	}
+	return x
+}
+
+func calibrate(w []float64, x [nCalib]float64) float64 {
+	z := 0.0
+	for i := range x {
+		z += w[i] * x[i]
+	}
+	return sigmoid(z)
+}
