@@ -50,6 +50,7 @@ func TestParseRefuses(t *testing.T) {
 	}{
 		{"version", func(m map[string]any) { m["version"] = "2.0" }, ErrFormat},
 		{"lowercase", func(m map[string]any) { m["normalizer"] = map[string]any{"type": "Lowercase"} }, ErrUnsupported},
+		{"nfkc", func(m map[string]any) { m["normalizer"] = map[string]any{"type": "NFKC"} }, ErrUnsupported},
 		{"unknown regex", func(m map[string]any) {
 			m["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{
 				map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `\p{L}+|\s+`}, "behavior": "Isolated", "invert": false},

@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"citizen/model/tokenizer"
+	"golang.org/x/text/unicode/norm"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden*.json.gz from Python's tokenizers (with CITIZEN_PY_INTEROP=1)")
@@ -18,6 +21,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden*.json.gz from P
 const (
 	corpusSize   = 12000
 	nSpecial     = 2000 // texts also encoded with add_special_tokens=True
+	nSmall       = 3000 // texts for the normalizer and extra pre-tokenizer checks
 	goldenStride = 16   // every goldenStride-th corpus text of at most goldenMaxLen bytes is golden
 	goldenMaxLen = 1000
 )
@@ -153,7 +157,14 @@ func TestPythonParity(t *testing.T) {
 		specs["smollm2-gguf"] = map[string]string{"gguf": ggufPath, "save": saved}
 		random["smollm2-gguf"] = randomIDLists(99, 49152)
 	}
-	req, err := json.Marshal(map[string]any{"texts": texts, "n_special": nSpecial, "tokenizers": specs, "random_ids": random})
+	// Pre-tokenizer options that no fixture uses, each ahead of a plain
+	// ByteLevel, compared on the first nSmall texts.
+	extra := extraPreTokenizers(t, dir)
+	for name, path := range extra {
+		specs[name] = map[string]string{"path": path, "pretok_only": "1"}
+	}
+	req, err := json.Marshal(map[string]any{"texts": texts, "n_special": nSpecial, "n_small": nSmall,
+		"tokenizers": specs, "random_ids": random})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,9 +180,44 @@ func TestPythonParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	var res map[string]pyResult
+	var norms struct {
+		Normalize map[string][]string `json:"_normalize"`
+	}
+	if err := json.Unmarshal(data, &norms); err != nil {
+		t.Fatal(err)
+	}
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
 	}
+	delete(res, "_normalize")
+	checkNormalizers(t, texts, norms.Normalize)
+	for name, path := range extra {
+		tok, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		for i, want := range res[name].PreTok {
+			if got := tok.preTokenize(texts[i]); !slices.Equal(got, want) {
+				if bad++; bad <= 3 {
+					t.Errorf("%s: %q:\n got  %q\n want %q", name, clip(texts[i]), got, want)
+				}
+			}
+		}
+		t.Logf("pre-tokenizer %s: %d texts, %d differ", name, len(res[name].PreTok), bad)
+		delete(res, name)
+	}
+	citizenTok, err := tokenizer.LoadFile(citizenBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for i, s := range texts {
+		if !slices.Equal(citizenTok.Encode(s), res["tiny"].Ordinary[i]) {
+			bad++
+		}
+	}
+	t.Logf("tiny: Python (encode_special_tokens=True) and citizen's own tokenizer differ on %d of %d texts", bad, len(texts))
 	if ggufPath != "" {
 		viaJSON, err := Load(saved)
 		if err != nil {
@@ -200,6 +246,64 @@ func TestPythonParity(t *testing.T) {
 			writeGolden(t, "golden_smollm2_gguf.json.gz", texts, res, []string{"smollm2-gguf"}, 4*goldenStride)
 		}
 	}
+}
+
+func checkNormalizers(t *testing.T, texts []string, want map[string][]string) {
+	forms := map[string]norm.Form{"NFC": norm.NFC, "NFD": norm.NFD, "NFKC": norm.NFKC, "NFKD": norm.NFKD}
+	for name, f := range forms {
+		bad := 0
+		for i, w := range want[name] {
+			if got := f.String(texts[i]); got != w {
+				// NFKC and NFKD are refused by Parse for such differences;
+				// they are measured, not required.
+				if bad++; bad <= 3 && (name == "NFC" || name == "NFD") {
+					t.Errorf("%s %q: got %q want %q", name, clip(texts[i]), got, w)
+				}
+			}
+		}
+		t.Logf("normalizer %s: %d texts, %d differ", name, len(want[name]), bad)
+	}
+}
+
+// extraPreTokenizers writes tokenizer.json files (the gpt2 fixture with
+// another pre-tokenizer) and returns their paths by name.
+func extraPreTokenizers(t *testing.T, dir string) map[string]string {
+	data, err := os.ReadFile(fixturePath("gpt2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := map[string]any{
+		"digits-runs": map[string]any{"type": "Digits", "individual_digits": false},
+	}
+	for _, beh := range []string{"Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"} {
+		for _, inv := range []bool{false, true} {
+			for pname, pat := range map[string]any{"gpt2re": map[string]string{"Regex": PatternGPT2},
+				"qwen2re": map[string]string{"Regex": PatternQwen2}, "space": map[string]string{"String": " "},
+				"ab": map[string]string{"String": "ab"}} {
+				configs[fmt.Sprintf("split-%s-%s-%v", pname, beh, inv)] = map[string]any{
+					"type": "Split", "pattern": pat, "behavior": beh, "invert": inv}
+			}
+		}
+	}
+	out := map[string]string{}
+	for name, c := range configs {
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{c,
+			map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": false}}}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = p
+	}
+	return out
 }
 
 func writeGolden(t *testing.T, file string, texts []string, res map[string]pyResult, names []string, stride int) {

@@ -6,7 +6,9 @@
 //
 // A file is accepted only when every part of its pipeline is implemented
 // here exactly; anything else fails with ErrUnsupported naming the part:
-//   - normalizer: none, NFC, NFD, NFKC, NFKD, or a Sequence of these;
+//   - normalizer: none, NFC, NFD, or a Sequence of these (NFKC and NFKD are
+//     refused: golang.org/x/text and the Rust crate disagree on characters
+//     of recent Unicode versions);
 //   - pre_tokenizer: ByteLevel (use_regex, add_prefix_space), last, after
 //     any of Split (the regexes PatternGPT2, PatternLlama3, PatternQwen2,
 //     PatternCitizenWords, or a literal string; every behaviour; invert) and
@@ -25,9 +27,9 @@
 //
 // The Python wheel matches regex classes with Oniguruma's Unicode 16.0 tables
 // and splits Digits with Rust's char::is_numeric (Unicode 17.0); this package
-// carries those tables (unicode_tables.go) instead of Go's. Normal forms come
-// from golang.org/x/text, whose Unicode version may differ from the Rust
-// crate's for characters assigned recently.
+// carries those tables (unicode_tables.go) instead of Go's. NFC and NFD come
+// from golang.org/x/text and agreed with the Rust library on the parity
+// corpus.
 //
 // # Text that is not UTF-8
 //

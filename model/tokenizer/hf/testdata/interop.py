@@ -3,11 +3,12 @@
 
 Usage: interop.py REQUEST.json RESULT.json
 
-REQUEST: {"texts": [...], "n_special": N,
-          "tokenizers": {name: {"path": tokenizer.json} | {"gguf": file.gguf, "save": out.json}},
+REQUEST: {"texts": [...], "n_special": N, "n_small": M,
+          "tokenizers": {name: {"path": tokenizer.json[, "pretok_only": "1"]} | {"gguf": file.gguf, "save": out.json}},
           "random_ids": {name: [[id, ...], ...]}}
 RESULT:  {name: {"plain", "special", "ordinary": [[ids]], "decode", "decode_random",
-                 "decode_random_skip": [str], "pretok": [[piece]]}}  (pretok: the pre-tokenizer alone)
+                 "decode_random_skip": [str], "pretok": [[piece]]},   (pretok: the pre-tokenizer alone)
+         "_normalize": {form: [str]}}   (pretok_only and _normalize: the first M texts)
 
 A "gguf" tokenizer is built here from the file's tokenizer.ggml.* metadata, independently of the
 Go code: vocab and merges as stored, control tokens as special added tokens, user-defined ones as
@@ -58,9 +59,15 @@ def main():
     req = json.load(open(sys.argv[1], encoding="utf-8"))
     texts = req["texts"]
     out = {}
+    n_small = req["n_small"]
+    out["_normalize"] = {form: [getattr(normalizers, form)().normalize_str(t) for t in texts[:n_small]]
+                         for form in ("NFC", "NFD", "NFKC", "NFKD")}
     for name, spec in req["tokenizers"].items():
         tok = Tokenizer.from_file(spec["path"]) if "path" in spec else from_gguf(spec["gguf"], spec["save"])
         r = {}
+        if spec.get("pretok_only"):
+            out[name] = {"pretok": [[p for p, _ in tok.pre_tokenizer.pre_tokenize_str(t)] for t in texts[:n_small]]}
+            continue
         r["plain"] = [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
         r["special"] = [e.ids for e in tok.encode_batch(texts[:req["n_special"]], add_special_tokens=True)]
         tok.encode_special_tokens = True
