@@ -804,7 +804,10 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 		add(value{kind: vName, text: sp.text}, srcName, sp.lo, sp.hi, ex...)
 	}
 	// the English sentence patterns
-	if ex := extractCorrection(c.text); ex.value != "" && !ai.hasText {
+	if ai.hasText {
+		// the answer types the values; the English patterns are for
+		// comments read without one
+	} else if ex := extractCorrection(c.text); ex.value != "" {
 		key := NormalizeCorrection(ex.value)
 		if cd, ok := byCanon[key]; ok {
 			cd.set("legacy")

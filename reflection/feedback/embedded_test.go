@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func interp(t *testing.T, in Input) Interpretation {
@@ -159,12 +160,17 @@ func TestEmbeddedDeterministic(t *testing.T) {
 func FuzzInterpret(f *testing.F) {
 	for _, s := range []string{"", "no - it's 60 days now", "great, another wrong answer", "should be 12.5",
 		"not helpful", "\xff\xfe", "the answer is 'x", "'''", "it's", "no, the is , not 5", "5 stars", "1/10", "10/0",
-		"Not Monday - ", "should be '", "expected  but got", "though", "but but but", "oh great,", "$", "-", "Answer:"} {
-		f.Add(s, 3.0, "")
+		"Not Monday - ", "should be '", "expected  but got", "though", "but but but", "oh great,", "$", "-", "Answer:",
+		"30 → 60", "R$ 14,90", "8 bis 20 Uhr", "de 9h à 18h", "It's two days longer on both ends", "double that",
+		"an hour earlier", "you forgot the 8% tax", "¿La capital no es Brasilia?", "È BERNA!!!", "9:", "12k", "-4",
+		"between 5 and", "the 31st", "2024-13-45", "9am-5pm-", "99999999999999999999 days", "1,2,3,4,5.6.7"} {
+		f.Add(s, "Standard shipping costs $4.99.", "How much is shipping?", 3.0, "")
 	}
-	f.Add("too slow", 1.0, "timeout")
-	f.Fuzz(func(t *testing.T, text string, rating float64, outcome string) {
-		in := Input{Text: text, Rating: &rating, Outcome: outcome, AnswerText: text}
+	f.Add("too slow", "The store is open 10:00-18:00 every day.", "", 1.0, "timeout")
+	f.Add("It was cancelled", "Order 5521 is active and has not been cancelled.", "Status?", 2.0, "")
+	f.Add("isn't it 60 days?", "Yes, returns are accepted within 30 days.", "Can I return?", 0.0, "")
+	f.Fuzz(func(t *testing.T, text, answer, question string, rating float64, outcome string) {
+		in := Input{Text: text, Rating: &rating, Outcome: outcome, AnswerText: answer, PromptText: question}
 		got, err := NewEmbedded().Interpret(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
@@ -174,17 +180,53 @@ func FuzzInterpret(f *testing.F) {
 			math.IsNaN(got.Confidence) || got.Confidence < 0 || got.Confidence > 1 {
 			t.Fatalf("out of range: %+v", got)
 		}
+		if got.Uncertain != (got.Confidence < UncertainBelow) {
+			t.Fatalf("uncertain %v at confidence %v", got.Uncertain, got.Confidence)
+		}
 		for _, a := range got.Aspects {
 			if !contains(AllAspects, a) {
 				t.Fatalf("unknown aspect %q", a)
 			}
 		}
-		if len(got.Correction) > 1024 || len(got.Hint) > 1200 {
-			t.Fatalf("correction/hint too long: %d/%d", len(got.Correction), len(got.Hint))
+		if len(got.Correction) > 1024 || len(got.Hint) > 1200 || !utf8.ValidString(got.Correction) {
+			t.Fatalf("correction/hint too long or invalid: %d/%d", len(got.Correction), len(got.Hint))
 		}
 		again, _ := NewEmbedded().Interpret(context.Background(), in)
-		if again.Polarity != got.Polarity || again.Correction != got.Correction {
+		if again.Polarity != got.Polarity || again.Correction != got.Correction || again.Confidence != got.Confidence {
 			t.Fatalf("not deterministic")
+		}
+	})
+}
+
+// FuzzParseValues: the value parser never panics, returns spans inside
+// the text in order, and every canonical form it writes parses back to
+// itself.
+func FuzzParseValues(f *testing.F) {
+	for _, s := range []string{"$5.99", "€ 4,99", "9am to 5pm", "8 bis 20 Uhr", "2-3 business days", "entre 5 y 10 días hábiles",
+		"16 May 2024", "the 14th", "six thousand nine hundred and twelve", "vingt-deux euros", "dreiundzwanzig Tage", "37,8 Grad",
+		"25 km/h", "10 fl oz", "12k", "19h30", "noon", "monday to saturday", "lunedì–sabato", "7 hours 30 minutes", "-4", "6,912",
+		"1.400", "R$ 19,90", "CHF 9.90", "a fortnight", "delivered", "in transit", "2024-02-30", "99:99", "...", ":", "$"} {
+		f.Add(s, "en")
+	}
+	f.Fuzz(func(t *testing.T, text, lang string) {
+		toks := lex(text)
+		prev := 0
+		for _, v := range parseValues(toks, pctx{lang: lang, cur: "EUR", year: 2024, month: 5}) {
+			if v.lo < prev || v.hi <= v.lo || v.hi > len(toks) {
+				t.Fatalf("span [%d,%d) after %d of %d tokens", v.lo, v.hi, prev, len(toks))
+			}
+			prev = v.hi
+			c := v.canon()
+			if c == "" || v.kind == vName || v.kind == vText {
+				continue
+			}
+			if math.IsNaN(v.a) || math.IsInf(v.a, 0) {
+				t.Fatalf("value %v", v)
+			}
+			back := parseValues(lex(c), pctx{lang: "en", cur: "EUR", year: 2024, month: 5})
+			if len(back) == 0 {
+				t.Fatalf("canonical %q of %q does not parse", c, text)
+			}
 		}
 	})
 }

@@ -19,7 +19,7 @@ var lclassNames = map[lclass]string{lPos: "pos", lPosS: "poss", lNeg: "neg", lWr
 	lIntens: "intens", lThanks: "thanks", lGreet: "greet", lAck: "ack", lHedge: "hedge", lDoubt: "doubt", lQWord: "qword",
 	lContrast: "contrast", lRetract: "retract", lSarc: "sarc", lPolicy: "policy", lFormat: "format", lLength: "length", lTone: "tone",
 	lYes: "yes", lNo: "no", lRequest: "request", lFix: "fix", lCorrCue: "corrcue", lStory: "story", lNotFault: "notfault",
-	lSelf: "self", lIdeal: "ideal"}
+	lSelf: "self", lIdeal: "ideal", lComplaintN: "complaint", lRef: "ref", lIntent: "intent", lAlso: "also"}
 
 // negatable classes change meaning under negation.
 const negatable = lPos | lPosS | lNeg | lWrong | lRight | lIdeal
@@ -267,6 +267,51 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 		}
 	}
 	cj("newname", newName)
+	// a negative question ("isn't it 60 days?", "¿no es Brasilia?",
+	// "niet 200?") with a new value implies the right one
+	negQ, newInQ := false, false
+	for i, t := range toks {
+		if !strings.HasPrefix(t.low, "?") {
+			continue
+		}
+		s0 := t.sent
+		for k := i - 1; k >= 0 && toks[k].sent == s0 && k > i-25; k-- {
+			if isNegWord(toks[k]) || strings.HasSuffix(toks[k].low, "n't") || toks[k].low == "nt" {
+				negQ = true
+			}
+		}
+		for _, c := range cands {
+			if c.src == srcName && !c.has("eqname") && !c.has("inq") {
+				for _, sp := range c.spans {
+					if sp < i && toks[sp].sent == s0 {
+						newInQ = true
+					}
+				}
+			}
+		}
+		for _, v := range d.vals {
+			if v.lo < i && toks[v.lo].sent == s0 {
+				for _, a := range ai.vals {
+					if compatible(v, a) {
+						same := false
+						for _, cv := range coerce(v, a) {
+							if sameValue(cv, a) {
+								same = true
+							}
+						}
+						if !same {
+							newInQ = true
+						}
+					}
+				}
+			}
+		}
+	}
+	cj("negq", negQ)
+	cj("negq_new", negQ && newInQ)
+	cj("q_new", newInQ)
+	cj("eq_also", eq && has(lAlso) && !negAny)
+	cj("intent", has(lIntent) && !negAny && !diff && !posAny)
 	cj("newname_q", newName && question)
 	// the last sentence restates the answer's value or approves
 	lastRight, lastEq := false, false

@@ -87,8 +87,13 @@ func (in *Ingester) Handle(ctx context.Context, ev events.Event) ([]events.Event
 		return nil, fmt.Errorf("feedback: interpreting %s: %w", ev.ID, err)
 	}
 	version := got.Version
-	if got.Note != "" {
+	switch {
+	case got.Note != "":
 		version += ";" + got.Note
+	case got.Uncertain:
+		// events.FeedbackInterpreted has no field for it yet: the mark
+		// travels with the version, as notes do
+		version += ";uncertain"
 	}
 	out, err := events.Encode(&events.FeedbackInterpreted{
 		InteractionID:      interaction,

@@ -61,9 +61,10 @@ type Interpretation struct {
 	// Confidence in [0, 1] of the interpreter in this interpretation. Bad
 	// input (empty, huge, binary, not English) gives a low confidence.
 	Confidence float64
-	// Version identifies the interpreter ("lexicon-1", "llm-1(model)"). The
-	// ingester records it, followed by ";"+Note when Note is set
-	// ("llm-1(model);unparsable").
+	// Version identifies the interpreter ("embedded-2", "llm-1(model)").
+	// The ingester records it, followed by ";"+Note when Note is set
+	// ("llm-1(model);unparsable") and otherwise by ";uncertain" when
+	// Uncertain is set ("embedded-2;uncertain").
 	Version string
 	// Note says why the confidence is low, if it is ("empty", "too-large",
 	// "binary", "unsupported-language", "unparsable"); empty otherwise.

@@ -12,7 +12,7 @@ import (
 // or a comment.
 
 // lclass is a set of lexicon classes.
-type lclass uint32
+type lclass uint64
 
 const (
 	lPos        lclass = 1 << iota // positive evaluation ("good", "gut", "bueno")
@@ -46,6 +46,8 @@ const (
 	lIdeal                         // praise nouns/verbs ("love", "helped", "nailed")
 	lComplaintN                    // complaint nouns and verbs ("complaints", "Beschwerden", "fault")
 	lRef                           // refers to the answer ("you", "this", "answer", "bot")
+	lIntent                        // what the speaker will do ("I'll", "tomorrow", "werde")
+	lAlso                          // "also", "too", "auch"
 )
 
 var lexWords = map[string]lclass{}
@@ -342,6 +344,17 @@ func init() {
 		"reclamacao, reclamacoes, reclamar, nada a reclamar, queixa, queixar, queixas, problema, problemas, erro, erros, objecao, defeito",
 		"klacht, klachten, klagen, niets op aan te merken, probleem, problemen, fout, fouten, bezwaar, bezwaren, aan te merken, op aan te merken",
 	)
+	addLex(lIntent,
+		"i'll, ill, i will, we'll, we will, will, going to, gonna, tomorrow, later, next week, tonight, soon, let me, i'm going, we'll see, i'll see, i'll check, i'll try, i'll ask, i'll wait, i'll call, i'll order, will order, will do, for now",
+		"ich werde, werde, wir werden, morgen, spater, nachste woche, mal sehen, ich schaue, ich probiere",
+		"voy a, vamos a, manana, luego, despues, la semana que viene, ya veremos, lo pruebo",
+		"je vais, on va, demain, plus tard, la semaine prochaine, on verra, je regarde",
+		"vado a, domani, dopo, piu tardi, la settimana prossima, vedremo, provero",
+		"vou, vamos, amanha, depois, mais tarde, semana que vem, vamos ver",
+		"ik ga, we gaan, morgen, straks, later, volgende week, we zien wel",
+	)
+	addLex(lAlso, "also, too, as well, same, auch, ebenfalls, genauso, tambien, igual, aussi, pareil, egalement, anche, pure, uguale, tambem, igual, ook, eveneens, hetzelfde")
+	addLex(lSarc, "that's why, thats why, must be why, which is why, so that's why, deshalb, darum, deswegen, por eso, por isso, c'est pour ca, voila pourquoi, ecco perche, per questo, daarom, dus daarom")
 	addLex(lRef,
 		"you, your, you're, youre, u, ur, this, that, that's, thats, it, it's, its, answer, answered, reply, response, bot, assistant, info, information, summary, tweet, translation, text, explanation, result, here, those, these, told, said, wrote, gave, says",
 		"du, dein, deine, ihr, euer, eure, sie, ihre, das, dies, diese, es, antwort, bot, info, information, zusammenfassung, ubersetzung, text, erklarung",

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 )
 
@@ -84,17 +83,30 @@ func loadModel(b []byte) (*model, error) {
 
 // polarityProbs returns the probabilities of polarity -1, 0, +1.
 func polarityProbs(w map[string][3]float64, f features) [3]float64 {
-	var z [3]float64
-	for _, k := range f.keys() {
-		v := f[k]
+	var acc [3]fixedSum
+	for k, v := range f {
 		if ws, ok := w[k]; ok {
 			for c := 0; c < 3; c++ {
-				z[c] += ws[c] * v
+				acc[c].add(ws[c] * v)
 			}
 		}
 	}
-	return softmax3(z)
+	return softmax3([3]float64{acc[0].value(), acc[1].value(), acc[2].value()})
 }
+
+// fixedSum adds terms in fixed point (2^-32 units), so that the sum does
+// not depend on the order of the terms (Go randomises map iteration):
+// the interpreter is deterministic to the last bit.
+type fixedSum struct{ n int64 }
+
+const fixedScale = 1 << 32
+
+func (s *fixedSum) add(x float64) {
+	x = clamp(x, -1e6, 1e6)
+	s.n += int64(math.Round(x * fixedScale))
+}
+
+func (s fixedSum) value() float64 { return float64(s.n) / fixedScale }
 
 func softmax3(z [3]float64) [3]float64 {
 	m := math.Max(z[0], math.Max(z[1], z[2]))
@@ -144,22 +156,13 @@ func rankFeatures(c *cand, p [3]float64, lang string, pf features) features {
 }
 
 func rankScore(w map[string]float64, f features) float64 {
-	z := 0.0
-	for _, k := range f.keys() {
-		z += w[k] * f[k]
+	var z fixedSum
+	for k, v := range f {
+		if wk, ok := w[k]; ok {
+			z.add(wk * v)
+		}
 	}
-	return sigmoid(z)
-}
-
-// keys returns the feature names in sorted order: sums over a fixed order
-// make the interpreter deterministic to the last bit.
-func (f features) keys() []string {
-	ks := make([]string, 0, len(f))
-	for k := range f {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
+	return sigmoid(z.value())
 }
 
 // nCalib is the number of calibrator inputs.

@@ -1,6 +1,9 @@
 package feedback
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // Units, currencies, number words, months, weekdays and statuses in the
 // seven languages, as the value parser reads them. Keys are folded.
@@ -247,8 +250,26 @@ var tensStems = map[string]float64{
 	"veinti": 20,
 }
 
+// tensStemList is tensStems' keys, longest first, for a fixed order.
+var tensStemList = func() []string {
+	var ks []string
+	for k := range tensStems {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if len(ks[i]) != len(ks[j]) {
+			return len(ks[i]) > len(ks[j])
+		}
+		return ks[i] < ks[j]
+	})
+	return ks
+}()
+
 // glued returns the value of a glued compound number word, or false.
 func glued(w string) (float64, bool) {
+	if len(w) < 6 || !isLetters(w) {
+		return 0, false
+	}
 	// unit + und/en + tens (de, nl)
 	for _, j := range []string{"und", "en"} {
 		if k := strings.Index(w, j); k > 0 {
@@ -265,7 +286,8 @@ func glued(w string) (float64, bool) {
 		}
 	}
 	// tens stem + unit (it, es)
-	for stem, t := range tensStems {
+	for _, stem := range tensStemList {
+		t := tensStems[stem]
 		if strings.HasPrefix(w, stem) && len(w) > len(stem) {
 			if u, ok := numberWords[w[len(stem):]]; ok && u.role == 1 && u.v > 0 {
 				return t + u.v, true
