@@ -277,7 +277,10 @@ func nameSpans(toks []tok, caps bool, lang string) []nameSpan {
 		if !unicode.IsLetter(firstRune(t.raw)) {
 			continue
 		}
-		sentStart := i == 0 || toks[i-1].sent != t.sent || toks[i-1].low == "\"" || toks[i-1].low == ":"
+		sentStart := i == 0 || toks[i-1].sent != t.sent || toks[i-1].low == "\"" || toks[i-1].low == ":" || toks[i-1].low == "¡" || toks[i-1].low == "¿"
+		if t.low == "i" || strings.HasPrefix(t.low, "i'") {
+			continue
+		}
 		if lang == "de" && (sentStart || i > 0 && germanDeterminer[toks[i-1].low]) {
 			continue // German capitalises nouns: a name needs more than a capital
 		}
@@ -300,6 +303,12 @@ func nameSpans(toks []tok, caps bool, lang string) []nameSpan {
 		if len(words) == 0 {
 			continue
 		}
+		if sentStart && !caps && j < len(toks) && toks[j].kind == tWord && !toks[j].upper && toks[j].sent == t.sent {
+			// "Bought headphones...", "Seems off": a sentence that starts
+			// with a word, not a name
+			i = j - 1
+			continue
+		}
 		// "Jane Austen's": drop the possessive
 		last := words[len(words)-1]
 		if k := strings.IndexAny(last, "'’"); k > 0 {
@@ -313,6 +322,19 @@ func nameSpans(toks []tok, caps bool, lang string) []nameSpan {
 		i = j - 1
 	}
 	return out
+}
+
+// copulas2 are the words that introduce a complement ("it's Canberra",
+// "c'est Victor Hugo", "è Berna", "ist Ottawa").
+var copulas2 = map[string]bool{"is": true, "was": true, "it's": true, "its": true, "it": false, "are": true, "were": true, "be": true,
+	"=": true, "→": true, "*": true, "by": true, "ist": true, "sind": true, "war": true, "es": true, "son": true, "era": true,
+	"fue": true, "est": true, "c'est": true, "etait": true, "e": true, "sono": true, "fu": true, "sao": true, "foi": true,
+	"zijn": true, "thought": true, "meant": true, "mean": true, "call": true, "called": true, "not": false}
+
+// wordsContain reports whether the words of b appear in a, in order
+// ("emile zola" contains "zola"; "brasilia" does not contain "brasil").
+func wordsContain(a, b string) bool {
+	return strings.Contains(" "+a+" ", " "+b+" ")
 }
 
 func firstRune(s string) rune {
@@ -631,10 +653,16 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 				}
 				ex := append([]string{}, extra...)
 				ex = append(ex, "slot:"+a.kind.String(), "slotidx:"+itoa(min(si, 3)))
+				if (cv.kind == vTimeRange || cv.kind == vDayRange) && cv.a >= cv.b {
+					continue // an end before its start
+				}
 				if src == srcRangeEnd {
 					end := "start"
 					if k == 1 || a.kind == vDayRange && k == 0 {
 						end = "end"
+					}
+					if cue := endCue(c.toks, v.lo); cue != "" && cue != end {
+						continue // "closes at 8pm" replaces the end only
 					}
 					ex = append(ex, "rangeend:"+end)
 					if cue := endCue(c.toks, v.lo); cue != "" {
@@ -767,6 +795,16 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 	if len(ai.names) == 0 && ai.hasText {
 		spans = nil // names only correct names
 	}
+	type ansName struct{ neg bool }
+	var ansNameSpans []ansName
+	for _, sp := range nameSpans(c.toks, caps, c.lang) {
+		f := fold(sp.text)
+		for _, n := range ai.names {
+			if n == f || wordsContain(n, f) {
+				ansNameSpans = append(ansNameSpans, ansName{neg: negatedAt(c.toks, sp.lo)})
+			}
+		}
+	}
 	for _, sp := range spans {
 		overlap := false
 		for k := sp.lo; k < sp.hi; k++ {
@@ -782,7 +820,7 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 		for _, n := range ai.names {
 			if n == f {
 				ex = append(ex, "eqname")
-			} else if strings.Contains(n, f) || strings.Contains(f, n) {
+			} else if wordsContain(n, f) || wordsContain(f, n) {
 				ex = append(ex, "partname")
 			}
 		}
@@ -792,6 +830,21 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 		if len(ai.names) == 0 {
 			ex = append(ex, "noansname")
 		}
+		isNew := !ai.qnames[f]
+		for _, n := range ai.names {
+			if n == f || wordsContain(n, f) || wordsContain(f, n) {
+				isNew = false
+			}
+		}
+		if isNew {
+			ex = append(ex, "newname")
+			// the name is also written in lower case elsewhere: a word
+			for _, t := range c.toks {
+				if t.kind == tWord && !t.upper && t.low == f {
+					ex = append(ex, "lowerelsewhere")
+				}
+			}
+		}
 		if caps {
 			ex = append(ex, "capstext")
 		}
@@ -800,6 +853,31 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 		}
 		if sp.lo == 0 || c.toks[sp.lo-1].sent != c.toks[sp.lo].sent {
 			ex = append(ex, "sentinit")
+		}
+		for k := sp.lo - 1; k >= 0 && k >= sp.lo-2 && c.toks[k].sent == c.toks[sp.lo].sent; k-- {
+			if copulas2[c.toks[k].low] {
+				ex = append(ex, "copula")
+			}
+		}
+		if isNew {
+			// a new name where the answer's is denied ("Canberra, not
+			// Sydney"), after a copula ("it's Canberra"), in a terse
+			// comment or in a question
+			for _, an := range ansNameSpans {
+				ex = append(ex, "new&ansname")
+				if an.neg {
+					ex = append(ex, "new&ansdenied")
+				}
+			}
+			for _, e := range ex {
+				if e == "copula" {
+					ex = append(ex, "new&copula")
+					break
+				}
+			}
+			if c.words <= 4 {
+				ex = append(ex, "new&terse")
+			}
 		}
 		add(value{kind: vName, text: sp.text}, srcName, sp.lo, sp.hi, ex...)
 	}
@@ -1094,6 +1172,17 @@ func yesNoFeats(cd *cand, c docInfo, ai answerInfo) {
 	}
 	if len(c.vals) > 0 {
 		cd.set("yn:hasval")
+	}
+	for _, t := range c.toks {
+		if t.kind == tEmoji && negEmoji[t.low] {
+			cd.set("yn:negemoji")
+		}
+		if t.kind == tEmoji && posEmoji[t.low] {
+			cd.set("yn:posemoji")
+		}
+	}
+	if c.words <= 3 {
+		cd.set("yn:terse")
 	}
 }
 

@@ -19,7 +19,7 @@ var lclassNames = map[lclass]string{lPos: "pos", lPosS: "poss", lNeg: "neg", lWr
 	lIntens: "intens", lThanks: "thanks", lGreet: "greet", lAck: "ack", lHedge: "hedge", lDoubt: "doubt", lQWord: "qword",
 	lContrast: "contrast", lRetract: "retract", lSarc: "sarc", lPolicy: "policy", lFormat: "format", lLength: "length", lTone: "tone",
 	lYes: "yes", lNo: "no", lRequest: "request", lFix: "fix", lCorrCue: "corrcue", lStory: "story", lNotFault: "notfault",
-	lSelf: "self", lIdeal: "ideal", lComplaintN: "complaint", lRef: "ref", lIntent: "intent", lAlso: "also"}
+	lSelf: "self", lIdeal: "ideal", lComplaintN: "complaint", lRef: "ref", lIntent: "intent", lAlso: "also", lOther: "other"}
 
 // negatable classes change meaning under negation.
 const negatable = lPos | lPosS | lNeg | lWrong | lRight | lIdeal
@@ -307,6 +307,32 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 			}
 		}
 	}
+	// a tag question ("..., no?", "..., right?", "oder?", "¿no?") doubts
+	tagQ := false
+	for i, t := range toks {
+		if strings.HasPrefix(t.low, "?") && i > 0 {
+			switch toks[i-1].low {
+			case "no", "right", "non", "oder", "vero", "ne", "toch", "nee", "nao", "correct", "eh":
+				tagQ = true
+			}
+		}
+	}
+	cj("tagq", tagQ)
+	// a new value or name after "but": the mixed praise and correction
+	newAfter := false
+	if contrastAt >= 0 {
+		for _, c := range cands {
+			if c.has("eqans") || c.has("eqslot") || c.has("eqname") || c.has("inq") || c.src == srcYesNo {
+				continue
+			}
+			for _, sp := range c.spans {
+				if sp > contrastAt {
+					newAfter = true
+				}
+			}
+		}
+	}
+	cj("new_after_contrast", newAfter)
 	cj("negq", negQ)
 	cj("negq_new", negQ && newInQ)
 	cj("q_new", newInQ)
@@ -354,6 +380,15 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 	cj("ov_policy", ov > 0 && has(lPolicy))
 	cj("noov_noref", ai.hasText && ov == 0 && !has(lRef) && len(d.vals) == 0)
 	cj("eqv_policy", eq && has(lPolicy) && !wrongAny)
+	negator := false
+	for _, h := range hits {
+		if h.cl&lNegator != 0 {
+			negator = true
+		}
+	}
+	cj("yn_agree", ai.yesno == "no" && negator && ov > 0 && !wrongAny && !diff || ai.yesno == "yes" && !negator && ov > 0 && !wrongAny && !diff)
+	cj("other_noov", has(lOther) && ov == 0 && len(d.vals) == 0 && !has(lWrong) && !has(lRight))
+	cj("other_noref", has(lOther) && !has(lRef))
 	cj("mixed", contrastAt >= 0 && posAny && (negAny || diff))
 	cj("sarc_pos", has(lSarc) && posAny && (negAny || diff || eq))
 	cj("pos_neg", posAny && negAny)

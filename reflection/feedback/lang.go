@@ -48,6 +48,7 @@ const (
 	lRef                           // refers to the answer ("you", "this", "answer", "bot")
 	lIntent                        // what the speaker will do ("I'll", "tomorrow", "werde")
 	lAlso                          // "also", "too", "auch"
+	lOther                         // things other than the answer ("website", "app", "weather", "my cat")
 )
 
 var lexWords = map[string]lclass{}
@@ -353,6 +354,29 @@ func init() {
 		"vou, vamos, amanha, depois, mais tarde, semana que vem, vamos ver",
 		"ik ga, we gaan, morgen, straks, later, volgende week, we zien wel",
 	)
+	addLex(lOther,
+		"website, site, web, app, newsletter, font, logo, design, weather, rain, raining, snow, sunny, holiday, holidays, christmas, xmas, new year, happy new year, merry christmas, easter, birthday, team, staff, driver, courier guy, cat, dog, kids, son, daughter, husband, wife, mum, mom, dad, grandma, teacher, school, homework, football, game, music, coffee, lunch, dinner, weekend, vacation, keyboard, phone, tablet, laptop, printer, dream, robot uprising",
+		"webseite, website, seite, app, newsletter, schrift, logo, wetter, regen, schnee, urlaub, weihnachten, frohe weihnachten, neujahr, frohes neues, team, fahrer, katze, hund, kinder, sohn, tochter, mann, frau, mama, papa, lehrer, schule, fussball, kaffee, wochenende, handy, tablet",
+		"web, pagina, sitio, app, boletin, letra, logo, tiempo, lluvia, llueve, vacaciones, navidad, feliz navidad, feliz ano, ano nuevo, equipo, repartidor, gato, perro, hijos, hijo, hija, marido, mujer, mama, papa, profesor, escuela, futbol, cafe, fin de semana, movil",
+		"site, appli, application, newsletter, police, logo, meteo, pluie, neige, vacances, noel, joyeux noel, bonne annee, equipe, livreur, chat, chien, enfants, fils, fille, mari, femme, maman, papa, prof, ecole, foot, cafe, week-end, telephone, portable",
+		"sito, app, newsletter, carattere, logo, tempo, pioggia, piove, neve, vacanze, natale, buon natale, buon anno, squadra, corriere, gatto, cane, figli, figlio, figlia, marito, moglie, mamma, papa, maestra, scuola, calcio, caffe, fine settimana, telefono",
+		"site, app, aplicativo, newsletter, fonte, logo, tempo, chuva, chovendo, ferias, natal, feliz natal, feliz ano novo, equipe, entregador, gato, cachorro, filhos, filho, filha, marido, esposa, mae, pai, professora, escola, futebol, cafe, fim de semana, celular",
+		"website, site, app, nieuwsbrief, lettertype, logo, weer, regen, sneeuw, vakantie, kerst, fijne kerst, fijne feestdagen, feestdagen, gelukkig nieuwjaar, team, bezorger, kat, hond, kinderen, zoon, dochter, man, vrouw, mama, papa, juf, school, voetbal, koffie, weekend, telefoon, tablet",
+	)
+	addLex(lGreet, "happy new year, merry christmas, happy holidays, frohe weihnachten, frohes neues, feliz navidad, feliz ano nuevo, bonne annee, joyeux noel, buon natale, buon anno, feliz natal, feliz ano novo, fijne feestdagen, gelukkig nieuwjaar, prettige feestdagen")
+	addLex(lPos|lIdeal,
+		"no complaints, no complaint, nothing to complain about, can't complain, cant complain, can't fault it, cant fault it, can't argue, cant argue, can't argue with that, no notes, no issues, no problems, no problem at all, nothing wrong, all good",
+		"keine beschwerden, nichts auszusetzen, nichts zu meckern, alles gut, alles bestens, kein problem",
+		"sin quejas, ninguna queja, nada que objetar, nada que decir, todo bien, ningun problema",
+		"aucune plainte, rien a redire, rien a dire, tout est bon, aucun probleme, rien a reprocher",
+		"nessuna lamentela, niente da dire, nulla da dire, tutto bene, nessun problema, niente da ridire",
+		"nada a reclamar, sem reclamacoes, tudo certo, nenhum problema, nada a dizer",
+		"geen klachten, niets op aan te merken, alles goed, geen probleem, niks mis mee",
+	)
+	addLex(lNeg|lTone, "unfreundlich, seco, seca, secco, secca, sec, seche, brusque, bruto, grosseiro, grossolano, bot, kortaf, chagrin")
+	addLex(lDoubt, "optimistic, too good to be true, where does that come from, where did you get that, source?, says who, unlikely, doubt it, zu optimistisch, demasiado optimista, trop optimiste, troppo ottimista, otimista demais, te optimistisch")
+	addLex(lPolicy, "troppi, troppe, demasiados, demasiadas, zu viel, te veel, trop cher, demais, excessive, steep")
+	addLex(lNotFault, "but ok, but okay, but fine, ma ok, ma va bene, mais bon, mais d'accord, aber ok, aber gut, pero bueno, pero vale, mas tudo bem, mas ok, maar goed, maar oke")
 	addLex(lAlso, "also, too, as well, same, auch, ebenfalls, genauso, tambien, igual, aussi, pareil, egalement, anche, pure, uguale, tambem, igual, ook, eveneens, hetzelfde")
 	addLex(lSarc, "that's why, thats why, must be why, which is why, so that's why, deshalb, darum, deswegen, por eso, por isso, c'est pour ca, voila pourquoi, ecco perche, per questo, daarom, dus daarom")
 	addLex(lRef,

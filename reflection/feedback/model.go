@@ -137,15 +137,29 @@ func logit(p float64) float64 {
 
 // rankFeatures are a candidate's features plus the comment's polarity
 // probabilities and language.
+//
+// Names and yes/no candidates have weights of their own (their features
+// are prefixed "N:" and "Y:"): the same context means different things
+// for a name and for a number.
 func rankFeatures(c *cand, p [3]float64, lang string, pf features) features {
-	f := features{"bias": 1, "pneg": p[0], "pneu": p[1], "ppos": p[2], "lpneg": logit(p[0])}
+	g := ""
+	switch c.kind {
+	case vName:
+		g = "N:"
+	case vYesNo:
+		g = "Y:"
+	}
+	f := features{"bias": 1, g + "pneg": p[0], g + "pneu": p[1], g + "ppos": p[2]}
+	if g != "" {
+		f[g+"bias"] = 1
+	}
 	for k, v := range c.feats {
-		f[k] = v
+		f[g+k] = v
 	}
 	// the comment's conjunction and form features
 	for k, v := range pf {
 		if strings.HasPrefix(k, "cj:") || strings.HasPrefix(k, "form:") {
-			f["d"+k] = v
+			f[g+"d"+k] = v
 		}
 	}
 	if lang != "" {

@@ -27,7 +27,7 @@ type trainOpts struct {
 	Folds     int
 }
 
-var defaultTrainOpts = trainOpts{PolL2: 1, StructL2: 0.1, RankL2: 1, CalL2: 0.01, MinDF: 2, AuxWeight: 0.5, Folds: 5}
+var defaultTrainOpts = trainOpts{PolL2: 1, StructL2: 0.1, RankL2: 1, CalL2: 0.01, MinDF: 2, AuxWeight: 0.2, Folds: 5}
 
 // texample is one training comment with its analysis.
 type texample struct {
@@ -284,6 +284,7 @@ func trainRanker(exs []*texample, probs [][3]float64, sel func(*texample) bool, 
 		rows[i] = voc.row(f)
 	}
 	return fitLogisticGroups(rows, y, w, voc, o.RankL2, func(name string) float64 {
+		name = strings.TrimPrefix(strings.TrimPrefix(name, "N:"), "Y:")
 		for _, p := range []string{"p1:", "p2:", "n1:", "p12:", "kl:", "lang:"} {
 			if strings.HasPrefix(name, p) {
 				return 3
@@ -336,6 +337,8 @@ type cvReport struct {
 	ECE              float64
 	N                int
 	outcomes         []outcome
+	scores           [][]float64 // out-of-fold candidate scores (development)
+	pneg             []float64
 }
 
 // trainAll runs the cross-validation and fits the final model.
@@ -356,6 +359,7 @@ func trainAll(exs []*texample, o trainOpts) (modelFile, cvReport) {
 		bestIdx int
 	}
 	oofBest := make([]dec, len(exs))
+	devScores := make([][]float64, len(exs))
 	for k := 0; k < K; k++ {
 		rk := trainRanker(exs, oofP, func(e *texample) bool { return e.fold != k }, o)
 		for n, e := range exs {
@@ -363,8 +367,10 @@ func trainAll(exs []*texample, o trainOpts) (modelFile, cvReport) {
 				continue
 			}
 			d := dec{bestIdx: -1}
+			devScores[n] = make([]float64, len(e.a.cands))
 			for i, c := range e.a.cands {
 				s := math.Sqrt(oofP[n][0]) * rankScore(rk, rankFeatures(c, oofP[n], e.a.doc.lang, e.a.pf))
+				devScores[n][i] = s
 				if d.bestIdx < 0 || s > d.best {
 					d.best, d.bestIdx = s, i
 				}
@@ -475,6 +481,12 @@ func trainAll(exs []*texample, o trainOpts) (modelFile, cvReport) {
 		}
 	}
 	rep.outcomes = gen
+	for i, e := range exs {
+		if e.general {
+			rep.scores = append(rep.scores, devScores[i])
+			rep.pneg = append(rep.pneg, oofP[i][0])
+		}
+	}
 	rep.N = len(gen)
 	rep.ECE, _ = reliability(gen, 10)
 	// the threshold: lowest at which the kept interpretations reach the
@@ -710,9 +722,10 @@ func TestDevCV(t *testing.T) {
 			}
 			r := recs[i]
 			var cs []string
-			for _, c := range e.a.cands {
-				cs = append(cs, c.canon)
+			for k, c := range e.a.cands {
+				cs = append(cs, fmt.Sprintf("%s:%.2f", c.canon, rep.scores[i][k]))
 			}
+			cs = append(cs, fmt.Sprintf("pneg:%.2f", rep.pneg[i]))
 			var cjs []string
 			for k := range e.a.pf {
 				if strings.HasPrefix(k, "cj:") {

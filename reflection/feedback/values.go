@@ -179,10 +179,28 @@ func (v value) canon() string {
 	return ""
 }
 
-// sameValue reports whether two values say the same thing.
+// sameValue reports whether two values say the same thing: equal
+// canonical forms, a day count equal to a business-day count ("5-7 days"
+// of "5-7 business days"), or a number inside the other's range ("4 days"
+// of "3-5 days").
 func sameValue(a, b value) bool {
 	ca, cb := a.canon(), b.canon()
-	return ca != "" && NormalizeCorrection(ca) == NormalizeCorrection(cb)
+	if ca != "" && NormalizeCorrection(ca) == NormalizeCorrection(cb) {
+		return true
+	}
+	dayish := func(u string) string {
+		if u == "business day" {
+			return "day"
+		}
+		return u
+	}
+	switch {
+	case (a.kind == vDuration || a.kind == vDurRange) && a.kind == b.kind && dayish(a.unit) == dayish(b.unit):
+		return a.a == b.a && (a.kind == vDuration || a.b == b.b)
+	case a.kind == vDuration && b.kind == vDurRange && dayish(a.unit) == dayish(b.unit):
+		return a.a >= b.a && a.a <= b.b
+	}
+	return false
 }
 
 // parseDigits reads a run of digits with "." or "," separators. One
