@@ -1,18 +1,48 @@
 // Package feedback owns feedback ingestion: it turns a feedback.received
 // event (free text, an optional rating, outcome or correction) into one
 // feedback.interpreted event with polarity, strength, aspects, an extracted
-// correction or hint, confidence and the interpreter's version.
+// correction or hint, a calibrated confidence, an uncertain mark and the
+// interpreter's version.
 //
-// Interpreters: Embedded (deterministic rules, no dependencies, the
-// default) and LLM (an OpenAI-compatible upstream asked for a JSON object
-// under a JSON schema, validated strictly, with a recorded low-confidence
-// "unparsable" result when the model's answer cannot be used). Bad input
-// (empty, over MaxTextBytes, binary, not English) is never an error: it
+// Interpreters: Embedded (the default; no dependencies) and LLM (an
+// OpenAI-compatible upstream asked for a JSON object under a JSON schema,
+// validated strictly, with a recorded low-confidence "unparsable" result
+// when the model's answer cannot be used). Bad input (empty, over
+// MaxTextBytes, binary, a script other than Latin) is never an error: it
 // gives a neutral, low-confidence interpretation.
+//
+// The embedded interpreter reads comments in English, German, Spanish,
+// French, Italian, Portuguese and Dutch against the answer they were
+// written under (the Ingester reads it from the interaction's stream):
+//
+//   - lex tokenizes any Latin-script text; the value parser (values.go,
+//     units.go) reads numbers (digits and number words), money, percentages,
+//     times and time ranges, weekdays and day ranges, dates, durations,
+//     quantities and order or ticket statuses into the canonical forms of
+//     testdata/general/GUIDE.md ("€4.99", "09:00-17:00", "3-5 business
+//     days", "2.54 cm", "delivered");
+//   - the candidate generator (candidates.go) reads the comment's values
+//     against the answer's: typed by them ("60" under "30 days"), one end
+//     of a range replaced, a unit swapped, computed ("double that", "an
+//     hour earlier", "you forgot the 8% tax"), a yes/no answer reversed, or
+//     a name;
+//   - a multinomial logistic regression over word and character n-grams,
+//     multilingual lexicon classes with negation (lang.go) and rule
+//     features (features.go) gives the polarity; a logistic ranker scores
+//     the candidates, P(correction) = sqrt(P(negative)) · P(candidate |
+//     negative); a logistic calibrator turns both into the confidence.
+//     Their weights (testdata/model.json, embedded) are trained and their
+//     thresholds chosen by 5-fold cross-validation on
+//     testdata/general/train.jsonl and the older in-sample sets;
+//   - the English rules of the first interpreter (embedded.go) add
+//     aspects and hints.
 //
 // The Ingester is a pure event -> events handler for the bus router.
 //
-// Evaluation on the hand-written labelled set (testdata/labelled.jsonl):
+// Training and evaluation:
 //
-//	go test ./reflection/feedback -run TestLabelledSet -v
+//	go test ./reflection/feedback -run TestTrainModel -update   # retrain, write testdata/model.json
+//	go test ./reflection/feedback -run TestTrainModel -v        # cross-validated figures on train
+//	go test ./reflection/feedback -run TestGeneralSet -v        # train and held-out tables, calibration
+//	go test ./reflection/feedback -run XXX -bench BenchmarkInterpretLatency -cpu 1
 package feedback

@@ -28,7 +28,7 @@ const MaxTextBytes = 64 << 10
 // it) are fully right (polarity sign and correction) at least
 // uncertainTargetAccuracy of the time; TestTrainModel checks that the
 // committed model agrees with it.
-const UncertainBelow = 0.84
+const UncertainBelow = 0.82
 
 // uncertainTargetAccuracy is the accuracy the kept interpretations must
 // reach in cross-validation when UncertainBelow is chosen.
@@ -282,13 +282,6 @@ func foreignAspects(toks []tok, set map[string]bool, class int) {
 			set[AspectCorrectness] = true
 		}
 	}
-}
-
-// confirms reports whether the answer already says v.
-func confirms(answer, v string) bool {
-	a := " " + NormalizeCorrection(answer) + " "
-	n := NormalizeCorrection(v)
-	return n != "" && (strings.TrimSpace(a) == n || strings.Contains(a, " "+n+" "))
 }
 
 // hintFor builds teacher context from the interpretation.

@@ -361,6 +361,29 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 		}
 	}
 	cj("last_right", lastRight && lastSent > 0)
+	// a correction taken back: the last sentence restates and approves the
+	// answer's value after an earlier different one ("... 20% is correct")
+	cj("retracted", lastSent > 0 && lastEq && (lastRight || has(lRetract)) && (diff || negOld))
+	// an echo of the answer with an interjection, then more: "Zola, bien
+	// sûr. Et ...", "28 days, wow, ...", "Oh sure, 30 days. Must be why ..."
+	eqName := false
+	for _, c := range cands {
+		if c.src == srcName && c.has("eqname") && !c.has("negbefore") {
+			eqName = true
+		}
+	}
+	echo := false
+	if eq || eqName {
+		first := toks[0].sent
+		for _, h := range hits {
+			if toks[h.at].sent <= first+1 && h.cl&(lSarc|lPosS) != 0 && !h.neg {
+				echo = true
+			}
+		}
+	}
+	cj("echo_interj", echo && len(toks) > 0 && lastSent > toks[0].sent)
+	cj("echo_interj_new", echo && (diff || newName || negAny))
+	cj("eqname", eqName)
 	cj("last_eqright", lastRight && lastEq && lastSent > 0)
 	cj("last_eq", lastEq && lastSent > 0)
 	// how much of the answer's content the comment repeats: a policy

@@ -44,7 +44,7 @@ type texample struct {
 
 func foldOf(id string, k int) int {
 	h := fnv.New32a()
-	h.Write([]byte(id))
+	h.Write([]byte(os.Getenv("FEEDBACK_FOLD_SALT") + id))
 	return int(h.Sum32() % uint32(k))
 }
 
