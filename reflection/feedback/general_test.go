@@ -156,11 +156,16 @@ func groupScores(recs []generalRecord, outs []outcome, key func(generalRecord) s
 // measured when the model was committed (see the report of
 // TestGeneralSet), so that a regression fails. They are not the targets
 // of the issue (held-out polarity 0.92, correction F1 0.85).
+//
+// Measured with embedded-2 (testdata/model.json of this commit): train
+// in-sample polarity 1.000, correction F1 0.969; held-out polarity 0.904,
+// correction F1 0.813 (P 0.867, R 0.765). Train 5-fold cross-validation
+// (TestTrainModel) gave polarity 0.929 and F1 0.874.
 const (
-	generalTrainPolarityFloor = 0.0
-	generalTrainF1Floor       = 0.0
-	generalHeldPolarityFloor  = 0.0
-	generalHeldF1Floor        = 0.0
+	generalTrainPolarityFloor = 0.98
+	generalTrainF1Floor       = 0.95
+	generalHeldPolarityFloor  = 0.89
+	generalHeldF1Floor        = 0.80
 )
 
 // TestGeneralSet scores the embedded interpreter on the general labelled
@@ -267,6 +272,11 @@ func TestGeneralSet(t *testing.T) {
 		lo, hi := wilson(float64(right), float64(kept))
 		fmt.Fprintf(&b, "confidence >= UncertainBelow (%.2f): %d of %d kept (%.1f%%), fully right %.3f [%.2f,%.2f]\n",
 			UncertainBelow, kept, s.n, 100*float64(kept)/float64(s.n), float64(right)/math.Max(1, float64(kept)), lo, hi)
+	}
+	var mf modelFile
+	if err := json.Unmarshal(modelJSON, &mf); err == nil && mf.CV != nil {
+		fmt.Fprintf(&b, "\ntrain, 5-fold cross-validation (testdata/model.json): polarity %.3f, correction P %.3f R %.3f F1 %.3f, ECE %.3f\n",
+			mf.CV["polarity_accuracy"], mf.CV["correction_precision"], mf.CV["correction_recall"], mf.CV["correction_f1"], mf.CV["ece"])
 	}
 	calib("train (in-sample)", tAll)
 	calib("held-out", hAll)
