@@ -91,6 +91,7 @@ type answerInfo struct {
 	ctx       pctx
 	yesno     string   // "yes", "no" or "" when the answer is not a yes/no answer
 	negStatus []string // statuses the answer denies ("has not been cancelled")
+	ticket    bool     // the answer or question speaks of a ticket, case or request
 	names     []string // names in the answer, folded
 	qnums     map[string]bool
 	qnames    map[string]bool
@@ -145,11 +146,17 @@ func analyzeAnswer(answer, question string) answerInfo {
 		}
 	}
 	ai.yesno = yesNoOf(ai.toks, qt)
-	// a negated status in the answer is not the answer's status
+	// a negated status in the answer is not the answer's status; "open"
+	// and "closed" are ticket statuses only when a ticket is spoken of
+	// (a shop that is open has no status)
+	ai.ticket = mentionsTicket(ai.toks) || mentionsTicket(qt)
 	kept := ai.vals[:0]
 	for _, v := range ai.vals {
 		if v.kind == vStatus && negatedAt(ai.toks, v.lo) {
 			ai.negStatus = append(ai.negStatus, v.text)
+			continue
+		}
+		if v.kind == vStatus && statusFamily[v.text] == "ticket" && !ai.ticket {
 			continue
 		}
 		kept = append(kept, v)
@@ -621,7 +628,7 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 		if v.kind == vNumber && v.a >= 1900 && v.a <= 2100 && v.a == math.Floor(v.a) {
 			extra = append(extra, "yearlike")
 		}
-		if v.kind == vStatus && statusFamily[v.text] == "ticket" && !ai.hasStatus() {
+		if v.kind == vStatus && statusFamily[v.text] == "ticket" && (!ai.hasStatus() || !ai.ticket) {
 			continue // "open", "closed" of shops and lines are not statuses
 		}
 		nearest, nd := -1, math.Inf(1)
@@ -933,6 +940,22 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 func (ai answerInfo) hasStatus() bool {
 	for _, v := range ai.vals {
 		if v.kind == vStatus {
+			return true
+		}
+	}
+	return false
+}
+
+// ticketWords name the things that have ticket statuses.
+var ticketWords = map[string]bool{"ticket": true, "case": true, "request": true, "issue": true, "claim": true, "complaint": true,
+	"incident": true, "query": true, "anfrage": true, "fall": true, "reklamation": true, "caso": true, "solicitud": true,
+	"incidencia": true, "reclamacion": true, "demande": true, "dossier": true, "reclamation": true, "richiesta": true,
+	"pratica": true, "segnalazione": true, "chamado": true, "pedido": false, "solicitacao": true, "aanvraag": true,
+	"melding": true, "klacht": true, "zaak": true}
+
+func mentionsTicket(toks []tok) bool {
+	for _, t := range toks {
+		if ticketWords[t.low] {
 			return true
 		}
 	}

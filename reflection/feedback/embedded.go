@@ -28,7 +28,7 @@ const MaxTextBytes = 64 << 10
 // it) are fully right (polarity sign and correction) at least
 // uncertainTargetAccuracy of the time; TestTrainModel checks that the
 // committed model agrees with it.
-const UncertainBelow = 0.82
+const UncertainBelow = 0.89
 
 // uncertainTargetAccuracy is the accuracy the kept interpretations must
 // reach in cross-validation when UncertainBelow is chosen.

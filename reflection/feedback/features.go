@@ -121,8 +121,8 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 			negated = false
 		}
 		hits = append(hits, hit{cl: cl, neg: negated, at: i})
-		if cl&lNegator != 0 {
-			lastNeg = i + n - 1
+		if cl&lNegator != 0 || n > 1 && spanHasNegator(toks[i:i+n]) {
+			lastNeg = i + n - 1 // "ce n'est pas correct", "no es correcto"
 		}
 		i += n
 	}
@@ -388,9 +388,10 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 	cj("last_eq", lastEq && lastSent > 0)
 	// how much of the answer's content the comment repeats: a policy
 	// complaint or a confirmation echoes it, off-topic remarks do not
-	ov := overlap(toks, ai.toks)
+	ov, content := overlap(toks, ai.toks)
 	switch {
-	case !ai.hasText:
+	case !ai.hasText || content < 2:
+		// too few content words to say whether they echo the answer
 	case ov == 0:
 		f["ov:0"] = 1
 	case ov == 1:
@@ -475,8 +476,9 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 	excl := strings.Count(d.text, "!")
 	cj("barethanks", anyWord && onlyPolite && excl <= 1 && len(d.vals) == 0)
 	cj("ackonly", anyWord && onlyAck && !onlyPolite && len(d.vals) == 0)
-	// the English rule analyzer
-	if ta.note == "" {
+	// the English rule analyzer, on English text only (it reads "pas
+	// correct" as "correct")
+	if ta.note == "" && (d.lang == "en" || d.lang == "" && !ta.foreign) {
 		f["ta:score"] = math.Tanh(ta.score)
 		f["ta:pos"] = math.Tanh(ta.pos)
 		f["ta:neg"] = math.Tanh(ta.neg)
@@ -545,9 +547,10 @@ func normWord(w string) string {
 }
 
 // overlap counts the content-word stems the comment shares with the
-// answer (words of four letters or more that are not function or
-// evaluation words; stems are the first five letters).
-func overlap(c, a []tok) int {
+// answer, and the comment's content-word stems (words of four letters or
+// more that are not function or evaluation words; stems are the first
+// five letters).
+func overlap(c, a []tok) (shared, content int) {
 	stems := func(toks []tok) map[string]bool {
 		m := map[string]bool{}
 		for i, t := range toks {
@@ -569,13 +572,23 @@ func overlap(c, a []tok) int {
 		return m
 	}
 	am := stems(a)
-	n := 0
-	for st := range stems(c) {
+	cm := stems(c)
+	for st := range cm {
 		if am[st] {
-			n++
+			shared++
 		}
 	}
-	return n
+	return shared, len(cm)
+}
+
+// spanHasNegator reports a negation word inside a matched phrase.
+func spanHasNegator(ts []tok) bool {
+	for _, t := range ts {
+		if isNegWord(t) || t.low == "n'est" || t.low == "n'a" || strings.HasSuffix(t.low, "n't") {
+			return true
+		}
+	}
+	return false
 }
 
 // clauseBreak reports a comma, dash or contrast word between toks[a]

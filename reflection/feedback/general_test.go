@@ -157,15 +157,16 @@ func groupScores(recs []generalRecord, outs []outcome, key func(generalRecord) s
 // TestGeneralSet), so that a regression fails. They are not the targets
 // of the issue (held-out polarity 0.92, correction F1 0.85).
 //
+//
 // Measured with embedded-2 (testdata/model.json of this commit): train
-// in-sample polarity 1.000, correction F1 0.969; held-out polarity 0.904,
-// correction F1 0.813 (P 0.867, R 0.765). Train 5-fold cross-validation
-// (TestTrainModel) gave polarity 0.929 and F1 0.874.
+// in-sample polarity 1.000, correction F1 0.959; held-out polarity 0.909,
+// correction F1 0.837 (P 0.906, R 0.778). Train 5-fold cross-validation
+// (TestTrainModel) gave polarity 0.928 and F1 0.871.
 const (
 	generalTrainPolarityFloor = 0.98
-	generalTrainF1Floor       = 0.95
-	generalHeldPolarityFloor  = 0.89
-	generalHeldF1Floor        = 0.80
+	generalTrainF1Floor       = 0.94
+	generalHeldPolarityFloor  = 0.895
+	generalHeldF1Floor        = 0.82
 )
 
 // TestGeneralSet scores the embedded interpreter on the general labelled
