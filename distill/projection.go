@@ -195,8 +195,8 @@ func (p *Projection) Apply(ev events.Event) error {
 		it.Sources = append(it.Sources, src)
 	case *events.FeedbackInterpreted:
 		it := p.items[x.InteractionID]
-		if it == nil {
-			return nil
+		if it == nil || x.Uncertain {
+			return nil // an uncertain correction or hint is recorded, never learnt from
 		}
 		if x.Correction != "" {
 			it.Correction = x.Correction

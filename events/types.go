@@ -192,15 +192,20 @@ func (InteractionEvaluated) EventType() string { return TypeInteractionEvaluated
 
 // FeedbackInterpreted turns free text into signals. Stream: interaction-<ID>.
 type FeedbackInterpreted struct {
-	InteractionID      string   `json:"interaction_id"`
-	FeedbackID         string   `json:"feedback_id"`
-	Polarity           float64  `json:"polarity"` // [-1, 1]
-	Strength           float64  `json:"strength"` // [0, 1]
-	Aspects            []string `json:"aspects,omitempty"`
-	Correction         string   `json:"correction,omitempty"`
-	Hint               string   `json:"hint,omitempty"`
-	Confidence         float64  `json:"confidence"`
-	InterpreterVersion string   `json:"interpreter_version"`
+	InteractionID string   `json:"interaction_id"`
+	FeedbackID    string   `json:"feedback_id"`
+	Polarity      float64  `json:"polarity"` // [-1, 1]
+	Strength      float64  `json:"strength"` // [0, 1]
+	Aspects       []string `json:"aspects,omitempty"`
+	Correction    string   `json:"correction,omitempty"`
+	Hint          string   `json:"hint,omitempty"`
+	Confidence    float64  `json:"confidence"`
+	// Uncertain marks an interpretation whose confidence is below the
+	// interpreter's calibrated threshold: it is recorded, but its
+	// correction and hint are used by nothing (grading, training data,
+	// memory); its polarity still enters the reward weighted by Confidence.
+	Uncertain          bool   `json:"uncertain,omitempty"`
+	InterpreterVersion string `json:"interpreter_version"`
 }
 
 func (FeedbackInterpreted) EventType() string { return TypeFeedbackInterpreted }

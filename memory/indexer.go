@@ -125,10 +125,10 @@ func foldInto(v *InteractionView, evs []events.Event) error {
 		case *events.FeedbackInterpreted:
 			pol := x.Polarity
 			v.Polarity = &pol
-			if x.Correction != "" {
+			if x.Correction != "" && !x.Uncertain { // an uncertain correction is recorded, never used
 				v.Correction = x.Correction
 			}
-			if x.Hint != "" {
+			if x.Hint != "" && !x.Uncertain {
 				v.Hint = x.Hint
 			}
 			v.Aspects = append(v.Aspects, x.Aspects...)

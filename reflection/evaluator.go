@@ -218,7 +218,7 @@ func (e *Evaluator) history(ctx context.Context, ev events.Event) (*events.Inter
 				order = append(order, fi.FeedbackID)
 			}
 			st.polarity, st.confidence, st.interpreted = fi.Polarity, fi.Confidence, true
-			if fi.Correction != "" {
+			if fi.Correction != "" && !fi.Uncertain { // an uncertain correction is recorded, never graded on
 				fb.Correction = fi.Correction
 			}
 		}

@@ -87,13 +87,8 @@ func (in *Ingester) Handle(ctx context.Context, ev events.Event) ([]events.Event
 		return nil, fmt.Errorf("feedback: interpreting %s: %w", ev.ID, err)
 	}
 	version := got.Version
-	switch {
-	case got.Note != "":
+	if got.Note != "" {
 		version += ";" + got.Note
-	case got.Uncertain:
-		// events.FeedbackInterpreted has no field for it yet: the mark
-		// travels with the version, as notes do
-		version += ";uncertain"
 	}
 	out, err := events.Encode(&events.FeedbackInterpreted{
 		InteractionID:      interaction,
@@ -103,6 +98,7 @@ func (in *Ingester) Handle(ctx context.Context, ev events.Event) ([]events.Event
 		Aspects:            got.Aspects,
 		Correction:         got.Correction,
 		Hint:               got.Hint,
+		Uncertain:          got.Uncertain,
 		Confidence:         clamp(got.Confidence, 0, 1),
 		InterpreterVersion: version,
 	}, events.Meta{
