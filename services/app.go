@@ -306,6 +306,9 @@ func (a *App) initEngine(ctx context.Context) (Service, error) {
 	}
 	a.Embedded = embedded.New(cm, embedded.Config{DefaultTemperature: mc.Temperature})
 	a.Engine = a.Embedded
+	if err := a.metrics().Register(a.Embedded); err != nil {
+		return nil, fmt.Errorf("engine: metrics: %w", err)
+	}
 	log.Info("embedded model loaded", "model", a.modelName(), "checkpoint", path, "parameters", cm.Engine.Model().Config.NumParams(), "tokenizer", cm.Tok.Name())
 	// Serve every accepted version: load each adapter as weights.trained
 	// events arrive (from the start of the store).

@@ -39,6 +39,8 @@ import (
 	"citizen/model"
 	"citizen/model/chat"
 	"citizen/model/tokenizer"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // BaseVersion is the version id of the base weights.
@@ -141,6 +143,23 @@ func (e *Engine) FallbackCount(asked, servedBy string) int64 {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	return e.fallbackN[[2]string{asked, servedBy}]
+}
+
+// fallbackDesc describes the fallback counter Collect reports.
+var fallbackDesc = prometheus.NewDesc("citizen_engine_fallback_requests_total",
+	"Requests for a version whose weights could not be loaded, served by another version's weights.",
+	[]string{"version", "served_by"}, nil)
+
+// Describe implements prometheus.Collector.
+func (e *Engine) Describe(ch chan<- *prometheus.Desc) { ch <- fallbackDesc }
+
+// Collect implements prometheus.Collector: the fallback counts.
+func (e *Engine) Collect(ch chan<- prometheus.Metric) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for k, n := range e.fallbackN {
+		ch <- prometheus.MustNewConstMetric(fallbackDesc, prometheus.CounterValue, float64(n), k[0], k[1])
+	}
 }
 
 // RemoveVersion stops serving a version (in-flight requests finish).

@@ -116,3 +116,35 @@ func TestStopStringAndVersions(t *testing.T) {
 		t.Fatal("unknown version served")
 	}
 }
+
+// A version whose weights could not be loaded is answered by its
+// fallback's weights, reported as the version that ran, and counted.
+func TestFallbackServesParent(t *testing.T) {
+	e := tiny(t)
+	if err := e.AddFallback("broken", "nope", "missing"); err == nil {
+		t.Fatal("a fallback to a version that is not served was accepted")
+	}
+	if err := e.AddFallback("broken", BaseVersion, "sha256 mismatch"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Generate(context.Background(), &gateway.GenerateRequest{Version: "broken", N: 1, MaxTokens: 4,
+		Messages: []gateway.Message{{Role: "user", Content: "hi"}}}, nil)
+	if err != nil || res.Version != BaseVersion {
+		t.Fatalf("served %+v, %v", res, err)
+	}
+	if n := e.FallbackCount("broken", BaseVersion); n != 1 {
+		t.Fatalf("fallback count %d", n)
+	}
+	vs, _ := e.Versions(context.Background())
+	found := false
+	for _, v := range vs {
+		found = found || v.ID == "broken" && v.ServedBy == BaseVersion
+	}
+	if !found {
+		t.Fatalf("versions %+v do not list the fallback", vs)
+	}
+	if _, err := e.Generate(context.Background(), &gateway.GenerateRequest{Version: "unknown", N: 1,
+		Messages: []gateway.Message{{Role: "user", Content: "hi"}}}, nil); err == nil {
+		t.Fatal("an unknown version was served")
+	}
+}
