@@ -237,7 +237,7 @@ func BenchmarkGate(b *testing.B) {
 // base's answers, decoding only those the adapter may change),
 // mode=default the same on the questions the base wins by under 2 nats
 // and every 4th of the others (SuiteStableSample), and mode=near-ties on
-// the near-ties alone (the default until the sixteenth session). The suite is the workplace quiz's questions, 200 per
+// the near-ties alone. The suite is the workplace quiz's questions, 200 per
 // family of the initial world; the adapter is the base's plus a small
 // fixed perturbation; changed% is how many answers it changes, asked% how
 // many questions the mode teacher-forces.

@@ -77,7 +77,7 @@ type Config struct {
 	// answer the base ranks first by at least this at every token is
 	// stable. In bench learn every right answer a trained or random
 	// update of a fix's size lost had a base margin under 1 nat
-	// (docs/benchmarks/learn.md, sixth session), and on the workplace
+	// (docs/benchmarks/learn.md), and on the workplace
 	// quiz 98% of classify, policy and json_extract answers win by more
 	// than 2, so the suite costs what its arithmetic and unit conversions
 	// do.
@@ -85,15 +85,12 @@ type Config struct {
 	// SuiteStableSample: every k-th stable question of a type (default
 	// 4) is screened as well, and what the sample lost or won, scaled to
 	// the type's stable questions, is added to the candidate's count (1:
-	// every stable question is screened, exact; negative: none). Until
-	// the sixteenth session no stable question was asked, and bench
-	// learn's z15r-fail promoted a d0004 that lost 4.3 points of unit
-	// conversion on the quiz while the gate counted 12 of 922 suite
-	// questions lost: screened exactly, it lost 40, 28 of them stable;
-	// with the sample the gate counts 52 and rejects it. Screening every
-	// question costs 3.3 times the near-ties alone, the sample 1.6 times
-	// (BenchmarkSuiteScore; docs/benchmarks/learn.md, "Sixteenth
-	// session").
+	// every stable question is screened, exact; negative: none). Without
+	// the sample a candidate can lose many "stable" answers unseen (one
+	// that lost 40 suite questions, 28 of them stable, was counted at 12
+	// by the near-ties alone; with the sample the gate counts 52 and
+	// rejects it). Screening every question costs 3.3 times the near-ties
+	// alone, the sample 1.6 times (BenchmarkSuiteScore).
 	SuiteStableMargin float64
 	SuiteStableSample int
 
@@ -160,11 +157,9 @@ type Config struct {
 	// cycle's window ended). By default such a cycle is abandoned before
 	// it is recorded and starts again at once on the longer window (at
 	// most once per window): its candidate could not have fixed what
-	// changed, and the fix would otherwise wait for the cycle after it. In bench learn a
-	// cycle takes 250-350 conversations, and the first fix after a drift
-	// was often trained by the second cycle after the drift (seed 8 of
-	// the fifteenth session: the cycle that ended at conversation 727
-	// had started before the drift; the fix was trained at 1,127).
+	// changed, and the fix would otherwise wait for the cycle after it (in
+	// bench learn a cycle takes 250-350 conversations, so that wait is a
+	// whole cycle).
 	FinishStaleCycles bool
 	// VersionPrefix names versions "<prefix><cycle number>" (default "d").
 	VersionPrefix string
@@ -421,9 +416,8 @@ func (d *Distiller) abandonIfStale(fb *events.Event) {
 // contained in it. As corrections accumulate, what they replaced may be
 // found as a longer or shorter span of the same answers ("policy: 30
 // days", then "policy: the refund window is 30 days"): the same change,
-// which the cycle's data knows. In the sixteenth session's bench runs
-// that change of wording abandoned 1-2 cycles per run long after the
-// fix.
+// which the cycle's data knows; treating it as new would abandon cycles
+// long after the fix.
 func knowsFact(facts []string, f string) bool {
 	typ, span, _ := statement.ParseFact(f)
 	for _, k := range facts {

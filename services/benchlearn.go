@@ -65,11 +65,9 @@ type LearnConfig struct {
 	Epochs float64
 	// Quiz is the number of fresh questions per type on which the last
 	// promoted version and the base are compared at the end (default
-	// 2,000; negative: none). The limit is 2 points. At 500 (the fifth to
-	// eighth sessions) one promoted fix measured -1.8, -3.6, -0.2 and +1.0
-	// points of unit conversion on four seeds' quizzes: a 500-question
-	// sample's own error (about 1.1 points paired) decided the verdict.
-	// At 2,000 it is about half that; the report also gives the first 500
+	// 2,000; negative: none). The limit is 2 points: a 500-question
+	// quiz's own paired error (about 1.1 points) would decide the verdict;
+	// at 2,000 it is about half that. The report also gives the first 500
 	// per type (the same questions as a 500-question quiz).
 	Quiz int
 	// Suite is the number of questions per type drawn for the regression
@@ -78,12 +76,10 @@ type LearnConfig struct {
 	// type's questions a candidate may answer fewer right than its parent
 	// or the base (default 0.02, the 2 points: the gate rejects
 	// what measures beyond the limit, and the quiz judges what it let
-	// through). At 0.01, in seed 2's runs, where fixes cost 1-3 points of
-	// arithmetic on the suite, the gate rejected 18 and 22 of 28
-	// candidates and the drift recovered after 3,400 conversations
-	// (docs/benchmarks/learn.md, ninth session). With 300 per type
-	// (fifth session) the suite could not tell a 1-point from a 3-point
-	// loss; on 1,000 its paired standard error is about 0.8 points.
+	// through; at 0.01 fixes that cost 1-3 points of arithmetic on the
+	// suite are rejected most of the time and recovery slows). With 300
+	// per type a suite cannot tell a 1-point from a 3-point loss; on 1,000
+	// its paired standard error is about 0.8 points.
 	// Candidates are asked only the questions whose base answer is a
 	// near-tie (distill.suite_stable_margin), about 1,500 of the 3,400;
 	// still, a drift run's cycles take about 9.5 s instead of 5.7.

@@ -27,8 +27,7 @@ type QuizCheck struct {
 	Questions int                 `json:"questions_per_type"`
 	Types     map[string]QuizType `json:"types"`
 	// First is the same comparison on the first FirstQuestions questions
-	// per type (those a quiz of that size asks: the quiz of the fifth to
-	// eighth sessions), when the quiz is larger.
+	// per type (those a quiz of that size asks), when the quiz is larger.
 	FirstQuestions int                 `json:"first_questions_per_type,omitempty"`
 	First          map[string]QuizType `json:"first_types,omitempty"`
 }

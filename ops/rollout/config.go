@@ -83,19 +83,15 @@ type Config struct {
 	// newer one. This keeps a bad candidate in its first, smallest step
 	// until the sequential test has enough evidence against it.
 	//
-	// History: the point estimate alone (the third to eighth sessions)
-	// held fixes by chance: at 60 evaluations the stratified difference
-	// has a standard error near 0.1, a refund fix moves it by a few
-	// hundredths, and in a ninth-session run the first fix, at -0.054
-	// (unit conversion -0.47 on 8 answers), was held for 1,200
-	// conversations and the drift recovered after 3,600. One standard
-	// error was tried in the third session and reverted because the
-	// bench's inverted-reward candidate then left its first step in 1 of
-	// 3 runs; that candidate is forced past the gate, and since
-	// gate_failed it is held on any evidence, so the standard error is
-	// back. The offline gate's regression suite now measures the fragile
-	// types on 1,000 questions each, far more precisely than a first
-	// step's few answers per type. A negative value disables holding.
+	// Why a margin in standard errors: the point estimate alone holds
+	// fixes by chance; at 60 evaluations the stratified difference has a
+	// standard error near 0.1, while a fix moves it by a few hundredths,
+	// so a good fix at -0.05 (one type's handful of answers) would be held
+	// for a thousand conversations. A candidate the offline gate rejected
+	// (gate_failed) is held on any evidence. The offline gate's regression
+	// suite measures the fragile types on 1,000 questions each, far more
+	// precisely than a first step's few answers per type. A negative value
+	// disables holding.
 	HoldMargin float64 `yaml:"hold_margin"`
 	// MaxHold bounds the candidate evaluations of a held step (default
 	// 4 x MinPerArm).
