@@ -99,19 +99,7 @@ func serveEndToEnd(t *testing.T, extra ...string) {
 
 	base := "http://" + addr
 	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready; logs:\n%s", logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitServing(t, base, logs)
 	code, body := post(t, base+"/v1/chat/completions", `{"model":"citizen","messages":[{"role":"user","content":"What is the refund window?"}],"metadata":{"type":"policy"}}`)
 	if code != 200 {
 		t.Fatalf("completion: %d %s", code, body)
