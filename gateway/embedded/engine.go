@@ -204,11 +204,13 @@ func (e *Engine) Versions(context.Context) ([]gateway.VersionInfo, error) {
 // serving returns the loaded version that answers requests for v (v
 // itself, or its fallback), counting fallback use.
 func (e *Engine) serving(v string) (string, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.mu.RLock()
 	got, ok := e.resolveLocked(v)
-	if ok && got != v {
+	e.mu.RUnlock()
+	if ok && got != v { // only a fallback takes the write lock
+		e.mu.Lock()
 		e.fallbackN[[2]string{v, got}]++
+		e.mu.Unlock()
 	}
 	return got, ok
 }
