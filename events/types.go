@@ -98,8 +98,12 @@ type InteractionRecorded struct {
 	// Constraint names the grammar the answer was sampled under
 	// (json_object, json_schema, tool_call): its logprobs are those of the
 	// constrained distribution. Empty for free decoding.
-	Constraint   string          `json:"constraint,omitempty"`
+	Constraint string `json:"constraint,omitempty"`
+	// Messages are the client's messages; Lessons, the lessons the gateway
+	// placed in the context it sent the engine (ContextMessages composes
+	// it). PromptTokens, when the engine reports them, are that context's.
 	Messages     []ChatMessage   `json:"messages"`
+	Lessons      []AppliedLesson `json:"lessons,omitempty"`
 	Tools        []Tool          `json:"tools,omitempty"`
 	Params       json.RawMessage `json:"params,omitempty"`
 	PromptTokens []int           `json:"prompt_tokens,omitempty"`
