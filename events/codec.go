@@ -147,6 +147,8 @@ var Types = func() *Registry {
 	r := NewRegistry()
 	r.Register(TypeInteractionRecorded, 1, func() Payload { return &InteractionRecorded{} })
 	r.Register(TypeFeedbackReceived, 1, func() Payload { return &FeedbackReceived{} })
+	r.Register(TypeInteractionMetadataUpdated, 1, func() Payload { return &InteractionMetadataUpdated{} })
+	r.Register(TypeInteractionDeleted, 1, func() Payload { return &InteractionDeleted{} })
 	r.Register(TypeInteractionEvaluated, 1, func() Payload { return &InteractionEvaluated{} })
 	r.Register(TypeFeedbackInterpreted, 1, func() Payload { return &FeedbackInterpreted{} })
 	r.Register(TypeAnomalyDetected, 1, func() Payload { return &AnomalyDetected{} })

@@ -17,6 +17,10 @@ const (
 	TypeRolloutResumed       = "rollout.resumed"
 	TypeRolloutPromoted      = "rollout.promoted"
 	TypeRolloutRolledBack    = "rollout.rolled_back"
+	// The stored-completions API's changes to an interaction
+	// (docs/adr/0012-stored-completions.md).
+	TypeInteractionMetadataUpdated = "interaction.metadata_updated"
+	TypeInteractionDeleted         = "interaction.deleted"
 )
 
 // Stream name helpers: one place for the naming scheme.
@@ -130,6 +134,29 @@ type FeedbackReceived struct {
 }
 
 func (FeedbackReceived) EventType() string { return TypeFeedbackReceived }
+
+// InteractionMetadataUpdated replaces the metadata of a stored completion
+// (POST /v1/chat/completions/{id}). It changes what the stored-completions
+// API returns and filters on; the recorded request, its task type and its
+// routing stay as they were. Stream: interaction-<ID>.
+type InteractionMetadataUpdated struct {
+	InteractionID string            `json:"interaction_id"`
+	Metadata      map[string]string `json:"metadata"`
+}
+
+func (InteractionMetadataUpdated) EventType() string { return TypeInteractionMetadataUpdated }
+
+// InteractionDeleted withdraws an interaction (DELETE
+// /v1/chat/completions/{id}): the stored-completions API no longer lists or
+// returns it and it is never trained on. The earlier events stay in the
+// append-only store. Stream: interaction-<ID>.
+type InteractionDeleted struct {
+	InteractionID string `json:"interaction_id"`
+	// Source says who deleted it: "api" (the tenant's key) or "operator".
+	Source string `json:"source"`
+}
+
+func (InteractionDeleted) EventType() string { return TypeInteractionDeleted }
 
 // GraderResult is one grader's verdict.
 type GraderResult struct {
