@@ -1,0 +1,491 @@
+package lessons
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"citizen/events"
+)
+
+// Config holds the evidence rules (see the package doc) and the cluster
+// geometry. The zero value means the defaults.
+type Config struct {
+	// MinUsers distinct users must agree before a fact lesson is promoted
+	// (default 2).
+	MinUsers int `yaml:"min_users"`
+	// Majority: agreeing users must be at least this many times the users
+	// who disagree (default 2).
+	Majority float64 `yaml:"majority"`
+	// MinRepeats: the interactions on which a user gave the same hint
+	// before a guidance lesson is promoted (default 2).
+	MinRepeats int `yaml:"min_repeats"`
+	// Similarity a question needs to an anchor to be in a lesson's
+	// cluster (cosine of the memory embedder's vectors; default 0.75).
+	Similarity float64 `yaml:"similarity"`
+	// MaxAnchors per cluster (default 16).
+	MaxAnchors int `yaml:"max_anchors"`
+	// MaxPerRequest lessons placed in one request's context (default 3).
+	MaxPerRequest int `yaml:"max_per_request"`
+}
+
+func (c Config) withDefaults() Config {
+	if c.MinUsers <= 0 {
+		c.MinUsers = 2
+	}
+	if c.Majority <= 0 {
+		c.Majority = 2
+	}
+	if c.MinRepeats <= 0 {
+		c.MinRepeats = 2
+	}
+	if c.Similarity <= 0 || c.Similarity > 1 {
+		c.Similarity = 0.75
+	}
+	if c.MaxAnchors <= 0 {
+		c.MaxAnchors = 16
+	}
+	if c.MaxPerRequest <= 0 {
+		c.MaxPerRequest = 3
+	}
+	return c
+}
+
+// Embedder turns texts into vectors (memory.Embedder satisfies it).
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// StreamReader reads one interaction's events.
+type StreamReader interface {
+	ReadStream(ctx context.Context, stream string, from uint64, dir events.Direction, max int) ([]events.Event, error)
+}
+
+// LearnerActor is the actor of the lesson events the learner appends.
+const LearnerActor = "learner"
+
+// Learner turns interpreted feedback into lesson.* events under the
+// evidence rules. Handle is its bus handler; it is safe for concurrent use.
+type Learner struct {
+	cfg   Config
+	store StreamReader
+	emb   Embedder
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	seen     map[string]bool // feedback ids handled
+	clusters map[string][]*cluster
+	lessons  map[string]*lesson
+}
+
+type anchor struct {
+	text string
+	vec  []float32
+	nums map[string]bool
+}
+
+// cluster is the questions of one tenant and task type that are close to
+// each other, and the votes cast on them.
+type cluster struct {
+	anchors []anchor
+	votes   map[string]vote // user → latest claim
+	seq     int             // claims so far
+	// epoch: the claim count at the cluster's last promotion; votes for
+	// another value after it count against a lesson.
+	epoch   int
+	byValue map[string]*lesson
+}
+
+type vote struct {
+	value string
+	seq   int
+	ev    events.LessonEvidence
+}
+
+type lesson struct {
+	change events.LessonChange
+	state  string // proposed, promoted, superseded, retired
+	cl     *cluster
+	// repeats: a guidance lesson's evidence per interaction.
+	repeats map[string]events.LessonEvidence
+}
+
+// NewLearner returns a learner reading interactions from store and
+// embedding questions with emb.
+func NewLearner(cfg Config, store StreamReader, emb Embedder, log *slog.Logger) *Learner {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Learner{cfg: cfg.withDefaults(), store: store, emb: emb, log: log,
+		seen: map[string]bool{}, clusters: map[string][]*cluster{}, lessons: map[string]*lesson{}}
+}
+
+// Topics are the event types the learner handles.
+var Topics = append([]string{events.TypeFeedbackInterpreted}, events.LessonTypes...)
+
+// Handle is the bus handler: feedback.interpreted may propose, promote or
+// supersede lessons; lesson.* events from others (an operator, the
+// distiller's retirement) update the lifecycle.
+func (l *Learner) Handle(ctx context.Context, ev events.Event) ([]events.Event, error) {
+	switch {
+	case ev.Type == events.TypeFeedbackInterpreted:
+		return l.feedback(ctx, ev)
+	case strings.HasPrefix(ev.Type, "lesson."):
+		return nil, l.applyLesson(ev)
+	}
+	return nil, nil
+}
+
+// Scanner replays the store (events.Store satisfies it).
+type Scanner interface {
+	ReadAll(ctx context.Context, after uint64, f events.Filter, max int) ([]events.Event, error)
+}
+
+// Rebuild replays feedback.interpreted and lesson.* events from the store
+// in order, so the learner's votes and lifecycle are as they were; the
+// events it would append are already stored. It returns the position of
+// the last event it read.
+func (l *Learner) Rebuild(ctx context.Context, s Scanner) (uint64, error) {
+	f := events.Filter{Types: Topics}
+	var pos uint64
+	for {
+		evs, err := s.ReadAll(ctx, pos, f, 1000)
+		if err != nil {
+			return pos, err
+		}
+		if len(evs) == 0 {
+			return pos, nil
+		}
+		for _, ev := range evs {
+			pos = ev.Position
+			if ev.Type == events.TypeFeedbackInterpreted {
+				if _, err := l.feedback(ctx, ev); err != nil {
+					l.log.Warn("lessons: feedback skipped in rebuild", "position", ev.Position, "err", err)
+				}
+				continue
+			}
+			if err := l.applyLesson(ev); err != nil {
+				l.log.Warn("lessons: event skipped in rebuild", "position", ev.Position, "err", err)
+			}
+		}
+	}
+}
+
+// applyLesson applies a lesson event that the learner did not derive
+// itself (its own are derived again from the feedback they came from).
+func (l *Learner) applyLesson(ev events.Event) error {
+	p, err := events.Decode(&ev)
+	if err != nil {
+		return err
+	}
+	c, ok := events.LessonChangeOf(p)
+	if !ok || c.Actor == LearnerActor {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls := l.lessons[c.LessonID]
+	if ls == nil {
+		return nil
+	}
+	switch ev.Type {
+	case events.TypeLessonRetired:
+		ls.state = "retired"
+	case events.TypeLessonPromoted:
+		ls.state = "promoted"
+	case events.TypeLessonSuperseded:
+		ls.state = "superseded"
+	}
+	return nil
+}
+
+func (l *Learner) feedback(ctx context.Context, ev events.Event) ([]events.Event, error) {
+	p, err := events.Decode(&ev)
+	if err != nil {
+		return nil, err
+	}
+	fi, ok := p.(*events.FeedbackInterpreted)
+	if !ok || fi.Uncertain {
+		return nil, nil
+	}
+	if fi.Correction == "" && (fi.Hint == "" || fi.Polarity >= 0) {
+		return nil, nil
+	}
+	l.mu.Lock()
+	seen := l.seen[fi.FeedbackID]
+	l.mu.Unlock()
+	if seen {
+		return nil, nil
+	}
+	rec, user, err := l.interaction(ctx, ev.Stream, fi.FeedbackID)
+	if err != nil {
+		return nil, err
+	}
+	tenant := rec.Tenant
+	if tenant == "" {
+		tenant = ev.Tenant
+	}
+	evidence := events.LessonEvidence{Feedback: fi.FeedbackID, Interaction: rec.InteractionID, User: user}
+	if fi.Correction != "" {
+		q := Question(rec.Messages)
+		if q == "" {
+			return nil, nil
+		}
+		vecs, err := l.emb.Embed(ctx, []string{q})
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.seen[fi.FeedbackID] {
+			return nil, nil
+		}
+		l.seen[fi.FeedbackID] = true
+		return l.factClaim(ev, tenant, rec.TaskType, anchor{text: q, vec: vecs[0], nums: numbers(q)}, fi.Correction, evidence)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[fi.FeedbackID] {
+		return nil, nil
+	}
+	l.seen[fi.FeedbackID] = true
+	return l.guidanceClaim(ev, tenant, fi.Hint, evidence)
+}
+
+// interaction reads the recorded interaction of stream and the user who
+// gave feedback id (the interaction's user when the feedback names none).
+func (l *Learner) interaction(ctx context.Context, stream, feedbackID string) (*events.InteractionRecorded, string, error) {
+	evs, err := l.store.ReadStream(ctx, stream, 0, events.Forward, 10000)
+	if err != nil {
+		return nil, "", fmt.Errorf("lessons: reading %s: %w", stream, err)
+	}
+	var rec *events.InteractionRecorded
+	user := ""
+	for i := range evs {
+		switch evs[i].Type {
+		case events.TypeInteractionRecorded:
+			p, err := events.Decode(&evs[i])
+			if err != nil {
+				return nil, "", err
+			}
+			rec = p.(*events.InteractionRecorded)
+		case events.TypeFeedbackReceived:
+			p, err := events.Decode(&evs[i])
+			if err != nil {
+				continue
+			}
+			if fr := p.(*events.FeedbackReceived); fr.FeedbackID == feedbackID {
+				user = fr.User
+			}
+		}
+	}
+	if rec == nil {
+		return nil, "", errors.New("lessons: " + stream + " has no interaction.recorded")
+	}
+	if user == "" {
+		user = rec.User
+	}
+	return rec, user, nil
+}
+
+// findCluster returns the cluster of tenant and typ whose anchors a is
+// closest to (at least Config.Similarity, stating the same numbers), or
+// a new one.
+func (l *Learner) findCluster(key string, a anchor) *cluster {
+	var best *cluster
+	bestSim := l.cfg.Similarity
+	for _, c := range l.clusters[key] {
+		for _, x := range c.anchors {
+			if !sameNumbers(x.nums, a.nums) {
+				continue
+			}
+			if s := cosine(x.vec, a.vec); s >= bestSim {
+				best, bestSim = c, s
+			}
+		}
+	}
+	if best == nil {
+		best = &cluster{votes: map[string]vote{}, byValue: map[string]*lesson{}}
+		l.clusters[key] = append(l.clusters[key], best)
+	}
+	if len(best.anchors) < l.cfg.MaxAnchors {
+		dup := false
+		for _, x := range best.anchors {
+			if cosine(x.vec, a.vec) > 0.98 {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			best.anchors = append(best.anchors, a)
+		}
+	}
+	return best
+}
+
+func sameNumbers(a, b map[string]bool) bool {
+	return len(a) == len(b) && numbersCovered(a, b)
+}
+
+func (l *Learner) factClaim(src events.Event, tenant, typ string, a anchor, value string, ev events.LessonEvidence) ([]events.Event, error) {
+	key := tenant + "\x00" + typ
+	c := l.findCluster(key, a)
+	c.seq++
+	nv := normValue(value)
+	ev.Value = value
+	c.votes[ev.User] = vote{value: nv, seq: c.seq, ev: ev}
+	var out []events.Event
+	ls := c.byValue[nv]
+	if ls == nil {
+		id := lessonID("fact", tenant, typ, c.anchors[0].text, nv)
+		ls = &lesson{cl: c, state: "proposed", change: events.LessonChange{
+			LessonID: id, Kind: events.LessonFact, Statement: factStatement(c.anchors[0].text, value), Value: value,
+			Scope: events.LessonScope{Tenant: tenant, TaskType: typ},
+		}}
+		c.byValue[nv] = ls
+		l.lessons[id] = ls
+		ch := l.snapshot(ls)
+		ch.Rule = "one user's claim"
+		e, err := encode(&events.LessonProposed{LessonChange: ch}, src, events.DeterministicID(events.TypeLessonProposed, id))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if ls.state != "proposed" && ls.state != "superseded" {
+		return out, nil
+	}
+	ch := l.snapshot(ls)
+	if ch.Users < l.cfg.MinUsers || float64(ch.Users) < l.cfg.Majority*float64(len(ch.Against)) {
+		return out, nil
+	}
+	ls.state = "promoted"
+	c.epoch = c.seq
+	ch.Rule = fmt.Sprintf("%d users agree, %d disagree (need %d and %g×)", ch.Users, len(ch.Against), l.cfg.MinUsers, l.cfg.Majority)
+	e, err := encode(&events.LessonPromoted{LessonChange: ch}, src, events.DeterministicID(events.TypeLessonPromoted, ls.change.LessonID+"/"+ev.Feedback))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, e)
+	for _, other := range sortedLessons(c.byValue) {
+		if other == ls || other.state != "promoted" {
+			continue
+		}
+		other.state = "superseded"
+		oc := l.snapshot(other)
+		oc.SupersededBy = ls.change.LessonID
+		oc.Reason = "a promoted lesson of the same questions states " + strconv.Quote(ls.change.Value)
+		e, err := encode(&events.LessonSuperseded{LessonChange: oc}, src, events.DeterministicID(events.TypeLessonSuperseded, other.change.LessonID+"/"+ev.Feedback))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func sortedLessons(m map[string]*lesson) []*lesson {
+	out := make([]*lesson, 0, len(m))
+	for _, x := range m {
+		out = append(out, x)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].change.LessonID < out[j].change.LessonID })
+	return out
+}
+
+// snapshot is ls's change with its current scope and evidence: For, the
+// users whose latest vote in the cluster is its value; Against, the users
+// who voted for another value since the cluster's last promotion.
+func (l *Learner) snapshot(ls *lesson) events.LessonChange {
+	ch := ls.change
+	ch.Actor = LearnerActor
+	ch.For, ch.Against = nil, nil
+	if ls.cl != nil {
+		users := make([]string, 0, len(ls.cl.votes))
+		for u := range ls.cl.votes {
+			users = append(users, u)
+		}
+		sort.Strings(users)
+		nv := normValue(ch.Value)
+		for _, u := range users {
+			v := ls.cl.votes[u]
+			switch {
+			case v.value == nv:
+				ch.For = append(ch.For, v.ev)
+			case v.seq > ls.cl.epoch:
+				ch.Against = append(ch.Against, v.ev)
+			}
+		}
+		ch.Users = len(ch.For)
+		ch.Scope.Anchors = make([]string, len(ls.cl.anchors))
+		for i, a := range ls.cl.anchors {
+			ch.Scope.Anchors[i] = a.text
+		}
+		return ch
+	}
+	keys := make([]string, 0, len(ls.repeats))
+	for k := range ls.repeats {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ch.For = append(ch.For, ls.repeats[k])
+	}
+	if len(ch.For) > 0 {
+		ch.Users = 1
+	}
+	return ch
+}
+
+func (l *Learner) guidanceClaim(src events.Event, tenant, hint string, ev events.LessonEvidence) ([]events.Event, error) {
+	if ev.User == "" {
+		return nil, nil // a guidance lesson is one user's; without a user it has no scope
+	}
+	statement := strings.TrimSpace(hint)
+	id := lessonID("guidance", tenant, ev.User, normValue(statement))
+	var out []events.Event
+	ls := l.lessons[id]
+	if ls == nil {
+		ls = &lesson{state: "proposed", repeats: map[string]events.LessonEvidence{}, change: events.LessonChange{
+			LessonID: id, Kind: events.LessonGuidance, Statement: statement,
+			Scope: events.LessonScope{Tenant: tenant, User: ev.User},
+		}}
+		l.lessons[id] = ls
+		ls.repeats[ev.Interaction] = ev
+		ch := l.snapshot(ls)
+		ch.Rule = "one hint"
+		e, err := encode(&events.LessonProposed{LessonChange: ch}, src, events.DeterministicID(events.TypeLessonProposed, id))
+		if err != nil {
+			return nil, err
+		}
+		return append(out, e), nil
+	}
+	ls.repeats[ev.Interaction] = ev
+	if ls.state != "proposed" || len(ls.repeats) < l.cfg.MinRepeats {
+		return nil, nil
+	}
+	ls.state = "promoted"
+	ch := l.snapshot(ls)
+	ch.Rule = fmt.Sprintf("the user gave it on %d interactions (need %d)", len(ls.repeats), l.cfg.MinRepeats)
+	e, err := encode(&events.LessonPromoted{LessonChange: ch}, src, events.DeterministicID(events.TypeLessonPromoted, id+"/"+ev.Feedback))
+	if err != nil {
+		return nil, err
+	}
+	return append(out, e), nil
+}
+
+func encode(p events.Payload, src events.Event, id [16]byte) (events.Event, error) {
+	c, _ := events.LessonChangeOf(p)
+	return events.Encode(p, events.Meta{
+		Stream:        events.LessonStream(c.LessonID),
+		CorrelationID: c.LessonID,
+		CausationID:   src.ID.String(),
+		Tenant:        c.Scope.Tenant,
+		ID:            id,
+	})
+}

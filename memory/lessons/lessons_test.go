@@ -1,0 +1,272 @@
+package lessons
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"citizen/events"
+	"citizen/events/memstore"
+	"citizen/memory"
+)
+
+// world is a store with recorded interactions and a learner and view fed
+// by hand the way the bus would feed them.
+type world struct {
+	t       *testing.T
+	ctx     context.Context
+	store   *memstore.Store
+	learner *Learner
+	view    *View
+	n       int
+}
+
+func newWorld(t *testing.T, cfg Config) *world {
+	emb := memory.NewHashEmbedder(0)
+	st := memstore.New(memstore.Config{})
+	return &world{t: t, ctx: context.Background(), store: st, learner: NewLearner(cfg, st, emb, nil), view: NewView(cfg, emb)}
+}
+
+// ask records an interaction of tenant and user asking q, answered a.
+func (w *world) ask(tenant, user, typ, q, a string) string {
+	w.t.Helper()
+	w.n++
+	id := fmt.Sprintf("00000000-0000-7000-8000-%012d", w.n)
+	rec := &events.InteractionRecorded{InteractionID: id, Tenant: tenant, User: user, TaskType: typ,
+		Messages: []events.ChatMessage{{Role: "user", Content: q}},
+		Choices:  []events.Choice{{Message: events.ChatMessage{Role: "assistant", Content: a}}}}
+	w.append(rec, events.InteractionStream(id), tenant)
+	return id
+}
+
+func (w *world) append(p events.Payload, stream, tenant string) events.Event {
+	w.t.Helper()
+	ev, err := events.Encode(p, events.Meta{Stream: stream, Tenant: tenant})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	res, err := w.store.Append(w.ctx, stream, events.Any, ev)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	ev.Position = res.LastPosition
+	return ev
+}
+
+// feedback interprets a comment on interaction id and runs the learner on
+// it; the derived events are stored and applied to the view.
+func (w *world) feedback(id, tenant, user string, fi events.FeedbackInterpreted) []events.Event {
+	w.t.Helper()
+	w.n++
+	fi.InteractionID, fi.FeedbackID = id, fmt.Sprintf("fb-%d", w.n)
+	w.append(&events.FeedbackReceived{InteractionID: id, FeedbackID: fi.FeedbackID, Source: "customer", User: user}, events.InteractionStream(id), tenant)
+	ev := w.append(&fi, events.InteractionStream(id), tenant)
+	out, err := w.learner.Handle(w.ctx, ev)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, e := range out {
+		stored := w.append(mustDecode(w.t, e), e.Stream, e.Tenant)
+		if err := w.view.Apply(w.ctx, stored); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func mustDecode(t *testing.T, e events.Event) events.Payload {
+	t.Helper()
+	p, err := events.Decode(&e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (w *world) correct(tenant, user, q, wrong, value string) []events.Event {
+	id := w.ask(tenant, user, "policy", q, wrong)
+	return w.feedback(id, tenant, user, events.FeedbackInterpreted{Polarity: -1, Correction: value, Confidence: 0.95})
+}
+
+func (w *world) applicable(tenant, user, q string) []events.AppliedLesson {
+	w.t.Helper()
+	got, err := w.view.Applicable(w.ctx, Query{Tenant: tenant, User: user, TaskType: "policy", Messages: []events.ChatMessage{{Role: "user", Content: q}}})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return got
+}
+
+func types(evs []events.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func TestFactLessonLifecycle(t *testing.T) {
+	w := newWorld(t, Config{})
+	const q = "What is your refund window?"
+	if got := types(w.correct("acme", "u1", q, "30 days", "60 days")); fmt.Sprint(got) != "[lesson.proposed]" {
+		t.Fatalf("first claim: %v, want a proposal", got)
+	}
+	if got := w.applicable("acme", "u3", q); len(got) != 0 {
+		t.Fatalf("a proposal applies: %v", got)
+	}
+	if got := types(w.correct("acme", "u2", "What is your refund window??", "30 days", "60 days")); fmt.Sprint(got) != "[lesson.promoted]" {
+		t.Fatalf("second user: %v, want a promotion", got)
+	}
+	got := w.applicable("acme", "u3", q)
+	if len(got) != 1 || got[0].Statement != `For "What is your refund window?": the right answer is 60 days.` {
+		t.Fatalf("applicable = %+v", got)
+	}
+	// A dissimilar question is not in the cluster; nor another tenant.
+	if got := w.applicable("acme", "u3", "What does standard shipping cost?"); len(got) != 0 {
+		t.Fatalf("shipping question got %v", got)
+	}
+	if got := w.applicable("other", "u3", q); len(got) != 0 {
+		t.Fatalf("other tenant got %v", got)
+	}
+	// A later change: two users correct the answer given with the lesson.
+	w.correct("acme", "u4", q, "60 days", "90 days")
+	evs := w.correct("acme", "u5", q, "60 days", "90 days")
+	if fmt.Sprint(types(evs)) != "[lesson.promoted lesson.superseded]" {
+		t.Fatalf("the change: %v", types(evs))
+	}
+	got = w.applicable("acme", "u3", q)
+	if len(got) != 1 || got[0].Statement != `For "What is your refund window?": the right answer is 90 days.` {
+		t.Fatalf("after the change: %+v", got)
+	}
+	if n := len(w.view.List("acme", "superseded")); n != 1 {
+		t.Fatalf("superseded lessons: %d", n)
+	}
+}
+
+func TestOneUserCannotPromote(t *testing.T) {
+	w := newWorld(t, Config{})
+	const q = "What is your refund window?"
+	for i := 0; i < 50; i++ {
+		w.correct("acme", "mallory", q, "30 days", "365 days")
+	}
+	if got := w.applicable("acme", "u1", q); len(got) != 0 {
+		t.Fatalf("one user's 50 claims promoted %v", got)
+	}
+	if n := len(w.view.List("acme", "proposed")); n != 1 {
+		t.Fatalf("proposals: %d, want 1", n)
+	}
+}
+
+func TestDisagreementBlocksPromotion(t *testing.T) {
+	w := newWorld(t, Config{})
+	const q = "What are your support hours?"
+	w.correct("acme", "u1", q, "9am to 5pm", "8am to 8pm")
+	w.correct("acme", "u2", q, "9am to 5pm", "10am to 6pm")
+	w.correct("acme", "u3", q, "9am to 5pm", "7am to 7pm")
+	w.correct("acme", "u4", q, "9am to 5pm", "8am to 8pm")
+	// 2 for 8am to 8pm, 2 against: less than 2× → still proposed.
+	if got := w.applicable("acme", "u9", q); len(got) != 0 {
+		t.Fatalf("promoted against the rule: %v", got)
+	}
+	w.correct("acme", "u5", q, "9am to 5pm", "8am to 8pm")
+	w.correct("acme", "u6", q, "9am to 5pm", "8am to 8pm")
+	if got := w.applicable("acme", "u9", q); len(got) != 1 {
+		t.Fatalf("4 for, 2 against: %v", got)
+	}
+}
+
+func TestNumbersBoundTheCluster(t *testing.T) {
+	w := newWorld(t, Config{})
+	w.correct("acme", "u1", "What is 17 + 25?", "41", "42")
+	w.correct("acme", "u2", "What is 17 + 25?", "41", "42")
+	if got := w.applicable("acme", "u3", "What is 17 + 25?"); len(got) != 1 {
+		t.Fatalf("same question: %v", got)
+	}
+	if got := w.applicable("acme", "u3", "What is 19 + 23?"); len(got) != 0 {
+		t.Fatalf("other numbers got %v", got)
+	}
+}
+
+func TestGuidanceIsTheUsers(t *testing.T) {
+	w := newWorld(t, Config{})
+	hint := events.FeedbackInterpreted{Polarity: -0.6, Hint: "Be more concise.", Confidence: 0.95}
+	w.feedback(w.ask("acme", "u1", "policy", "What is your refund window?", "long answer"), "acme", "u1", hint)
+	if got := w.applicable("acme", "u1", "anything"); len(got) != 0 {
+		t.Fatalf("one hint promoted: %v", got)
+	}
+	w.feedback(w.ask("acme", "u1", "policy", "What is the shipping fee?", "long answer"), "acme", "u1", hint)
+	if got := w.applicable("acme", "u1", "anything"); len(got) != 1 || got[0].Statement != "Be more concise." {
+		t.Fatalf("u1's guidance: %v", got)
+	}
+	if got := w.applicable("acme", "u2", "anything"); len(got) != 0 {
+		t.Fatalf("u2 got u1's guidance: %v", got)
+	}
+}
+
+func TestUncertainIsNotEvidence(t *testing.T) {
+	w := newWorld(t, Config{})
+	for _, u := range []string{"u1", "u2", "u3"} {
+		id := w.ask("acme", u, "policy", "What is your refund window?", "30 days")
+		if evs := w.feedback(id, "acme", u, events.FeedbackInterpreted{Polarity: -1, Correction: "60 days", Confidence: 0.5, Uncertain: true}); len(evs) != 0 {
+			t.Fatalf("uncertain feedback derived %v", types(evs))
+		}
+	}
+}
+
+func TestRebuildReproducesDecisions(t *testing.T) {
+	w := newWorld(t, Config{})
+	const q = "What is your refund window?"
+	w.correct("acme", "u1", q, "30 days", "60 days")
+	w.correct("acme", "u2", q, "30 days", "60 days")
+	// An operator retires it.
+	ls := w.view.List("acme", "promoted")
+	if len(ls) != 1 {
+		t.Fatalf("promoted: %d", len(ls))
+	}
+	ch := ls[0].LessonChange
+	ch.Actor, ch.Reason = "operator", "wrong"
+	w.append(&events.LessonRetired{LessonChange: ch}, events.LessonStream(ch.LessonID), "acme")
+
+	fresh := NewLearner(Config{}, w.store, memory.NewHashEmbedder(0), nil)
+	if _, err := fresh.Rebuild(w.ctx, w.store); err != nil {
+		t.Fatal(err)
+	}
+	if st := fresh.lessons[ch.LessonID].state; st != "retired" {
+		t.Fatalf("rebuilt state %q, want retired", st)
+	}
+	// Handling the same feedback again derives nothing new.
+	evs, err := w.store.ReadAll(w.ctx, 0, events.Filter{Types: []string{events.TypeFeedbackInterpreted}}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if out, err := fresh.Handle(w.ctx, ev); err != nil || len(out) != 0 {
+			t.Fatalf("redelivery derived %v (%v)", types(out), err)
+		}
+	}
+	v := NewView(Config{}, memory.NewHashEmbedder(0))
+	all, _ := w.store.ReadAll(w.ctx, 0, events.Filter{Types: events.LessonTypes}, 100)
+	for _, ev := range all {
+		if err := v.Apply(w.ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := v.Applicable(w.ctx, Query{Tenant: "acme", Messages: []events.ChatMessage{{Role: "user", Content: q}}}); len(got) != 0 {
+		t.Fatalf("a retired lesson applies: %v", got)
+	}
+}
+
+func TestWithLessonsKeepsTheClientsMessages(t *testing.T) {
+	msgs := []events.ChatMessage{{Role: "system", Content: "Be terse."}, {Role: "user", Content: "hi"}}
+	out := events.WithLessons(msgs, []events.AppliedLesson{{ID: "a", Statement: "X."}})
+	if msgs[0].Content != "Be terse." {
+		t.Fatal("WithLessons modified its input")
+	}
+	if len(out) != 2 || out[0].Content != "Be terse.\n\n"+events.LessonsHeading+"\n- X." {
+		t.Fatalf("with a system message: %+v", out)
+	}
+	out = events.WithLessons(msgs[1:], []events.AppliedLesson{{ID: "a", Statement: "X."}})
+	if len(out) != 2 || out[0].Role != "system" || out[1].Content != "hi" {
+		t.Fatalf("without one: %+v", out)
+	}
+}
