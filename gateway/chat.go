@@ -160,6 +160,10 @@ type request struct {
 	start   time.Time
 	created int64
 	ttft    time.Duration
+	// lessons are the lessons placed in the engine's context and
+	// clientMessages the messages the client sent (placeLessons).
+	lessons        []events.AppliedLesson
+	clientMessages []Message
 }
 
 func (s *Server) chat(c echo.Context) error {
@@ -196,6 +200,7 @@ func (s *Server) chat(c echo.Context) error {
 	c.Response().Header().Set("X-Citizen-Model-Version", version)
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
 	defer cancel()
+	r.placeLessons(ctx)
 	if dec.Gen.Stream {
 		return r.stream(ctx)
 	}

@@ -19,6 +19,8 @@ type metrics struct {
 	tokens       *prometheus.HistogramVec // gen_ai_client_token_usage: version, token type
 	recorded     prometheus.Counter
 	recordFail   prometheus.Counter
+	// lessonsPlaced counts the lessons placed in requests' contexts.
+	lessonsPlaced prometheus.Counter
 }
 
 var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
@@ -43,8 +45,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "citizen_gateway_interactions_recorded_total", Help: "Interactions appended to the event store."}),
 		recordFail: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "citizen_gateway_record_failures_total", Help: "Failed appends of interactions (the client got an error)."}),
+		lessonsPlaced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "citizen_gateway_lessons_placed_total", Help: "Lessons placed in the context of requests (fast memory)."}),
 	}
-	reg.MustRegister(m.httpDuration, m.errors, m.genDuration, m.ttft, m.tokens, m.recorded, m.recordFail)
+	reg.MustRegister(m.httpDuration, m.errors, m.genDuration, m.ttft, m.tokens, m.recorded, m.recordFail, m.lessonsPlaced)
 	return m
 }
 

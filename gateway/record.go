@@ -58,8 +58,12 @@ func (r *request) interaction(res *Result) *events.InteractionRecorded {
 		TTFTMS:        float64(r.ttft.Microseconds()) / 1000,
 		Stream:        g.Stream,
 	}
-	rec.Messages = make([]events.ChatMessage, len(g.Messages))
-	for i, m := range g.Messages {
+	msgs := g.Messages
+	if r.lessons != nil {
+		msgs, rec.Lessons = r.clientMessages, r.lessons
+	}
+	rec.Messages = make([]events.ChatMessage, len(msgs))
+	for i, m := range msgs {
 		rec.Messages[i] = events.ChatMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: recordCalls(m.ToolCalls)}
 	}
 	for _, t := range g.Tools {

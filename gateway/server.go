@@ -56,6 +56,9 @@ type Deps struct {
 	// a non-nil error (for example the event store cannot record) makes
 	// the gateway not ready, with the error's text in the body.
 	Ready func() error
+	// Lessons, if set, says which lessons to place in each request's
+	// context (fast memory).
+	Lessons LessonSource
 }
 
 // Server is the HTTP gateway. Create it with New; serve Handler() yourself
