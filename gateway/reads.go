@@ -60,16 +60,14 @@ func storedCompletion(ev *events.Event, rec *events.InteractionRecorded) *comple
 	return out
 }
 
+// getCompletion serves GET /v1/chat/completions/{id}: a stored completion
+// with its current metadata.
 func (s *Server) getCompletion(c echo.Context) error {
-	iid, ok := InteractionID(c.Param("id"))
-	if !ok {
-		return s.fail(c, errNotFound("id", "No chat completion found with id '"+c.Param("id")+"'."))
-	}
-	ev, rec, apiErr := s.loadInteraction(c.Request().Context(), iid, keyOf(c).Tenant)
+	st, apiErr := s.loadStored(c.Request().Context(), c.Param("id"), keyOf(c).Tenant)
 	if apiErr != nil {
 		return s.fail(c, apiErr)
 	}
-	return c.JSON(http.StatusOK, storedCompletion(ev, rec))
+	return c.JSON(http.StatusOK, st.completion())
 }
 
 type storedMessage struct {
@@ -84,10 +82,6 @@ type storedMessage struct {
 // getMessages serves GET /v1/chat/completions/{id}/messages: the request's
 // messages in OpenAI's list shape (after, limit, order).
 func (s *Server) getMessages(c echo.Context) error {
-	iid, ok := InteractionID(c.Param("id"))
-	if !ok {
-		return s.fail(c, errNotFound("id", "No chat completion found with id '"+c.Param("id")+"'."))
-	}
 	q := c.QueryParams()
 	limit := 20
 	if v := q.Get("limit"); v != "" {
@@ -101,10 +95,11 @@ func (s *Server) getMessages(c echo.Context) error {
 	if order != "" && order != "asc" && order != "desc" {
 		return s.fail(c, badRequest("order", "Invalid 'order': expected 'asc' or 'desc'."))
 	}
-	_, rec, apiErr := s.loadInteraction(c.Request().Context(), iid, keyOf(c).Tenant)
+	st, apiErr := s.loadStored(c.Request().Context(), c.Param("id"), keyOf(c).Tenant)
 	if apiErr != nil {
 		return s.fail(c, apiErr)
 	}
+	rec, iid := st.rec, st.rec.InteractionID
 	all := make([]storedMessage, len(rec.Messages))
 	for i, m := range rec.Messages {
 		content := m.Content
@@ -149,8 +144,8 @@ type listOut struct {
 }
 
 // listCompletions serves GET /v1/chat/completions?after=&limit=&order=&
-// model=&metadata[k]=v from the projection, reading each completion from
-// the store.
+// model=&metadata[k]=v from the projection (stored completions only, with
+// their current metadata), reading each completion from the store.
 func (s *Server) listCompletions(c echo.Context) error {
 	q := c.QueryParams()
 	limit := 20
@@ -213,7 +208,8 @@ func (s *Server) listCompletions(c echo.Context) error {
 			}
 			return s.fail(c, apiErr)
 		}
-		out.Data = append(out.Data, storedCompletion(ev, rec))
+		st := &stored{ev: ev, rec: rec, metadata: e.Metadata}
+		out.Data = append(out.Data, st.completion())
 	}
 	if len(out.Data) > 0 {
 		f, l := out.Data[0].ID, out.Data[len(out.Data)-1].ID

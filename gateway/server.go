@@ -156,7 +156,7 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 func (s *Server) start(ctx context.Context) error {
-	filter := events.Filter{Types: []string{events.TypeInteractionRecorded}}
+	filter := events.Filter{Types: projectionTypes}
 	var after uint64
 	for {
 		evs, err := s.store.ReadAll(ctx, after, filter, 1024)
@@ -263,6 +263,8 @@ func (s *Server) routes() *echo.Echo {
 	v1.POST("/chat/completions", s.chat)
 	v1.GET("/chat/completions", s.listCompletions)
 	v1.GET("/chat/completions/:id", s.getCompletion)
+	v1.POST("/chat/completions/:id", s.updateCompletion)
+	v1.DELETE("/chat/completions/:id", s.deleteCompletion)
 	v1.GET("/chat/completions/:id/messages", s.getMessages)
 	v1.POST("/chat/completions/:id/feedback", s.feedback)
 	v1.POST("/feedback", s.feedback)
