@@ -25,6 +25,7 @@ import (
 	"citizen/gateway"
 	"citizen/gateway/embedded"
 	"citizen/memory"
+	"citizen/memory/lessons"
 	"citizen/memory/qdrant"
 	"citizen/model"
 	"citizen/model/catalog"
@@ -54,6 +55,8 @@ type App struct {
 	Gateway  *gateway.Server
 	Memory   memory.Index
 	Embedder memory.Embedder
+	// Lessons is the gateway's view of the lessons (nil with fast memory off).
+	Lessons  *lessons.View
 	Indexer  *memory.Indexer
 	Failures *memory.FailureLog
 	// Scoreboard is reflection's live aggregate per (type, version).
@@ -81,7 +84,7 @@ type App struct {
 
 // The components, in the order they are documented. Each is a --target
 // value; its dependencies start with it.
-var componentList = []string{"store", "bus", "engine", "gateway", "reflection", "feedback", "memory", "distiller", "rollout"}
+var componentList = []string{"store", "bus", "engine", "gateway", "reflection", "feedback", "memory", "lessons", "distiller", "rollout"}
 
 func knownComponent(name string) bool {
 	for _, c := range componentList {
@@ -108,6 +111,7 @@ func (a *App) Modules() []Module {
 		{Name: "reflection", Deps: []string{"store", "bus", "memory"}, Init: a.initReflection},
 		{Name: "feedback", Deps: []string{"store", "bus"}, Init: a.initFeedback},
 		{Name: "memory", Deps: []string{"store", "bus"}, Init: a.initMemory},
+		{Name: "lessons", Deps: []string{"store", "bus"}, Init: a.initLessons},
 		{Name: "distiller", Deps: []string{"store", "engine", "memory"}, Init: a.initDistiller},
 		{Name: "rollout", Deps: []string{"store"}, Init: a.initRollout},
 	}
@@ -333,14 +337,24 @@ func (a *App) initGateway(ctx context.Context) (Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	src, follow := a.lessonView()
 	srv, err := gateway.New(cfg, gateway.Deps{Store: a.Store, Engine: a.Engine, Logger: a.logger("gateway"), Registry: a.metrics(),
 		Routes: func(v1 *echo.Group) { a.opsRoutes(v1); oh.RegisterAPI(v1) }, Pages: func(e *echo.Echo) { oh.RegisterPages(e) },
-		OnShutdown: oh.CloseStreams, Ready: a.storeReady})
+		OnShutdown: oh.CloseStreams, Ready: a.storeReady, Lessons: src})
 	if err != nil {
 		return nil, err
 	}
 	a.Gateway = srv
-	return ServiceFunc(func(ctx context.Context) error { return srv.Run(ctx, "") }), nil
+	return ServiceFunc(func(ctx context.Context) error {
+		if follow != nil {
+			go func() {
+				if err := follow(ctx); err != nil && ctx.Err() == nil {
+					a.logger("gateway").Error("the lessons view stopped following the store", "err", err)
+				}
+			}()
+		}
+		return srv.Run(ctx, "")
+	}), nil
 }
 
 // worker runs one consumer group's handlers on its own router.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"citizen/gateway"
+	"citizen/memory/lessons"
 	"citizen/model/catalog"
 	"citizen/ops/rollout"
 
@@ -96,6 +97,8 @@ type MemoryConfig struct {
 	Backend   string `yaml:"backend" help:"embedded or qdrant"`
 	QdrantURL string `yaml:"qdrant_url" help:"Qdrant gRPC URL, e.g. http://127.0.0.1:6334 (backend qdrant)"`
 	Dim       int    `yaml:"dim" help:"dimension of the hashed n-gram embedder"`
+	// Lessons: the evidence rules of the lesson learner and fast memory.
+	Lessons lessons.Config `yaml:"lessons"`
 }
 
 // ModelConfig selects the serving engine.

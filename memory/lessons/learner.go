@@ -16,22 +16,15 @@ import (
 // Config holds the evidence rules (see the package doc) and the cluster
 // geometry. The zero value means the defaults.
 type Config struct {
-	// MinUsers distinct users must agree before a fact lesson is promoted
-	// (default 2).
-	MinUsers int `yaml:"min_users"`
-	// Majority: agreeing users must be at least this many times the users
-	// who disagree (default 2).
-	Majority float64 `yaml:"majority"`
-	// MinRepeats: the interactions on which a user gave the same hint
-	// before a guidance lesson is promoted (default 2).
-	MinRepeats int `yaml:"min_repeats"`
-	// Similarity a question needs to an anchor to be in a lesson's
-	// cluster (cosine of the memory embedder's vectors; default 0.75).
-	Similarity float64 `yaml:"similarity"`
-	// MaxAnchors per cluster (default 16).
-	MaxAnchors int `yaml:"max_anchors"`
-	// MaxPerRequest lessons placed in one request's context (default 3).
-	MaxPerRequest int `yaml:"max_per_request"`
+	// Off: no lessons are placed in requests' contexts (the learner still
+	// records them).
+	Off           bool    `yaml:"off" help:"place no lessons in requests' contexts (fast memory off; lessons are still learnt and recorded)"`
+	MinUsers      int     `yaml:"min_users" help:"distinct users who must agree before a fact lesson is promoted (default 2)"`
+	Majority      float64 `yaml:"majority" help:"agreeing users must be at least this many times those who disagree (default 2)"`
+	MinRepeats    int     `yaml:"min_repeats" help:"interactions on which a user must give the same hint before it becomes their guidance lesson (default 2)"`
+	Similarity    float64 `yaml:"similarity" help:"cosine similarity a question needs to a lesson's anchor to be in its scope (default 0.75)"`
+	MaxAnchors    int     `yaml:"max_anchors" help:"questions kept per lesson cluster (default 16)"`
+	MaxPerRequest int     `yaml:"max_per_request" help:"lessons placed in one request's context (default 3)"`
 }
 
 func (c Config) withDefaults() Config {

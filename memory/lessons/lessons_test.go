@@ -90,7 +90,7 @@ func (w *world) correct(tenant, user, q, wrong, value string) []events.Event {
 
 func (w *world) applicable(tenant, user, q string) []events.AppliedLesson {
 	w.t.Helper()
-	got, err := w.view.Applicable(w.ctx, Query{Tenant: tenant, User: user, TaskType: "policy", Messages: []events.ChatMessage{{Role: "user", Content: q}}})
+	got, err := w.view.Applicable(w.ctx, Query{Tenant: tenant, User: user, TaskType: "policy", Question: q})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestRebuildReproducesDecisions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, _ := v.Applicable(w.ctx, Query{Tenant: "acme", Messages: []events.ChatMessage{{Role: "user", Content: q}}}); len(got) != 0 {
+	if got, _ := v.Applicable(w.ctx, Query{Tenant: "acme", Question: q}); len(got) != 0 {
 		t.Fatalf("a retired lesson applies: %v", got)
 	}
 }

@@ -101,7 +101,7 @@ func (v *View) Apply(ctx context.Context, ev events.Event) error {
 
 // Store is what Follow reads.
 type Store interface {
-	Subscribe(ctx context.Context, from uint64, f events.Filter, h func(context.Context, events.Event) error) error
+	Subscribe(ctx context.Context, after uint64, f events.Filter, h events.Handler) error
 }
 
 // Follow replays and then follows the store's lesson.* events into the
@@ -118,7 +118,7 @@ type Query struct {
 	Tenant   string
 	User     string
 	TaskType string // declared; empty when the request names none
-	Messages []events.ChatMessage
+	Question string // the request's last user message (Question)
 }
 
 // Applicable returns the promoted lessons that apply to q, the closest
@@ -149,7 +149,7 @@ func (v *View) Applicable(ctx context.Context, q Query) ([]events.AppliedLesson,
 	}
 	var hits []scored
 	if len(facts) > 0 {
-		question := Question(q.Messages)
+		question := q.Question
 		if question != "" {
 			vecs, err := v.emb.Embed(ctx, []string{question})
 			if err != nil {
