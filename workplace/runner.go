@@ -137,12 +137,15 @@ type TurnRecord struct {
 
 // Record is one logged conversation (one JSONL line).
 type Record struct {
-	Index         int          `json:"index"`
-	Conversation  string       `json:"conversation"`
-	Type          string       `json:"type"`
-	User          string       `json:"user"`
-	Segment       string       `json:"segment"`
-	PolicyVersion int          `json:"policy_version"`
+	Index         int    `json:"index"`
+	Conversation  string `json:"conversation"`
+	Type          string `json:"type"`
+	User          string `json:"user"`
+	Segment       string `json:"segment"`
+	PolicyVersion int    `json:"policy_version"`
+	// Changed: a drift changed this question's right answer (it differs
+	// from the answer in the run's starting world).
+	Changed       bool         `json:"changed,omitempty"`
 	Prompt        string       `json:"prompt"`
 	Answer        string       `json:"answer"`
 	Correct       bool         `json:"correct"`
@@ -188,9 +191,11 @@ type plan struct {
 	id    string
 	world World
 	task  Task
-	user  User
-	prefs Preferences
-	r     *rand.Rand // faults and user decisions
+	// changed: the task's right answer differs in the starting world.
+	changed bool
+	user    User
+	prefs   Preferences
+	r       *rand.Rand // faults and user decisions
 }
 
 func (rn *runner) plan(i int) plan {
@@ -203,10 +208,20 @@ func (rn *runner) plan(i int) plan {
 		}
 	}
 	tr := rand.New(rand.NewPCG(uint64(rn.cfg.Seed), uint64(2*i)))
-	task := FamilyByName(pick(tr, fams)).Generate(tr, w)
+	fam := FamilyByName(pick(tr, fams))
+	task := fam.Generate(tr, w)
+	changed := false
+	if rn.cfg.World.Active(fam.Name()) {
+		// The same draw in the starting world: the question is the same,
+		// and its answer there tells whether a drift changed it.
+		tr0 := rand.New(rand.NewPCG(uint64(rn.cfg.Seed), uint64(2*i)))
+		pick(tr0, fams)
+		t0 := fam.Generate(tr0, *rn.cfg.World)
+		changed = len(t0.Turns) > 0 && len(task.Turns) > 0 && t0.Turns[0].User == task.Turns[0].User && t0.Turns[0].Answer != task.Turns[0].Answer
+	}
 	ur := rand.New(rand.NewPCG(uint64(rn.cfg.Seed), uint64(2*i+1)))
 	u := rn.users[ur.IntN(len(rn.users))]
-	return plan{index: i, id: fmt.Sprintf("wp-%d-%d", rn.cfg.Seed, i), world: w, task: task, user: u,
+	return plan{index: i, id: fmt.Sprintf("wp-%d-%d", rn.cfg.Seed, i), world: w, task: task, changed: changed, user: u,
 		prefs: w.Segments[u.Segment], r: ur}
 }
 
@@ -220,7 +235,7 @@ func (e errDropped) Error() string { return "dropped: " + e.reason }
 func (rn *runner) play(ctx context.Context, p plan) (Record, bool) {
 	t := p.task
 	rec := Record{Index: p.index, Conversation: p.id, Type: t.Type, User: p.user.ID, Segment: p.user.Segment,
-		PolicyVersion: t.PolicyVersion, Prompt: t.Turns[0].User}
+		PolicyVersion: t.PolicyVersion, Changed: p.changed, Prompt: t.Turns[0].User}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if rn.cfg.TimeBudget > 0 {
 		cctx, cancel = context.WithTimeout(ctx, rn.cfg.TimeBudget)

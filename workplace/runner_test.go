@@ -637,3 +637,36 @@ func TestEvaluateAfterDrift(t *testing.T) {
 		t.Errorf("after drift: fresh %.3f, stale %.3f", s1.Total.Accuracy, s2.Total.Accuracy)
 	}
 }
+
+// TestPlanMarksChangedQuestions: a conversation is marked changed exactly
+// when the drift changed its right answer.
+func TestPlanMarksChangedQuestions(t *testing.T) {
+	drift, err := ParseDrift("50:refund_days=60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn := newRunner(Config{Seed: 3, Interactions: 400, Drift: drift}.withDefaults(), nil, nil)
+	var before, after, refundAfter int
+	for i := 0; i < 400; i++ {
+		p := rn.plan(i)
+		refund := strings.Contains(p.task.Turns[0].Answer, "refund window")
+		switch {
+		case i < 50 && p.changed:
+			before++
+		case i >= 50 && p.changed:
+			after++
+			if !refund {
+				t.Fatalf("conversation %d marked changed: %q", i, p.task.Turns[0].Answer)
+			}
+		}
+		if i >= 50 && refund && !strings.Contains(p.task.Turns[0].Answer, "30 days") {
+			refundAfter++
+		}
+	}
+	if before != 0 || after == 0 {
+		t.Fatalf("changed before the drift %d, after %d", before, after)
+	}
+	if after < refundAfter {
+		t.Fatalf("%d refund answers changed, %d marked", refundAfter, after)
+	}
+}
