@@ -214,6 +214,7 @@ type LearnReport struct {
 	Summary         workplace.Summary             `json:"workplace_summary"`
 	// Issue 8's checks, computed from the run.
 	Drifts          []DriftCheck                 `json:"drift_checks"`
+	Lessons         *LessonsCheck                `json:"lessons,omitempty"`
 	MedianFixS      *float64                     `json:"median_feedback_to_fix_s,omitempty"`
 	BadCandidate    *BadCandidateCheck           `json:"bad_candidate,omitempty"`
 	Acknowledged    int                          `json:"acknowledged_interactions"`
@@ -743,6 +744,9 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 		}
 	}
 	rep.tally(recs, c.Window)
+	if rep.Lessons, err = lessonsCheck(ctx, st, drift, recs, convOf, c.Window); err != nil {
+		return nil, err
+	}
 	rep.checks(c, drift, recs, recTime, feedbacks, convOf, recorded)
 	return rep, nil
 }
@@ -1079,6 +1083,31 @@ func (rep *LearnReport) mustShow() {
 		}
 		return "fail"
 	}
+	// Fast memory: the questions a drift changed answered right >= 0.90
+	// in the window ending 400 conversations after it; feedback to the
+	// first such answer with the lesson in its context, median <= 10 s.
+	if rep.Lessons == nil || len(rep.Lessons.Drifts) == 0 {
+		add("changed questions by fast memory", "n/a", "no drift in this run")
+	} else {
+		ok := true
+		var parts []string
+		var served []float64
+		for _, d := range rep.Lessons.Drifts {
+			ok = ok && d.At400.Total > 0 && d.At400.Rate >= 0.9
+			parts = append(parts, fmt.Sprintf("drift at %d: %.2f (%d/%d)", d.At, d.At400.Rate, d.At400.Correct, d.At400.Total))
+			if d.ServedS != nil {
+				served = append(served, *d.ServedS)
+			}
+		}
+		add("changed questions by fast memory", verdict(ok), "answered right in the window ending 400 conversations after the drift (>= 0.90): %s", strings.Join(parts, "; "))
+		if len(served) == 0 {
+			add("feedback to behaviour", "fail", "no changed question was answered right with a lesson taught after the drift")
+		} else {
+			sort.Float64s(served)
+			m := served[len(served)/2]
+			add("feedback to behaviour", verdict(m <= 10), "first corrective feedback to the first changed question answered right with its lesson in context: median %.1f s (<= 10 s) over %d drifts", m, len(served))
+		}
+	}
 	// 1. Recovery after drift: the drifted type back to 0.90 within
 	// 2,000 conversations; and, its own line, no other type losing more
 	// than 2 points.
@@ -1273,6 +1302,9 @@ func (rep *LearnReport) render() string {
 			ch := d.Others[t]
 			fmt.Fprintf(&b, "  %-16s %.2f/%d -> %.2f/%d  %+.1f points (SE %.1f)\n", t, ch.Before.Rate, ch.Before.Total, ch.After.Rate, ch.After.Total, ch.Points, ch.SE)
 		}
+	}
+	if rep.Lessons != nil {
+		rep.Lessons.render(&b)
 	}
 	if rep.Quiz != nil {
 		rep.Quiz.render(&b)
