@@ -21,9 +21,14 @@ type impl struct {
 	dot   func(a, b []float32) float32
 	axpy  func(alpha float32, x, y []float32)
 	scale func(alpha float32, x []float32)
+	// gemvQ and dequant are the quantized primitives (see quant.go): len(out) rows of nb
+	// blocks against one quantized activation row; one row of nb blocks into dst.
+	gemvQ   func(t QType, out []float32, w []byte, nb int, xq []int8, xds []float32)
+	dequant func(t QType, dst []float32, row []byte, nb int)
 }
 
-var portable = &impl{name: "portable", mm: genericMM, dot: dotGeneric, axpy: axpyGeneric, scale: scaleGeneric}
+var portable = &impl{name: "portable", mm: genericMM, dot: dotGeneric, axpy: axpyGeneric, scale: scaleGeneric,
+	gemvQ: gemvQGeneric, dequant: dequantGeneric}
 
 // impls lists the implementations this CPU can run, best first; the last is
 // always portable. Filled by init functions of the architecture files.

@@ -69,8 +69,16 @@ func (j *mmJob) run(part int) {
 	}
 }
 
+// job is work the pool runs in parts; done is called once per finished part.
+type job interface {
+	run(part int)
+	done()
+}
+
+func (j *mmJob) done() { j.wg.Done() }
+
 type workItem struct {
-	j    *mmJob
+	j    job
 	part int
 }
 
@@ -84,7 +92,7 @@ var (
 func worker() {
 	for it := range workCh {
 		it.j.run(it.part)
-		it.j.wg.Done()
+		it.j.done()
 	}
 }
 
@@ -137,3 +145,45 @@ func parallelMM(im *impl, kind int, c, a, b []float32, m, k, n int, acc bool, pa
 }
 
 func roundUp(x, a int) int { return (x + a - 1) / a * a }
+
+// forJob runs fn over [0, n) in chunks of chunk.
+type forJob struct {
+	fn       func(lo, hi int)
+	n, chunk int
+	wg       sync.WaitGroup
+}
+
+func (j *forJob) run(part int) {
+	lo := part * j.chunk
+	if hi := min(lo+j.chunk, j.n); lo < hi {
+		j.fn(lo, hi)
+	}
+}
+
+func (j *forJob) done() { j.wg.Done() }
+
+// parallelFor calls fn on disjoint ranges covering [0, n), each a multiple of align long (but
+// the last), on up to Threads() goroutines of the pool (the caller's included) when the work,
+// in multiply-adds, is large enough to pay for the hand-off; otherwise fn(0, n) runs inline.
+func parallelFor(n, align, work int, fn func(lo, hi int)) {
+	parts := int(threads.Load())
+	if p := work / (parallelMinMACs / 2); p < parts {
+		parts = p
+	}
+	if p := (n + align - 1) / align; p < parts {
+		parts = p
+	}
+	if parts <= 1 {
+		fn(0, n)
+		return
+	}
+	j := &forJob{fn: fn, n: n, chunk: roundUp((n+parts-1)/parts, align)}
+	parts = (n + j.chunk - 1) / j.chunk
+	ensureWorkers(parts - 1)
+	j.wg.Add(parts - 1)
+	for p := 1; p < parts; p++ {
+		workCh <- workItem{j, p}
+	}
+	j.run(0)
+	j.wg.Wait()
+}

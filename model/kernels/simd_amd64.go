@@ -87,7 +87,11 @@ func avx2OK() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 func hasAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasFMA }
 
 func (s *simd) impl(name string) *impl {
-	return &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS}
+	im := &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS, gemvQ: gemvQGeneric, dequant: dequantGeneric}
+	if quantAVX2OK() {
+		im.gemvQ, im.dequant = gemvQAVX2, dequantAVX2
+	}
+	return im
 }
 
 func (s *simd) dotS(a, b []float32) float32 {

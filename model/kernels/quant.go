@@ -1,0 +1,482 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+)
+
+// QType is the block format of a QMatrix: one of ggml's (GGUF's) layouts of 32 weights per block,
+// byte for byte, so a GGUF tensor of that type is a QMatrix as it lies in the file.
+type QType uint8
+
+// Block formats (little-endian; d and m are IEEE halves; q are the block's 32 weights).
+const (
+	// Q8_0 is d, then 32 int8 q: w = d·q. 34 bytes, 8.5 bits a weight.
+	Q8_0 QType = iota + 1
+	// Q4_0 is d, then 16 bytes; byte j holds q_j in its low nibble and q_{j+16} in its high
+	// nibble: w = d·(q−8). 18 bytes, 4.5 bits a weight.
+	Q4_0
+	// Q4_1 is d, m, then 16 bytes of nibbles as Q4_0: w = d·q + m. 20 bytes, 5 bits a weight.
+	Q4_1
+)
+
+// QBlock is the number of weights in one block of every QType.
+const QBlock = 32
+
+// BlockBytes is the size of one block of t, or 0 for an unknown type.
+func (t QType) BlockBytes() int {
+	switch t {
+	case Q8_0:
+		return 34
+	case Q4_0:
+		return 18
+	case Q4_1:
+		return 20
+	}
+	return 0
+}
+
+func (t QType) String() string {
+	switch t {
+	case Q8_0:
+		return "Q8_0"
+	case Q4_0:
+		return "Q4_0"
+	case Q4_1:
+		return "Q4_1"
+	}
+	return fmt.Sprintf("QType(%d)", uint8(t))
+}
+
+// QMatrix is a row-major [Rows, Cols] weight matrix of quantized blocks, the W of y = x·Wᵀ
+// stored [out, in] as a linear layer's weight. Each row holds the Cols/32 blocks of one row of
+// a GGUF tensor of Type, regrouped for the kernels: first the blocks' half scales (d, then m for
+// Q4_1) padded with zeros to a multiple of 8 blocks, so that eight of them load as one vector,
+// then the blocks' quants in GGUF's byte order. Values and size are those of the GGUF blocks
+// (plus at most 7 zero scales a row). A QMatrix is immutable and safe for concurrent use.
+type QMatrix struct {
+	Type       QType
+	Rows, Cols int
+
+	data     []byte
+	nb, nbp  int // blocks a row; rounded up to a multiple of 8
+	rowBytes int
+}
+
+// qsBytes is the size of one block's quants.
+func (t QType) qsBytes() int {
+	if t == Q8_0 {
+		return 32
+	}
+	return 16
+}
+
+// scales is the number of half scales a block of t carries (d, or d and m).
+func (t QType) scales() int {
+	if t == Q4_1 {
+		return 2
+	}
+	return 1
+}
+
+// NewQMatrix builds a QMatrix from data, rows × cols weights (cols a multiple of 32) as GGUF
+// blocks of type t, row after row. data is copied (regrouped), not kept.
+func NewQMatrix(t QType, rows, cols int, data []byte) (*QMatrix, error) {
+	bb := t.BlockBytes()
+	switch {
+	case bb == 0:
+		return nil, fmt.Errorf("kernels: unknown quantized type %d", t)
+	case rows <= 0 || cols <= 0 || cols%QBlock != 0:
+		return nil, fmt.Errorf("kernels: %s matrix of %d × %d: columns must be a positive multiple of %d", t, rows, cols, QBlock)
+	case rows > math.MaxInt/cols || len(data)/bb/rows != cols/QBlock || len(data)%(bb*rows) != 0:
+		return nil, fmt.Errorf("kernels: %s matrix of %d × %d needs %d bytes, got %d", t, rows, cols, rows*(cols/QBlock)*bb, len(data))
+	}
+	w := &QMatrix{Type: t, Rows: rows, Cols: cols, nb: cols / QBlock}
+	w.nbp = roundUp(w.nb, 8)
+	ns, qb := t.scales(), t.qsBytes()
+	w.rowBytes = 2*ns*w.nbp + qb*w.nb
+	w.data = make([]byte, rows*w.rowBytes)
+	for r := 0; r < rows; r++ {
+		src := data[r*w.nb*bb : (r+1)*w.nb*bb]
+		dst := w.data[r*w.rowBytes : (r+1)*w.rowBytes]
+		qs := dst[2*ns*w.nbp:]
+		for b := 0; b < w.nb; b++ {
+			blk := src[b*bb : (b+1)*bb]
+			for s := 0; s < ns; s++ {
+				copy(dst[2*(s*w.nbp+b):], blk[2*s:2*s+2])
+			}
+			copy(qs[b*qb:(b+1)*qb], blk[2*ns:])
+		}
+	}
+	return w, nil
+}
+
+// Bytes is the memory the matrix holds.
+func (w *QMatrix) Bytes() int { return len(w.data) }
+
+// Blocks returns row r as GGUF blocks of Type (the inverse of NewQMatrix's regrouping).
+func (w *QMatrix) Blocks(r int) []byte {
+	bb, ns, qb := w.Type.BlockBytes(), w.Type.scales(), w.Type.qsBytes()
+	row := w.data[r*w.rowBytes : (r+1)*w.rowBytes]
+	out := make([]byte, w.nb*bb)
+	for b := 0; b < w.nb; b++ {
+		for s := 0; s < ns; s++ {
+			copy(out[b*bb+2*s:], row[2*(s*w.nbp+b):2*(s*w.nbp+b)+2])
+		}
+		copy(out[b*bb+2*ns:(b+1)*bb], row[2*ns*w.nbp+b*qb:])
+	}
+	return out
+}
+
+// DequantizeRows writes rows [r0, r1) as float32 into dst (row-major, (r1−r0) × Cols). The
+// arithmetic is ggml's, in float32 without fused multiply-adds, so the values equal ggml's
+// dequantization bit for bit.
+func (w *QMatrix) DequantizeRows(dst []float32, r0, r1 int) {
+	if r0 < 0 || r1 > w.Rows || r0 > r1 || len(dst) < (r1-r0)*w.Cols {
+		panic(fmt.Sprintf("kernels: DequantizeRows [%d, %d) of %d rows into %d floats", r0, r1, w.Rows, len(dst)))
+	}
+	if r0 == r1 {
+		return
+	}
+	im := current.Load()
+	for r := r0; r < r1; r++ {
+		im.dequant(w.Type, dst[(r-r0)*w.Cols:(r-r0+1)*w.Cols], w.data[r*w.rowBytes:(r+1)*w.rowBytes], w.nb)
+	}
+}
+
+// QuantizeQ8_0 encodes src (a multiple of 32 weights) as Q8_0 blocks into dst (len(src)/32·34
+// bytes), the way ggml does: per block d = max|x|/127 (stored as a half) and q = round(x/d).
+// The error per weight is at most about d/2 plus the half rounding of d: under 0.5% of the
+// block's largest magnitude.
+func QuantizeQ8_0(dst []byte, src []float32) error {
+	if len(src)%QBlock != 0 || len(dst) != len(src)/QBlock*34 {
+		return fmt.Errorf("kernels: QuantizeQ8_0: %d weights into %d bytes", len(src), len(dst))
+	}
+	for b := 0; b < len(src)/QBlock; b++ {
+		x := src[b*QBlock : (b+1)*QBlock]
+		o := dst[b*34 : (b+1)*34]
+		var amax float32
+		for _, v := range x {
+			amax = max(amax, abs32(v))
+		}
+		d := amax / 127
+		id := float32(0)
+		if d != 0 {
+			id = 1 / d
+		}
+		binary.LittleEndian.PutUint16(o, float32ToHalf(d))
+		for j, v := range x {
+			o[2+j] = byte(int8(roundEven(v * id)))
+		}
+	}
+	return nil
+}
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
+func roundEven(x float32) float32 { return float32(math.RoundToEven(float64(x))) }
+
+// float32ToHalf rounds x to the nearest IEEE half (ties to even), saturating to ±Inf.
+func float32ToHalf(x float32) uint16 {
+	b := math.Float32bits(x)
+	sign := uint16(b>>16) & 0x8000
+	exp := int(b>>23&0xff) - 127 + 15
+	man := b & 0x7fffff
+	switch {
+	case b&0x7fffffff > 0x7f800000: // NaN
+		return sign | 0x7e00
+	case exp >= 31:
+		return sign | 0x7c00
+	case exp <= 0: // subnormal half or zero
+		if exp < -10 {
+			return sign
+		}
+		man |= 0x800000
+		shift := uint(14 - exp)
+		h := man >> shift
+		rem := man & (1<<shift - 1)
+		half := uint32(1) << (shift - 1)
+		if rem > half || rem == half && h&1 == 1 {
+			h++
+		}
+		return sign | uint16(h)
+	}
+	h := uint32(exp)<<10 | man>>13
+	rem := man & 0x1fff
+	if rem > 0x1000 || rem == 0x1000 && h&1 == 1 {
+		h++ // may carry into the exponent, up to Inf: correct
+	}
+	return sign | uint16(h)
+}
+
+// halfToFloat32 decodes an IEEE half.
+func halfToFloat32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	man := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | man<<13)
+	case exp == 0:
+		v := float32(man) * (1.0 / (1 << 24))
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | man<<13)
+}
+
+// q8Act is a row of activations quantized per 32-block to int8, as ggml's Q8_1 does for its
+// integer dot products: x ≈ d·q with d = max|x|/127; s = d·Σq feeds the offset terms of Q4_0
+// (−8·d_w·s) and Q4_1 (m_w·s).
+type q8Act struct {
+	q  []int8
+	ds []float32 // per row: d of each block, then s of each block, each padded to nbp
+}
+
+// grow sizes a for m rows of k activations.
+func (a *q8Act) grow(m, k int) {
+	n := m * 2 * roundUp(k/QBlock, 8)
+	if cap(a.q) < m*k {
+		a.q = make([]int8, m*k)
+	}
+	if cap(a.ds) < n {
+		a.ds = make([]float32, n)
+	}
+	a.q, a.ds = a.q[:m*k], a.ds[:n]
+}
+
+// actDS is the length of one row's ds for k activations.
+func actDS(k int) int { return 2 * roundUp(k/QBlock, 8) }
+
+// quantizeAct fills q and ds (actDS(len(x)): d[nbp], then s[nbp], zero-padded) from x.
+func quantizeAct(q []int8, ds []float32, x []float32) {
+	nbp := len(ds) / 2
+	clear(ds)
+	for b := 0; b < len(x)/QBlock; b++ {
+		xb := x[b*QBlock : (b+1)*QBlock]
+		qb := q[b*QBlock : (b+1)*QBlock]
+		var amax float32
+		for _, v := range xb {
+			amax = max(amax, abs32(v))
+		}
+		d := amax / 127
+		id := float32(0)
+		if d != 0 {
+			id = 1 / d
+		}
+		sum := 0
+		for j, v := range xb {
+			r := int8(roundEven(v * id))
+			qb[j] = r
+			sum += int(r)
+		}
+		ds[b], ds[nbp+b] = d, d*float32(sum)
+	}
+}
+
+// gemvQGeneric writes out[r] = row r of w (rows of nb blocks in QMatrix's layout, back to back)
+// · the quantized activation row (xq, xds): the portable integer dot products.
+func gemvQGeneric(t QType, out []float32, w []byte, nb int, xq []int8, xds []float32) {
+	nbp := roundUp(nb, 8)
+	ns, qb := t.scales(), t.qsBytes()
+	rowBytes := 2*ns*nbp + qb*nb
+	le := binary.LittleEndian
+	for r := range out {
+		row := w[r*rowBytes : (r+1)*rowBytes]
+		qs := row[2*ns*nbp:]
+		var sum, off float32
+		for b := 0; b < nb; b++ {
+			q := qs[b*qb : (b+1)*qb]
+			x := xq[b*QBlock : (b+1)*QBlock]
+			dx, sx := xds[b], xds[nbp+b]
+			d := halfToFloat32(le.Uint16(row[2*b:]))
+			var si int32
+			switch t {
+			case Q8_0:
+				for j, v := range q {
+					si += int32(int8(v)) * int32(x[j])
+				}
+			case Q4_0, Q4_1:
+				if t == Q4_1 {
+					off += halfToFloat32(le.Uint16(row[2*(nbp+b):])) * sx
+				} else {
+					off += -8 * d * sx
+				}
+				for j, v := range q {
+					si += int32(v&15)*int32(x[j]) + int32(v>>4)*int32(x[j+16])
+				}
+			}
+			sum += d * dx * float32(si)
+		}
+		out[r] = sum + off
+	}
+}
+
+// dequantGeneric decodes one row of nb blocks (QMatrix's layout) into dst.
+func dequantGeneric(t QType, dst []float32, row []byte, nb int) {
+	nbp := roundUp(nb, 8)
+	ns, qb := t.scales(), t.qsBytes()
+	qs := row[2*ns*nbp:]
+	le := binary.LittleEndian
+	for b := 0; b < nb; b++ {
+		q := qs[b*qb : (b+1)*qb]
+		y := dst[b*QBlock : (b+1)*QBlock]
+		d := halfToFloat32(le.Uint16(row[2*b:]))
+		switch t {
+		case Q8_0:
+			for j, v := range q {
+				y[j] = d * float32(int8(v))
+			}
+		case Q4_0:
+			for j, v := range q {
+				y[j] = d * float32(int(v&15)-8)
+				y[j+16] = d * float32(int(v>>4)-8)
+			}
+		case Q4_1:
+			m := halfToFloat32(le.Uint16(row[2*(nbp+b):]))
+			for j, v := range q {
+				y[j] = float32(d*float32(v&15)) + m
+				y[j+16] = float32(d*float32(v>>4)) + m
+			}
+		}
+	}
+}
+
+// Products with at least this many rows of A dequantize tiles of W to float32 and run the
+// packed float32 GEMM; fewer rows use integer dot products against int8-quantized activations.
+// Placed at the measured crossover (BenchmarkMatMulQ).
+const qDequantMinRows = 8
+
+// Tiles: the integer path walks W in groups of qRowTile rows (a few KB, kept in L1 while every
+// row of A passes over them); the dequantizing path converts qDequantTile rows at a time.
+const (
+	qRowTile     = 16
+	qDequantTile = 256
+)
+
+type qScratch struct {
+	act  q8Act
+	w, c []float32
+}
+
+var qScratchPool = sync.Pool{New: func() any { return new(qScratch) }}
+
+func checkQ(op string, c, a []float32, w *QMatrix, m, k, n int) {
+	if w == nil || m < 0 {
+		panic(fmt.Sprintf("kernels: %s: nil matrix or negative rows %d", op, m))
+	}
+	if len(a) < m*k || len(c) < m*n {
+		panic(fmt.Sprintf("kernels: %s: slices too short for m=%d k=%d n=%d: len(a)=%d len(c)=%d", op, m, k, n, len(a), len(c)))
+	}
+}
+
+// MatMulQ computes C[m×n] = A[m×k]·Wᵀ with W a [n×k] QMatrix (n = w.Rows, k = w.Cols), or adds
+// the product into C when acc is true: the forward linear layer on quantized weights.
+//
+// With few rows (decode) each row of A is quantized per 32-block to int8 (d = max|x|/127) and
+// multiplied with integer dot products, as llama.cpp does: besides the weights' own rounding,
+// the result carries the activations' (relative error about 2⁻⁸ of each block's largest
+// magnitude, averaging out over k). With more rows, W is dequantized tile by tile and the
+// float32 GEMM runs: the result is then the float32 product with the dequantized weights. The
+// shared contract of MatMulNT applies otherwise (c must not overlap a; deterministic for a
+// given implementation, shape and SetThreads value). Safe for concurrent use.
+func MatMulQ(c, a []float32, w *QMatrix, m int, acc bool) {
+	k, n := w.Cols, w.Rows
+	checkQ("MatMulQ", c, a, w, m, k, n)
+	if m == 0 {
+		return
+	}
+	im := current.Load()
+	if m >= qDequantMinRows {
+		parallelFor(n, qDequantTile, m*k*n, func(lo, hi int) {
+			sc := qScratchPool.Get().(*qScratch)
+			defer qScratchPool.Put(sc)
+			for j0 := lo; j0 < hi; j0 += qDequantTile {
+				j1 := min(j0+qDequantTile, hi)
+				nc := j1 - j0
+				wt := growF(&sc.w, nc*k)
+				w.DequantizeRows(wt, j0, j1)
+				ct := growF(&sc.c, m*nc)
+				im.mm(kindNT, ct, a, wt, m, k, nc, false, 0, m, 0, nc)
+				for i := 0; i < m; i++ {
+					dst, src := c[i*n+j0:i*n+j1], ct[i*nc:(i+1)*nc]
+					if acc {
+						for j, v := range src {
+							dst[j] += v
+						}
+					} else {
+						copy(dst, src)
+					}
+				}
+			}
+		})
+		return
+	}
+	sc := qScratchPool.Get().(*qScratch)
+	defer qScratchPool.Put(sc)
+	sc.act.grow(m, k)
+	nds := actDS(k)
+	for i := 0; i < m; i++ {
+		quantizeAct(sc.act.q[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds], a[i*k:(i+1)*k])
+	}
+	rb := w.rowBytes
+	parallelFor(n, qRowTile, m*k*n/4, func(lo, hi int) {
+		var tmp [qRowTile]float32
+		for j0 := lo; j0 < hi; j0 += qRowTile {
+			j1 := min(j0+qRowTile, hi)
+			rows := w.data[j0*rb : j1*rb]
+			for i := 0; i < m; i++ {
+				dst := c[i*n+j0 : i*n+j1]
+				out := dst
+				if acc {
+					out = tmp[:j1-j0]
+				}
+				im.gemvQ(w.Type, out, rows, w.nb, sc.act.q[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds])
+				if acc {
+					for j, v := range out {
+						dst[j] += v
+					}
+				}
+			}
+		}
+	})
+}
+
+// MatMulQNN computes C[m×k] = A[m×n]·W with W a [n×k] QMatrix, or adds the product into C when
+// acc is true: the input gradient dx = dy·W of a linear layer whose weights are quantized. W is
+// dequantized tile by tile (exactly, as DequantizeRows) and the float32 products run on the
+// tiles. c must not overlap a. Safe for concurrent use.
+func MatMulQNN(c, a []float32, w *QMatrix, m int, acc bool) {
+	k, n := w.Cols, w.Rows
+	checkQ("MatMulQNN", c, a, w, m, n, k) // a is [m×n], c is [m×k]
+	if m == 0 {
+		return
+	}
+	if !acc {
+		clear(c[:m*k])
+	}
+	sc := qScratchPool.Get().(*qScratch)
+	defer qScratchPool.Put(sc)
+	for j0 := 0; j0 < n; j0 += qDequantTile {
+		j1 := min(j0+qDequantTile, n)
+		nc := j1 - j0
+		wt := growF(&sc.w, nc*k)
+		w.DequantizeRows(wt, j0, j1)
+		at := growF(&sc.c, m*nc)
+		for i := 0; i < m; i++ {
+			copy(at[i*nc:(i+1)*nc], a[i*n+j0:i*n+j1])
+		}
+		matmul(kindNN, c, at, wt, m, nc, k, true)
+	}
+}
+
+func growF(b *[]float32, n int) []float32 {
+	if cap(*b) < n {
+		*b = make([]float32, n)
+	}
+	return (*b)[:n]
+}

@@ -1,0 +1,68 @@
+//go:build amd64
+
+package kernels
+
+import "golang.org/x/sys/cpu"
+
+// quantAVX2OK: the quantized kernels need AVX2 and FMA, and F16C for the blocks' half scales.
+func quantAVX2OK() bool { return avx2OK() && cpu.X86.HasF16C }
+
+//go:noescape
+func gemvQ4_1AVX2(out *float32, w *byte, nrows, nb int, xq *int8, xds *float32)
+
+//go:noescape
+func gemvQ4_0AVX2(out *float32, w *byte, nrows, nb int, xq *int8, xds *float32)
+
+//go:noescape
+func gemvQ8_0AVX2(out *float32, w *byte, nrows, nb int, xq *int8, xds *float32)
+
+//go:noescape
+func dequantQ4_1AVX2(dst *float32, d, m, q *byte, nb int)
+
+//go:noescape
+func dequantQ4_0AVX2(dst *float32, d, q *byte, nb int)
+
+//go:noescape
+func dequantQ8_0AVX2(dst *float32, d, q *byte, nb int)
+
+func gemvQAVX2(t QType, out []float32, w []byte, nb int, xq []int8, xds []float32) {
+	n := len(out)
+	if n == 0 {
+		return
+	}
+	nbp := roundUp(nb, 8)
+	rowBytes := 2*t.scales()*nbp + t.qsBytes()*nb
+	if nb == 0 || len(w) < n*rowBytes || len(xq) < nb*QBlock || len(xds) < 2*nbp {
+		panic("kernels: gemvQ: short slices")
+	}
+	switch t {
+	case Q4_1:
+		gemvQ4_1AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+	case Q4_0:
+		gemvQ4_0AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+	case Q8_0:
+		gemvQ8_0AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+	default:
+		panic("kernels: gemvQ: unknown type")
+	}
+}
+
+func dequantAVX2(t QType, dst []float32, row []byte, nb int) {
+	if nb == 0 {
+		return
+	}
+	nbp := roundUp(nb, 8)
+	if len(dst) < nb*QBlock || len(row) < 2*t.scales()*nbp+t.qsBytes()*nb {
+		panic("kernels: dequant: short slices")
+	}
+	switch t {
+	case Q4_1:
+		dequantQ4_1AVX2(&dst[0], &row[0], &row[2*nbp], &row[4*nbp], nb)
+	case Q4_0:
+		dequantQ4_0AVX2(&dst[0], &row[0], &row[2*nbp], nb)
+	case Q8_0:
+		dequantQ8_0AVX2(&dst[0], &row[0], &row[2*nbp], nb)
+	default:
+		panic("kernels: dequant: unknown type")
+	}
+}

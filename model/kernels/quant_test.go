@@ -1,0 +1,288 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+var qTypes = []QType{Q8_0, Q4_0, Q4_1}
+
+// randQMatrix returns a rows × cols matrix of random blocks with scales like a trained model's.
+func randQMatrix(r *rand.Rand, t QType, rows, cols int) *QMatrix {
+	bb := t.BlockBytes()
+	data := make([]byte, rows*cols/QBlock*bb)
+	for b := 0; b < len(data)/bb; b++ {
+		blk := data[b*bb : (b+1)*bb]
+		for i := range blk {
+			blk[i] = byte(r.Uint32())
+		}
+		binary.LittleEndian.PutUint16(blk, float32ToHalf(float32(r.Float64()*0.02+1e-4)))
+		if t == Q4_1 {
+			binary.LittleEndian.PutUint16(blk[2:], float32ToHalf(float32(-r.Float64()*0.15)))
+		}
+	}
+	w, err := NewQMatrix(t, rows, cols, data)
+	if err != nil {
+		panic(err)
+	}
+	return w
+}
+
+func TestHalfRoundTrip(t *testing.T) {
+	for h := 0; h < 1<<16; h++ {
+		f := halfToFloat32(uint16(h))
+		if math.IsNaN(float64(f)) {
+			if g := float32ToHalf(f); g&0x7c00 != 0x7c00 || g&0x3ff == 0 {
+				t.Fatalf("NaN %#04x → %#04x", h, g)
+			}
+			continue
+		}
+		if g := float32ToHalf(f); g != uint16(h) {
+			t.Fatalf("half %#04x → %g → %#04x", h, f, g)
+		}
+	}
+	for _, c := range []struct {
+		x float32
+		h uint16
+	}{{1, 0x3c00}, {-2, 0xc000}, {65504, 0x7bff}, {65520, 0x7c00}, {1e-8, 0}, {5.9604645e-08, 1}, {1 + 1.0/2048, 0x3c00}, {1 + 3.0/2048, 0x3c02}} {
+		if g := float32ToHalf(c.x); g != c.h {
+			t.Errorf("float32ToHalf(%g) = %#04x, want %#04x", c.x, g, c.h)
+		}
+	}
+}
+
+// TestQuantKernels compares every implementation's quantized primitives with the portable ones.
+func TestQuantKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	eachImpl(t, func(t *testing.T) {
+		im := current.Load()
+		for _, qt := range qTypes {
+			for _, cols := range []int{32, 64, 576, 1536} {
+				w := randQMatrix(r, qt, 7, cols)
+				want := make([]float32, 7*cols)
+				got := make([]float32, 7*cols)
+				for r := 0; r < 7; r++ {
+					row := w.data[r*w.rowBytes : (r+1)*w.rowBytes]
+					dequantGeneric(qt, want[r*cols:(r+1)*cols], row, w.nb)
+					im.dequant(qt, got[r*cols:(r+1)*cols], row, w.nb)
+				}
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s dequant cols=%d [%d] = %g, want %g", qt, cols, i, got[i], want[i])
+					}
+				}
+				x := randSlice(r, cols)
+				var act q8Act
+				act.grow(1, cols)
+				quantizeAct(act.q, act.ds, x)
+				o1, o2 := make([]float32, 7), make([]float32, 7)
+				gemvQGeneric(qt, o1, w.data, w.nb, act.q, act.ds)
+				im.gemvQ(qt, o2, w.data, w.nb, act.q, act.ds)
+				for i := range o1 {
+					var mag float64
+					for j := 0; j < cols; j++ {
+						mag += math.Abs(float64(want[i*cols+j]) * float64(x[j]))
+					}
+					if d := math.Abs(float64(o1[i] - o2[i])); d > 1e-5*mag+1e-6 {
+						t.Fatalf("%s gemv cols=%d row %d: %g vs generic %g", qt, cols, i, o2[i], o1[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+// refQ returns A·Wᵀ (nt) or A·W in float64 with the dequantized W, and the magnitudes Σ|a·w|.
+func refQ(w *QMatrix, a []float32, m int, nt bool) (want, mag []float64) {
+	wf := make([]float32, w.Rows*w.Cols)
+	for r := 0; r < w.Rows; r++ {
+		dequantGeneric(w.Type, wf[r*w.Cols:(r+1)*w.Cols], w.data[r*w.rowBytes:(r+1)*w.rowBytes], w.nb)
+	}
+	n, k := w.Rows, w.Cols
+	if nt {
+		want, mag = make([]float64, m*n), make([]float64, m*n)
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				for p := 0; p < k; p++ {
+					v := float64(a[i*k+p]) * float64(wf[j*k+p])
+					want[i*n+j] += v
+					mag[i*n+j] += math.Abs(v)
+				}
+			}
+		}
+		return want, mag
+	}
+	want, mag = make([]float64, m*k), make([]float64, m*k)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			for p := 0; p < k; p++ {
+				v := float64(a[i*n+j]) * float64(wf[j*k+p])
+				want[i*k+p] += v
+				mag[i*k+p] += math.Abs(v)
+			}
+		}
+	}
+	return want, mag
+}
+
+func TestMatMulQ(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	eachImpl(t, func(t *testing.T) {
+		for _, qt := range qTypes {
+			for _, sh := range []struct{ m, n, k int }{{1, 37, 64}, {3, 300, 96}, {7, 16, 32}, {8, 33, 64}, {21, 517, 128}} {
+				for _, acc := range []bool{false, true} {
+					for _, threads := range []int{1, 2} {
+						defer SetThreads(Threads())
+						SetThreads(threads)
+						w := randQMatrix(r, qt, sh.n, sh.k)
+						a := randSlice(r, sh.m*sh.k)
+						c0 := randSlice(r, sh.m*sh.n)
+						c := append([]float32(nil), c0...)
+						MatMulQ(c, a, w, sh.m, acc)
+						want, mag := refQ(w, a, sh.m, true)
+						// The integer path quantizes activations to 8 bits: each product is off
+						// by up to 1/254 of its block's largest |a|; the float path by rounding.
+						tol := 1e-5
+						if sh.m < qDequantMinRows {
+							tol = 1.0 / 127
+						}
+						for i := range want {
+							if acc {
+								want[i] += float64(c0[i])
+							}
+							if d := math.Abs(float64(c[i]) - want[i]); d > tol*mag[i]+1e-5 {
+								t.Fatalf("%s m=%d n=%d k=%d acc=%v threads=%d: [%d] = %g, want %g (mag %g)", qt, sh.m, sh.n, sh.k, acc, threads, i, c[i], want[i], mag[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestMatMulQError pins the integer path's typical error: on Gaussian activations the relative
+// error of a 576-long product stays near the activations' 8-bit rounding, far below 1%.
+func TestMatMulQError(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, qt := range qTypes {
+		w := randQMatrix(r, qt, 256, 576)
+		a := randSlice(r, 576)
+		c := make([]float32, 256)
+		MatMulQ(c, a, w, 1, false)
+		want, _ := refQ(w, a, 1, true)
+		var num, den float64
+		for i := range want {
+			num += (float64(c[i]) - want[i]) * (float64(c[i]) - want[i])
+			den += want[i] * want[i]
+		}
+		if rel := math.Sqrt(num / den); rel > 0.01 {
+			t.Errorf("%s: relative RMS error %g of the integer path", qt, rel)
+		}
+	}
+}
+
+func TestMatMulQNN(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	eachImpl(t, func(t *testing.T) {
+		for _, qt := range qTypes {
+			for _, sh := range []struct{ m, n, k int }{{1, 37, 64}, {5, 300, 96}, {33, 600, 64}} {
+				for _, acc := range []bool{false, true} {
+					w := randQMatrix(r, qt, sh.n, sh.k)
+					a := randSlice(r, sh.m*sh.n)
+					c0 := randSlice(r, sh.m*sh.k)
+					c := append([]float32(nil), c0...)
+					MatMulQNN(c, a, w, sh.m, acc)
+					want, mag := refQ(w, a, sh.m, false)
+					for i := range want {
+						if acc {
+							want[i] += float64(c0[i])
+						}
+						if d := math.Abs(float64(c[i]) - want[i]); d > 1e-5*mag[i]+1e-5 {
+							t.Fatalf("%s m=%d n=%d k=%d acc=%v: [%d] = %g, want %g", qt, sh.m, sh.n, sh.k, acc, i, c[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestQuantizeQ8_0(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	x := randSlice(r, 32*50)
+	x[5] = 0
+	for i := 64; i < 96; i++ {
+		x[i] = 0 // an all-zero block
+	}
+	dst := make([]byte, len(x)/32*34)
+	if err := QuantizeQ8_0(dst, x); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewQMatrix(Q8_0, 50, 32, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float32, len(x))
+	w.DequantizeRows(y, 0, 50)
+	for b := 0; b < 50; b++ {
+		var amax float32
+		for _, v := range x[b*32 : (b+1)*32] {
+			amax = max(amax, abs32(v))
+		}
+		for j := b * 32; j < (b+1)*32; j++ {
+			if d := abs32(x[j] - y[j]); d > amax*(0.5/127+1e-3) {
+				t.Fatalf("weight %d: %g → %g (block max %g)", j, x[j], y[j], amax)
+			}
+		}
+	}
+	if err := QuantizeQ8_0(dst[:10], x); err == nil {
+		t.Error("short destination accepted")
+	}
+}
+
+func TestNewQMatrixErrors(t *testing.T) {
+	for _, c := range []struct {
+		t          QType
+		rows, cols int
+		n          int
+	}{{0, 1, 32, 34}, {Q8_0, 1, 31, 34}, {Q8_0, 0, 32, 0}, {Q8_0, 2, 32, 34}, {Q4_1, 1, 64, 41}, {Q4_0, -1, 32, 18}, {Q8_0, 1 << 40, 1 << 40, 34}} {
+		if _, err := NewQMatrix(c.t, c.rows, c.cols, make([]byte, c.n)); err == nil {
+			t.Errorf("NewQMatrix(%v, %d, %d, %d bytes) accepted", c.t, c.rows, c.cols, c.n)
+		}
+	}
+	data := make([]byte, 2*3*20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	w, err := NewQMatrix(Q4_1, 2, 96, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := append(w.Blocks(0), w.Blocks(1)...); string(got) != string(data) {
+		t.Error("Blocks does not return the GGUF blocks NewQMatrix was given")
+	}
+}
+
+// FuzzQMatrix: any accepted matrix can be multiplied and dequantized without a panic.
+func FuzzQMatrix(f *testing.F) {
+	f.Add(uint8(Q4_1), 2, 32, make([]byte, 40))
+	f.Add(uint8(Q8_0), 1, 64, make([]byte, 68))
+	f.Add(uint8(Q4_0), 3, 32, []byte("0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghij"))
+	f.Fuzz(func(t *testing.T, typ uint8, rows, cols int, data []byte) {
+		w, err := NewQMatrix(QType(typ), rows, cols, data)
+		if err != nil {
+			return
+		}
+		a := make([]float32, 9*max(rows, cols))
+		for i := range a {
+			a[i] = float32(i%7) - 3
+		}
+		MatMulQ(make([]float32, rows), a, w, 1, false)
+		MatMulQ(make([]float32, 9*rows), a, w, 9, true)
+		MatMulQNN(make([]float32, cols), a, w, 1, false)
+		w.DequantizeRows(make([]float32, rows*cols), 0, rows)
+	})
+}
