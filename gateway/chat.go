@@ -23,10 +23,11 @@ const completionPrefix = "chatcmpl-"
 // CompletionID returns the completion id of an interaction.
 func CompletionID(interactionID string) string { return completionPrefix + interactionID }
 
-// InteractionID returns the interaction id of a completion id (or of an
-// interaction id, unchanged); ok is false if it is neither.
+// InteractionID returns the interaction id of a completion id, of a
+// response id ("resp_<interaction id>", see responses.go) or of an
+// interaction id (unchanged); ok is false if it is none of them.
 func InteractionID(id string) (string, bool) {
-	id = strings.TrimPrefix(id, completionPrefix)
+	id = strings.TrimPrefix(strings.TrimPrefix(id, completionPrefix), responsePrefix)
 	if len(id) != 36 || !validUUID(id) {
 		return "", false
 	}

@@ -441,9 +441,10 @@ func TestMetricsHealthReady(t *testing.T) {
 	}
 	_, body := e.do("GET", "/metrics", "", nil)
 	for _, want := range []string{
-		`gen_ai_server_request_duration_seconds_count{gen_ai_request_model="citizen",gen_ai_response_model="v1",status="200"} 2`,
-		`gen_ai_server_time_to_first_token_seconds_count{gen_ai_response_model="v1",stream="true"} 1`,
-		`gen_ai_client_token_usage_count{gen_ai_response_model="v1",gen_ai_token_type="output"} 2`,
+		`gen_ai_server_request_duration_seconds_count{error_type="",gen_ai_operation_name="chat",gen_ai_provider_name="citizen",gen_ai_request_model="citizen",gen_ai_response_model="citizen@v1"} 2`,
+		`gen_ai_server_time_to_first_token_seconds_count{gen_ai_operation_name="chat",gen_ai_provider_name="citizen",gen_ai_request_model="citizen",gen_ai_response_model="citizen@v1"} 2`,
+		`gen_ai_client_token_usage_count{gen_ai_operation_name="chat",gen_ai_provider_name="citizen",gen_ai_request_model="citizen",gen_ai_response_model="citizen@v1",gen_ai_token_type="output"} 2`,
+		`citizen_generation_tokens_total{model_name="citizen"} 16`, // 2 × "echo: hi",
 		`citizen_gateway_errors_total{route="/v1/chat/completions",status="400",type="invalid_request_error"} 1`,
 		`citizen_gateway_interactions_recorded_total 2`,
 		`citizen_gateway_http_request_duration_seconds_count{method="POST",route="/v1/chat/completions",status="200"} 2`,

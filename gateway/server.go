@@ -59,6 +59,10 @@ type Deps struct {
 	// Lessons, if set, says which lessons to place in each request's
 	// context (fast memory).
 	Lessons LessonSource
+	// Embedder, if set, serves POST /v1/embeddings; nil means the engine,
+	// if it implements Embedder, or none (the endpoint then answers 400
+	// embeddings_unavailable).
+	Embedder Embedder
 }
 
 // Server is the HTTP gateway. Create it with New; serve Handler() yourself
@@ -261,6 +265,8 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
 	v1 := e.Group("/v1", s.auth)
 	v1.POST("/chat/completions", s.chat)
+	v1.POST("/responses", s.responses)
+	v1.POST("/embeddings", s.embeddings)
 	v1.GET("/chat/completions", s.listCompletions)
 	v1.GET("/chat/completions/:id", s.getCompletion)
 	v1.POST("/chat/completions/:id", s.updateCompletion)
@@ -332,6 +338,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			rid = newRequestID()
 		}
 		c.Response().Header().Set("X-Request-Id", rid)
+		if servesModel(c) {
+			s.metrics.running.Inc()
+			defer s.metrics.running.Dec()
+		}
 		if r := c.Request(); r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 			// The body must arrive within BodyReadTimeout; readBody lifts
 			// the deadline once it has the body (a deadline left on the
@@ -358,6 +368,19 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return nil
 	}
+}
+
+// servesModel reports whether the request is one for the model (counted
+// in citizen_num_requests_running).
+func servesModel(c echo.Context) bool {
+	if c.Request().Method != http.MethodPost {
+		return false
+	}
+	switch c.Path() {
+	case "/v1/chat/completions", "/v1/responses", "/v1/embeddings":
+		return true
+	}
+	return false
 }
 
 func validRequestID(id string) bool {

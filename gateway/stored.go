@@ -45,6 +45,8 @@ func (s *Server) loadStored(ctx context.Context, id, tenant string) (*stored, *A
 	if !ok {
 		return nil, completionNotFound(id)
 	}
+	// The messages name the interaction id, as loadInteraction's do.
+	id = iid
 	evs, err := s.store.ReadStream(ctx, events.InteractionStream(iid), 0, events.Forward, maxInteractionEvents)
 	if errors.Is(err, events.ErrStreamNotFound) || err == nil && len(evs) == 0 {
 		return nil, completionNotFound(id)
