@@ -377,6 +377,23 @@ type outputItem struct {
 	Arguments *string `json:"arguments,omitempty"`
 }
 
+// MarshalJSON always writes a message's content (an empty array while a
+// streamed message has none yet) and never a function call's.
+func (o outputItem) MarshalJSON() ([]byte, error) {
+	type plain outputItem
+	if o.Type != "message" {
+		return json.Marshal(plain(o))
+	}
+	content := o.Content
+	if content == nil {
+		content = []outputText{}
+	}
+	return json.Marshal(struct {
+		plain
+		Content []outputText `json:"content"`
+	}{plain(o), content})
+}
+
 type outputText struct {
 	Type        string     `json:"type"` // output_text
 	Text        string     `json:"text"`

@@ -50,7 +50,7 @@ func TestOpenAISDK(t *testing.T) {
 	}
 
 	const bodyLimit = 256 << 10
-	e := newEnv(t, func(c *Config, d *Deps) { c.MaxBodyBytes = bodyLimit })
+	e := newEnv(t, func(c *Config, d *Deps) { c.MaxBodyBytes = bodyLimit; d.Embedder = lenEmbedder{} })
 	e.keys.Add("sk-sdk-limited", KeySpec{Tenant: "tenant-a", RequestsPerMinute: 1})
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /_test/fail", func(w http.ResponseWriter, r *http.Request) {
@@ -117,6 +117,61 @@ func TestOpenAISDK(t *testing.T) {
 		}
 		if !reflect.DeepEqual(rec.PromptTokens, StubPromptTokens(msgs)) {
 			t.Fatalf("%s: prompt tokens differ", id)
+		}
+	}
+}
+
+// TestOpenAIPythonSDK runs gateway/sdktest/run.py (the official openai
+// Python package) against a live gateway with the stub engine, a test
+// embedder and the memstore: stored completions (store, update, delete),
+// the Responses API and embeddings. It needs python3 with openai; without
+// it the test skips, except with CITIZEN_PY_INTEROP=1 (set by
+// scripts/test.sh once it installed the reference packages), where it
+// fails.
+func TestOpenAIPythonSDK(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err == nil {
+		err = exec.Command(py, "-c", "import openai").Run()
+	}
+	if err != nil {
+		if os.Getenv("CITIZEN_PY_INTEROP") == "1" {
+			t.Fatalf("CITIZEN_PY_INTEROP=1 but python3 cannot import openai (pip install openai): %v", err)
+		}
+		t.Skip("python3 with the openai package not available")
+	}
+	e := newEnv(t, func(c *Config, d *Deps) { d.Embedder = lenEmbedder{} })
+	ts := httptest.NewServer(e.srv.Handler())
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "run.py")
+	cmd.Dir = "sdktest"
+	cmd.Env = append(os.Environ(), "CITIZEN_BASE_URL="+ts.URL, "CITIZEN_API_KEY="+keyA)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	t.Logf("python3 run.py:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("the SDK script failed: %v", err)
+	}
+	var acked []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "ACKED "); ok {
+			if err := json.Unmarshal([]byte(rest), &acked); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(acked) < 8 {
+		t.Fatalf("only %d acknowledged completions reported", len(acked))
+	}
+	for _, id := range acked {
+		iid, ok := InteractionID(id)
+		if !ok {
+			t.Fatalf("bad id %q", id)
+		}
+		if _, rec := e.interaction(iid); len(rec.Choices) != 1 || len(rec.Choices[0].CompletionTokens) == 0 {
+			t.Fatalf("%s: recorded %+v", id, rec)
 		}
 	}
 }

@@ -5,7 +5,7 @@
 # Apache Kafka for the Kafka adapter's real-broker suite, a PostgreSQL
 # server for the PostgreSQL event store's suite, the Python reference
 # packages for the interop checks (gguf, tokenizers, transformers, jinja2,
-# numpy) and the default model's GGUF file (SmolLM2-135M-Instruct, fetched
+# numpy, and openai for the gateway's Python SDK test) and the default model's GGUF file (SmolLM2-135M-Instruct, fetched
 # once into the model cache); and stops the servers at the end. Under
 # CI=true a missing piece fails the run.
 set -euo pipefail
@@ -55,11 +55,11 @@ if [ -z "${CITIZEN_PG_URL:-}" ]; then
 fi
 
 echo "== Python reference packages (interop checks)"
-if python3 -m pip install --quiet --disable-pip-version-check gguf==0.19.0 tokenizers numpy jinja2 transformers safetensors >/dev/null 2>&1 \
-	|| python3 -m pip install --quiet --disable-pip-version-check gguf tokenizers numpy jinja2 transformers safetensors >/dev/null 2>&1; then
+if python3 -m pip install --quiet --disable-pip-version-check gguf==0.19.0 tokenizers numpy jinja2 transformers safetensors openai==3.51.0 >/dev/null 2>&1 \
+	|| python3 -m pip install --quiet --disable-pip-version-check gguf tokenizers numpy jinja2 transformers safetensors openai >/dev/null 2>&1; then
 	export CITIZEN_PY_INTEROP=1
 else
-	need "pip install gguf tokenizers numpy jinja2 transformers safetensors"
+	need "pip install gguf tokenizers numpy jinja2 transformers safetensors openai"
 fi
 
 echo "== the default model (SmolLM2-135M-Instruct, once into the model cache)"

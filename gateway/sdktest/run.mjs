@@ -230,6 +230,77 @@ const tests = {
     const again = await client.post('/feedback', { body: { interaction_id: r.id, feedback_id: 'sdk-fb-1', rating: 1, text: 'nice' } });
     assert.equal(again.event_id, fb.event_id);
   },
+
+  async storedCompletionsUpdateDeleteAndStoreFalse() {
+    const kept = await client.chat.completions.create({ model: 'citizen', messages: user('keep me'), store: true, metadata: { topic: 'a' } });
+    const hidden = await client.chat.completions.create({ model: 'citizen', messages: user('do not store'), store: false });
+    acked.push(kept.id, hidden.id);
+    const up = await client.chat.completions.update(kept.id, { metadata: { topic: 'b' } });
+    assert.equal(up.id, kept.id);
+    assert.deepEqual(up.metadata, { topic: 'b' });
+    assert.deepEqual((await client.chat.completions.retrieve(kept.id)).metadata, { topic: 'b' });
+    const filtered = [];
+    for await (const c of client.chat.completions.list({ metadata: { topic: 'b' } })) filtered.push(c.id);
+    assert.deepEqual(filtered, [kept.id]);
+    const all = [];
+    for await (const c of client.chat.completions.list({ limit: 100, order: 'desc' })) all.push(c.id);
+    assert.ok(all.includes(kept.id));
+    assert.ok(!all.includes(hidden.id), 'store: false is not listed');
+    await assert.rejects(client.chat.completions.retrieve(hidden.id), OpenAI.NotFoundError);
+    const del = await client.chat.completions.delete(kept.id);
+    assert.deepEqual(del, { id: kept.id, object: 'chat.completion.deleted', deleted: true });
+    await assert.rejects(client.chat.completions.retrieve(kept.id), OpenAI.NotFoundError);
+    await assert.rejects(client.chat.completions.delete(kept.id), OpenAI.NotFoundError);
+  },
+
+  async responsesText() {
+    const r = await client.responses.create({ model: 'citizen', input: 'hello', instructions: 'be brief' });
+    assert.match(r.id, /^resp_[0-9a-f-]{36}$/);
+    assert.equal(r.object, 'response');
+    assert.equal(r.status, 'completed');
+    assert.equal(r.model, 'citizen@v1');
+    assert.equal(r.output_text, 'echo: hello');
+    assert.equal(r.usage.output_tokens, [...'echo: hello'].length);
+    acked.push(r.id.replace('resp_', 'chatcmpl-'));
+  },
+
+  async responsesStream() {
+    const stream = await client.responses.create({ model: 'citizen', input: [{ role: 'user', content: 'stream me' }], stream: true });
+    let text = '';
+    let final;
+    for await (const ev of stream) {
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+      if (ev.type === 'response.completed') final = ev.response;
+    }
+    assert.equal(text, 'echo: stream me');
+    assert.equal(final.status, 'completed');
+    assert.equal(final.output[0].content[0].text, text);
+    acked.push(final.id.replace('resp_', 'chatcmpl-'));
+  },
+
+  async responsesTools() {
+    const tools = [{ type: 'function', name: 'get_weather', strict: false,
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+    const r = await client.responses.create({ model: 'citizen', input: 'weather?', tools, tool_choice: 'required' });
+    const call = r.output.find((o) => o.type === 'function_call');
+    assert.equal(call.name, 'get_weather');
+    assert.deepEqual(JSON.parse(call.arguments), { city: 'x' });
+    acked.push(r.id.replace('resp_', 'chatcmpl-'));
+    const r2 = await client.responses.create({ model: 'citizen', tools, input: [
+      { role: 'user', content: 'weather?' }, call, { type: 'function_call_output', call_id: call.call_id, output: 'sunny' }] });
+    assert.equal(r2.output_text, 'tool said: sunny');
+    acked.push(r2.id.replace('resp_', 'chatcmpl-'));
+  },
+
+  async embeddings() {
+    // The SDK asks for base64 and decodes it.
+    const e = await client.embeddings.create({ model: 'citizen', input: ['abc', 'eeee e'] });
+    assert.equal(e.object, 'list');
+    assert.equal(e.data.length, 2);
+    assert.deepEqual(Array.from(e.data[1].embedding), [6, 5, 1]);
+    const f = await client.embeddings.create({ model: 'citizen', input: 'abc', encoding_format: 'float' });
+    assert.deepEqual(f.data[0].embedding, [3, 1, 1]);
+  },
 };
 
 let failed = 0;
