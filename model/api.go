@@ -48,6 +48,9 @@ func (m *Model) gradients(b *Batch, lora *Adapter, base bool) (LossResult, []flo
 	if err := m.check(b, lora, true); err != nil {
 		return LossResult{}, nil, nil, err
 	}
+	if base && m.Quant != nil {
+		return LossResult{}, nil, nil, fmt.Errorf("%w: no gradients of quantized weights", ErrQuantized)
+	}
 	var a acts
 	m.forward(&a, b, lora, false)
 	res := m.loss(&a, b)

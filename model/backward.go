@@ -34,9 +34,9 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 		return f(w)
 	}
 	// projBackward: dx += dy·W (+ LoRA), dW += dyᵀ·x.
-	projBackward := func(l, mod int, dx, dy, x, w, dw []float32) {
+	projBackward := func(l, mod int, dx, dy, x, dw []float32) {
 		in, out := c.moduleDims(mod)
-		linearBackward(dx, dw, dy, x, w, T, in, out)
+		m.layerMatrix(l, mod).backward(dx, dw, dy, x, T, in, out)
 		if lora != nil && lora.layers[l][mod].A != nil {
 			p := lora.layers[l][mod]
 			var da, db []float32
@@ -48,7 +48,7 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 	}
 
 	// Output head: dlnf rows = dlogits·W, dW += dlogitsᵀ·lnf rows.
-	linearBackward(dlnfRows, pick(g, func(w *Weights) []float32 { return w.LMHead }), a.logits, a.lnfRows, m.W.LMHead, a.M, C, V)
+	m.headMatrix().backward(dlnfRows, pick(g, func(w *Weights) []float32 { return w.LMHead }), a.logits, a.lnfRows, a.M, C, V)
 	clear(dln)
 	for i, t := range a.rows {
 		copy(dln[t*C:(t+1)*C], dlnfRows[i*C:(i+1)*C])
@@ -69,24 +69,24 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 		}
 		// MLP: resid[l+1] = mid + down(silu(gate(ln2))·up(ln2))
 		clear(dh)
-		projBackward(l, modDown, dh, dres, a.hh[l], w.Down, gl(func(x *LayerWeights) []float32 { return x.Down }))
+		projBackward(l, modDown, dh, dres, a.hh[l], gl(func(x *LayerWeights) []float32 { return x.Down }))
 		swigluBackward(dgate, dup, dh, a.gate[l], a.up[l], T*I)
 		clear(dln)
-		projBackward(l, modGate, dln, dgate, a.ln2[l], w.Gate, gl(func(x *LayerWeights) []float32 { return x.Gate }))
-		projBackward(l, modUp, dln, dup, a.ln2[l], w.Up, gl(func(x *LayerWeights) []float32 { return x.Up }))
+		projBackward(l, modGate, dln, dgate, a.ln2[l], gl(func(x *LayerWeights) []float32 { return x.Gate }))
+		projBackward(l, modUp, dln, dup, a.ln2[l], gl(func(x *LayerWeights) []float32 { return x.Up }))
 		rmsnormBackward(dres, gl(func(x *LayerWeights) []float32 { return x.PostNorm }), dln, a.mid[l], w.PostNorm, a.rstd2[l], T, C)
 		// attention: mid = resid[l] + o(attn(q(ln1), k(ln1), v(ln1)))
 		clear(drows)
-		projBackward(l, modO, drows, dres, a.attrows[l], w.O, gl(func(x *LayerWeights) []float32 { return x.O }))
+		projBackward(l, modO, drows, dres, a.attrows[l], gl(func(x *LayerWeights) []float32 { return x.O }))
 		rowsToHeads(datto, drows, T, H, hd, nil, nil)
 		attentionBackward(dq, dk, dv, datto, a.att[l], a.q[l], a.k[l], a.v[l], a.spans, T, H, KV, hd)
 		headsToRows(drows, dq, T, H, hd, a.pos, m.rope)
 		headsToRows(dkrows, dk, T, KV, hd, a.pos, m.rope)
 		headsToRows(dvrows, dv, T, KV, hd, nil, nil)
 		clear(dln)
-		projBackward(l, modQ, dln, drows, a.ln1[l], w.Q, gl(func(x *LayerWeights) []float32 { return x.Q }))
-		projBackward(l, modK, dln, dkrows, a.ln1[l], w.K, gl(func(x *LayerWeights) []float32 { return x.K }))
-		projBackward(l, modV, dln, dvrows, a.ln1[l], w.V, gl(func(x *LayerWeights) []float32 { return x.V }))
+		projBackward(l, modQ, dln, drows, a.ln1[l], gl(func(x *LayerWeights) []float32 { return x.Q }))
+		projBackward(l, modK, dln, dkrows, a.ln1[l], gl(func(x *LayerWeights) []float32 { return x.K }))
+		projBackward(l, modV, dln, dvrows, a.ln1[l], gl(func(x *LayerWeights) []float32 { return x.V }))
 		rmsnormBackward(dres, gl(func(x *LayerWeights) []float32 { return x.InputNorm }), dln, a.resid[l], w.InputNorm, a.rstd1[l], T, C)
 	}
 	if g != nil {

@@ -93,6 +93,9 @@ func (m *Model) SaveAs(dir string, dtype safetensors.DType) ([]Artifact, error) 
 	default:
 		return nil, fmt.Errorf("%w: cannot save as dtype %q (F32, BF16 or F16)", ErrConfig, dtype)
 	}
+	if m.Quant != nil {
+		return nil, fmt.Errorf("%w: save a Dequantize copy", ErrQuantized)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}

@@ -470,9 +470,9 @@ func (e *Engine) step(seqs []*genSeq) {
 	}
 	u := grow(&bf.u, N*maxR)
 
-	proj := func(l, mod int, y, xin, w []float32, acc bool) {
+	proj := func(l, mod int, y, xin []float32, acc bool) {
 		in, out := c.moduleDims(mod)
-		kernels.MatMulNT(y, xin, w, N, in, out, acc)
+		m.layerMatrix(l, mod).mul(y, xin, N, in, out, acc)
 		for _, g := range groups {
 			if g.ad == nil || g.ad.layers[l][mod].A == nil {
 				continue
@@ -481,7 +481,7 @@ func (e *Engine) step(seqs []*genSeq) {
 			loraForward(y[g.lo*out:], u, xin[g.lo*in:], p.A, p.B, rows, in, out, g.ad.Config.Rank, g.ad.Scale())
 		}
 	}
-	embedForward(x, m.W.Embed, tokens, C)
+	m.embed(x, tokens)
 	workers := runtime.GOMAXPROCS(0)
 	if len(bf.scratch) < workers {
 		bf.scratch = make([][]float32, workers)
@@ -495,9 +495,9 @@ func (e *Engine) step(seqs []*genSeq) {
 	for l := 0; l < c.NumHiddenLayers; l++ {
 		w := &m.W.Layers[l]
 		rmsnormForward(ln, nil, x, w.InputNorm, N, C, eps)
-		proj(l, modQ, qrows, ln, w.Q, false)
-		proj(l, modK, krows, ln, w.K, false)
-		proj(l, modV, vrows, ln, w.V, false)
+		proj(l, modQ, qrows, ln, false)
+		proj(l, modK, krows, ln, false)
+		proj(l, modV, vrows, ln, false)
 		rowsToHeads(qh, qrows, N, H, hd, pos, m.rope)
 		// rotate keys and append keys and values to each sequence's cache
 		for i, s := range seqs {
@@ -542,12 +542,12 @@ func (e *Engine) step(seqs []*genSeq) {
 			parallel(len(seqs)*H, task)
 		}
 		headsToRows(attrows, atto, N, H, hd, nil, nil)
-		proj(l, modO, x, attrows, w.O, true)
+		proj(l, modO, x, attrows, true)
 		rmsnormForward(ln, nil, x, w.PostNorm, N, C, eps)
-		proj(l, modGate, gate, ln, w.Gate, false)
-		proj(l, modUp, up, ln, w.Up, false)
+		proj(l, modGate, gate, ln, false)
+		proj(l, modUp, up, ln, false)
 		swigluForward(hh, gate, up, N*I)
-		proj(l, modDown, x, hh, w.Down, true)
+		proj(l, modDown, x, hh, true)
 	}
 	for i, s := range seqs {
 		s.pos += n[i]
@@ -567,7 +567,7 @@ func (e *Engine) step(seqs []*genSeq) {
 	}
 	rmsnormForward(last, nil, last, m.W.Norm, S, C, eps)
 	logits := grow(&bf.logits, S*V)
-	kernels.MatMulNT(logits, last, m.W.LMHead, S, C, V, false)
+	m.headMatrix().mul(logits, last, S, C, V, false)
 	lp := grow(&bf.lp, V)
 	for j, s := range sampleSeqs {
 		e.sample(s, logits[j*V:(j+1)*V], lp)

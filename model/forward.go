@@ -239,40 +239,40 @@ func (m *Model) forward(a *acts, b *Batch, lora *Adapter, allRows bool) {
 	if lora != nil {
 		s, r = lora.Scale(), lora.Config.Rank
 	}
-	proj := func(l, mod int, y, x []float32, w []float32, acc bool) {
+	proj := func(l, mod int, y, x []float32, acc bool) {
 		in, out := c.moduleDims(mod)
-		kernels.MatMulNT(y, x, w, T, in, out, acc)
+		m.layerMatrix(l, mod).mul(y, x, T, in, out, acc)
 		if lora != nil && lora.layers[l][mod].A != nil {
 			p := lora.layers[l][mod]
 			loraForward(y, a.lu[l][mod], x, p.A, p.B, T, in, out, r, s)
 		}
 	}
-	embedForward(a.resid[0], m.W.Embed, b.Tokens, C)
+	m.embed(a.resid[0], b.Tokens)
 	for l := 0; l < c.NumHiddenLayers; l++ {
 		w := &m.W.Layers[l]
 		rmsnormForward(a.ln1[l], a.rstd1[l], a.resid[l], w.InputNorm, T, C, eps)
-		proj(l, modQ, a.qrows, a.ln1[l], w.Q, false)
-		proj(l, modK, a.krows, a.ln1[l], w.K, false)
-		proj(l, modV, a.vrows, a.ln1[l], w.V, false)
+		proj(l, modQ, a.qrows, a.ln1[l], false)
+		proj(l, modK, a.krows, a.ln1[l], false)
+		proj(l, modV, a.vrows, a.ln1[l], false)
 		rowsToHeads(a.q[l], a.qrows, T, H, hd, a.pos, m.rope)
 		rowsToHeads(a.k[l], a.krows, T, KV, hd, a.pos, m.rope)
 		rowsToHeads(a.v[l], a.vrows, T, KV, hd, nil, nil)
 		attentionForward(a.atto, a.att[l], a.q[l], a.k[l], a.v[l], a.spans, T, H, KV, hd)
 		headsToRows(a.attrows[l], a.atto, T, H, hd, nil, nil)
 		copy(a.mid[l], a.resid[l])
-		proj(l, modO, a.mid[l], a.attrows[l], w.O, true)
+		proj(l, modO, a.mid[l], a.attrows[l], true)
 		rmsnormForward(a.ln2[l], a.rstd2[l], a.mid[l], w.PostNorm, T, C, eps)
-		proj(l, modGate, a.gate[l], a.ln2[l], w.Gate, false)
-		proj(l, modUp, a.up[l], a.ln2[l], w.Up, false)
+		proj(l, modGate, a.gate[l], a.ln2[l], false)
+		proj(l, modUp, a.up[l], a.ln2[l], false)
 		swigluForward(a.hh[l], a.gate[l], a.up[l], T*I)
 		copy(a.resid[l+1], a.mid[l])
-		proj(l, modDown, a.resid[l+1], a.hh[l], w.Down, true)
+		proj(l, modDown, a.resid[l+1], a.hh[l], true)
 	}
 	rmsnormForward(a.lnf, a.rstdf, a.resid[c.NumHiddenLayers], m.W.Norm, T, C, eps)
 	for i, t := range a.rows {
 		copy(a.lnfRows[i*C:(i+1)*C], a.lnf[t*C:(t+1)*C])
 	}
-	kernels.MatMulNT(a.logits, a.lnfRows, m.W.LMHead, a.M, C, c.VocabSize, false)
+	m.headMatrix().mul(a.logits, a.lnfRows, a.M, C, c.VocabSize, false)
 }
 
 // loss turns the logit rows of a into the LossResult of b and, in place, into ∂L/∂logits

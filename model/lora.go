@@ -192,6 +192,9 @@ func (m *Model) mergeLoRA(a *Adapter, sign float32) error {
 	if err := a.compatible(m.Config); err != nil {
 		return err
 	}
+	if m.Quant != nil {
+		return fmt.Errorf("%w: cannot merge an adapter into quantized weights", ErrQuantized)
+	}
 	s := sign * a.Scale()
 	r := a.Config.Rank
 	var sb []float32

@@ -122,7 +122,9 @@ func bindWeights(c Config, buf []float32) Weights {
 	return w
 }
 
-// Model is a set of weights for one Config. Params is the flat buffer; W views it.
+// Model is a set of weights for one Config. Params is the flat buffer; W views it. A model
+// built by NewQuantized keeps some matrices as blocks in Quant instead: Params then holds only
+// the float32 tensors, and W's views of the quantized matrices are nil.
 //
 // A Model is safe for concurrent reads (forward passes, an Engine) as long as nobody writes
 // Params; training (Trainer with a nil adapter), MergeLoRA and UnmergeLoRA write it and must not
@@ -131,6 +133,7 @@ type Model struct {
 	Config Config
 	Params []float32
 	W      Weights
+	Quant  *QuantWeights // nil: every matrix is float32; immutable once built
 
 	rope *ropeTable
 }
@@ -184,10 +187,15 @@ func isOutProj(name string) bool {
 	return strings.HasSuffix(name, "o_proj.weight") || strings.HasSuffix(name, "down_proj.weight")
 }
 
-// Clone returns a deep copy whose parameters can be changed independently.
+// Clone returns a deep copy whose parameters can be changed independently (quantized matrices,
+// which are immutable, are shared).
 func (m *Model) Clone() *Model {
-	c := &Model{Config: m.Config, Params: append([]float32(nil), m.Params...), rope: m.rope}
-	c.W = bindWeights(c.Config, c.Params)
+	c := &Model{Config: m.Config, Params: append([]float32(nil), m.Params...), Quant: m.Quant, rope: m.rope}
+	if m.Quant != nil {
+		c.W = bindWeightsSkipping(c.Config, c.Params, m.Quant.skips(c.Config))
+	} else {
+		c.W = bindWeights(c.Config, c.Params)
+	}
 	return c
 }
 

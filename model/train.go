@@ -110,6 +110,9 @@ func NewTrainer(m *Model, adapter *Adapter, tc TrainConfig) (*Trainer, error) {
 		t.blocks = []int{0, len(t.params)}
 		t.decay = []bool{true}
 	} else {
+		if m.Quant != nil {
+			return nil, fmt.Errorf("%w: full-parameter training needs float32 weights (Dequantize)", ErrQuantized)
+		}
 		t.params = m.Params
 		t.grad = make([]float32, len(t.params))
 		w := bindWeights(m.Config, t.grad)

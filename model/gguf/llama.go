@@ -2,12 +2,14 @@ package gguf
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"sync"
 
 	"citizen/model"
+	"citizen/model/kernels"
 )
 
 // Limits on hyper-parameters, far above any Llama-family model, so that products of them cannot
@@ -209,6 +211,7 @@ type tensorSpec struct {
 	info  TensorInfo
 	heads int // > 0: un-permute the rows of this many heads
 	view  func(*model.Weights) []float32
+	slot  func(*model.QuantWeights) **kernels.QMatrix // matrices: where a quantized copy goes
 }
 
 // llamaSpecs finds and checks every tensor a model of config c needs, and refuses any other.
@@ -225,6 +228,7 @@ func llamaSpecs(f *File, c model.Config) ([]tensorSpec, error) {
 	q, kv := c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim
 	specs := make([]tensorSpec, 0, want)
 	used := make(map[string]bool, want)
+	var slot func(*model.QuantWeights) **kernels.QMatrix // of the tensor add is given next
 	add := func(name string, heads int, view func(*model.Weights) []float32, shape ...int) error {
 		t, ok := f.Tensor(name)
 		if !ok {
@@ -237,31 +241,36 @@ func llamaSpecs(f *File, c model.Config) ([]tensorSpec, error) {
 			return fmt.Errorf("%w: tensor %q has type %s, which cannot be dequantized", ErrUnsupported, name, t.Type)
 		}
 		used[name] = true
-		specs = append(specs, tensorSpec{info: t, heads: heads, view: view})
+		specs = append(specs, tensorSpec{info: t, heads: heads, view: view, slot: slot})
+		slot = nil
 		return nil
 	}
+	slot = func(q *model.QuantWeights) **kernels.QMatrix { return &q.Embed }
 	if err := add("token_embd.weight", 0, func(w *model.Weights) []float32 { return w.Embed }, V, C); err != nil {
 		return nil, err
 	}
 	for l := 0; l < c.NumHiddenLayers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
 		lw := func(w *model.Weights) *model.LayerWeights { return &w.Layers[l] }
+		ql := func(w *model.QuantWeights) *model.QuantLayer { return &w.Layers[l] }
 		for _, e := range []struct {
 			name  string
 			heads int
 			view  func(*model.Weights) []float32
+			slot  func(*model.QuantWeights) **kernels.QMatrix
 			shape []int
 		}{
-			{"attn_norm", 0, func(w *model.Weights) []float32 { return lw(w).InputNorm }, []int{C}},
-			{"attn_q", c.NumAttentionHeads, func(w *model.Weights) []float32 { return lw(w).Q }, []int{q, C}},
-			{"attn_k", c.NumKeyValueHeads, func(w *model.Weights) []float32 { return lw(w).K }, []int{kv, C}},
-			{"attn_v", 0, func(w *model.Weights) []float32 { return lw(w).V }, []int{kv, C}},
-			{"attn_output", 0, func(w *model.Weights) []float32 { return lw(w).O }, []int{C, q}},
-			{"ffn_norm", 0, func(w *model.Weights) []float32 { return lw(w).PostNorm }, []int{C}},
-			{"ffn_gate", 0, func(w *model.Weights) []float32 { return lw(w).Gate }, []int{I, C}},
-			{"ffn_up", 0, func(w *model.Weights) []float32 { return lw(w).Up }, []int{I, C}},
-			{"ffn_down", 0, func(w *model.Weights) []float32 { return lw(w).Down }, []int{C, I}},
+			{"attn_norm", 0, func(w *model.Weights) []float32 { return lw(w).InputNorm }, nil, []int{C}},
+			{"attn_q", c.NumAttentionHeads, func(w *model.Weights) []float32 { return lw(w).Q }, func(w *model.QuantWeights) **kernels.QMatrix { return &ql(w).Q }, []int{q, C}},
+			{"attn_k", c.NumKeyValueHeads, func(w *model.Weights) []float32 { return lw(w).K }, func(w *model.QuantWeights) **kernels.QMatrix { return &ql(w).K }, []int{kv, C}},
+			{"attn_v", 0, func(w *model.Weights) []float32 { return lw(w).V }, func(w *model.QuantWeights) **kernels.QMatrix { return &ql(w).V }, []int{kv, C}},
+			{"attn_output", 0, func(w *model.Weights) []float32 { return lw(w).O }, func(w *model.QuantWeights) **kernels.QMatrix { return &ql(w).O }, []int{C, q}},
+			{"ffn_norm", 0, func(w *model.Weights) []float32 { return lw(w).PostNorm }, nil, []int{C}},
+			{"ffn_gate", 0, func(w *model.Weights) []float32 { return lw(w).Gate }, func(w *model.QuantWeights) **kernels.QMatrix { return &ql(w).Gate }, []int{I, C}},
+			{"ffn_up", 0, func(w *model.Weights) []float32 { return lw(w).Up }, func(w *model.QuantWeights) **kernels.QMatrix { return &ql(w).Up }, []int{I, C}},
+			{"ffn_down", 0, func(w *model.Weights) []float32 { return lw(w).Down }, func(w *model.QuantWeights) **kernels.QMatrix { return &ql(w).Down }, []int{C, I}},
 		} {
+			slot = e.slot
 			if err := add(p+e.name+".weight", e.heads, e.view, e.shape...); err != nil {
 				return nil, err
 			}
@@ -271,6 +280,7 @@ func llamaSpecs(f *File, c model.Config) ([]tensorSpec, error) {
 		return nil, err
 	}
 	if !c.TieWordEmbeddings {
+		slot = func(q *model.QuantWeights) **kernels.QMatrix { return &q.LMHead }
 		if err := add("output.weight", 0, func(w *model.Weights) []float32 { return w.LMHead }, V, C); err != nil {
 			return nil, err
 		}
@@ -362,15 +372,35 @@ func Unpermute(w []float32, heads, cols int) ([]float32, error) {
 	return out, nil
 }
 
-// LoadModel opens the GGUF file at path, builds the model (NewModel) and releases the file's
-// bytes. The returned File is closed: its metadata, tensor directory and Tokenizer() stay
-// readable, tensor data does not.
+// LoadOptions choose how LoadModelWith builds the model.
+type LoadOptions struct {
+	// Float32 dequantizes every tensor to float32 (NewModel) instead of keeping the quantized
+	// matrices as blocks (NewQuantizedModel).
+	Float32 bool
+}
+
+// Float32Env, set to 1 in the environment, makes LoadModel dequantize every tensor to float32.
+const Float32Env = "CITIZEN_GGUF_FLOAT32"
+
+// LoadModel opens the GGUF file at path, builds the model and releases the file's bytes. The
+// model keeps quantized matrices as blocks (NewQuantizedModel) unless the environment variable
+// CITIZEN_GGUF_FLOAT32 is 1 (then NewModel). The returned File is closed: its metadata, tensor
+// directory and Tokenizer() stay readable, tensor data does not.
 func LoadModel(path string) (*model.Model, *File, error) {
+	return LoadModelWith(path, LoadOptions{Float32: os.Getenv(Float32Env) == "1"})
+}
+
+// LoadModelWith is LoadModel with explicit options (the environment is not read).
+func LoadModelWith(path string, o LoadOptions) (*model.Model, *File, error) {
 	f, err := Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := NewModel(f)
+	build := NewQuantizedModel
+	if o.Float32 {
+		build = NewModel
+	}
+	m, err := build(f)
 	cerr := f.Close()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -379,4 +409,147 @@ func LoadModel(path string) (*model.Model, *File, error) {
 		return nil, nil, cerr
 	}
 	return m, f, nil
+}
+
+// qtypeOf maps the GGUF types the kernels multiply directly to theirs.
+func qtypeOf(t Type) (kernels.QType, bool) {
+	switch t {
+	case Q8_0:
+		return kernels.Q8_0, true
+	case Q4_0:
+		return kernels.Q4_0, true
+	case Q4_1:
+		return kernels.Q4_1, true
+	}
+	return 0, false
+}
+
+// requantized reports whether NewQuantizedModel stores a matrix of type t as Q8_0 blocks
+// rebuilt from its dequantized values (block types the kernels do not multiply directly).
+func requantized(t Type) bool {
+	switch t {
+	case Q5_0, Q5_1, Q4_K, Q5_K, Q6_K:
+		return true
+	}
+	return false
+}
+
+// NewQuantizedModel builds a model from f (the tensors, names and checks of NewModel) that keeps
+// its matrices as blocks in Model.Quant: Q8_0, Q4_0 and Q4_1 tensors hold the file's blocks
+// unchanged (q/k rows un-permuted as whole rows), so the weights are exactly NewModel's;
+// Q5_0, Q5_1, Q4_K, Q5_K and Q6_K tensors are dequantized and requantized to Q8_0 (an extra
+// rounding of at most half a step of 1/127 of each 32-block's largest magnitude); float tensors
+// (F32, F16, BF16, F64) and all norms are float32. f must stay open until it returns.
+func NewQuantizedModel(f *File) (*model.Model, error) {
+	c, err := f.Config()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := llamaSpecs(f, c)
+	if err != nil {
+		return nil, err
+	}
+	q := model.QuantWeights{Layers: make([]model.QuantLayer, c.NumHiddenLayers)}
+	var quant []tensorSpec
+	for _, s := range specs {
+		if _, ok := qtypeOf(s.info.Type); s.slot != nil && (ok || requantized(s.info.Type)) && s.info.Dims[0]%kernels.QBlock == 0 {
+			quant = append(quant, s)
+		}
+	}
+	mats := make([]*kernels.QMatrix, len(quant))
+	errs := make([]error, len(quant))
+	f.mu.RLock()
+	if f.closed {
+		f.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(quant)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				mats[i], errs[i] = f.quantMatrix(quant[i])
+			}
+		}()
+	}
+	for i := range quant {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	f.mu.RUnlock()
+	for i, s := range quant {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		*s.slot(&q) = mats[i]
+	}
+	m, err := model.NewQuantized(c, q)
+	if err != nil {
+		return nil, fmt.Errorf("gguf: %w", err)
+	}
+	var jobs []loadJob
+	for _, s := range specs {
+		dst := s.view(&m.W)
+		if dst == nil {
+			continue // quantized
+		}
+		rows := 1
+		if len(s.info.Dims) == 2 {
+			rows = int(s.info.Dims[1])
+		}
+		step := max(1, (1<<20)/(len(dst)/rows))
+		for r := 0; r < rows; r += step {
+			jobs = append(jobs, loadJob{info: s.info, dst: dst, r0: r, r1: min(rows, r+step), heads: s.heads})
+		}
+	}
+	if err := f.runJobs(jobs); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// quantMatrix builds the QMatrix of a 2-D tensor (rows un-permuted per head when s.heads > 0).
+// It needs f.mu held for reading.
+func (f *File) quantMatrix(s tensorSpec) (*kernels.QMatrix, error) {
+	t := s.info
+	cols, rows := int(t.Dims[0]), int(t.Dims[1])
+	rowBytes, _ := t.Type.RowSize(cols)
+	base := f.data[uint64(f.DataOffset)+t.Offset:]
+	src := func(r int) []byte {
+		if s.heads > 0 {
+			r = permutedRow(r, rows/s.heads)
+		}
+		return base[r*rowBytes : (r+1)*rowBytes]
+	}
+	qt, native := qtypeOf(t.Type)
+	if !native {
+		qt = kernels.Q8_0
+	}
+	outRow := cols / kernels.QBlock * qt.BlockBytes()
+	buf := make([]byte, rows*outRow)
+	var tmp []float32
+	if !native {
+		tmp = make([]float32, cols)
+	}
+	for r := 0; r < rows; r++ {
+		dst := buf[r*outRow : (r+1)*outRow]
+		if native {
+			copy(dst, src(r))
+			continue
+		}
+		if err := Dequantize(tmp, src(r), t.Type); err != nil {
+			return nil, fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
+		}
+		if err := kernels.QuantizeQ8_0(dst, tmp); err != nil {
+			return nil, fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
+		}
+	}
+	w, err := kernels.NewQMatrix(qt, rows, cols, buf)
+	if err != nil {
+		return nil, fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
+	}
+	return w, nil
 }

@@ -183,7 +183,7 @@ func TestLoadModelF32(t *testing.T) {
 // the original (q/k rows in the original order), and the logits close to the original's.
 func TestLoadModelQ8_0(t *testing.T) {
 	want := randomModel(t, true)
-	got, _, err := LoadModel(writeGGUF(t, llamaKV(want.Config), llamaTensors(want, Q8_0)))
+	got, _, err := LoadModelWith(writeGGUF(t, llamaKV(want.Config), llamaTensors(want, Q8_0)), LoadOptions{Float32: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,5 +285,62 @@ func TestLoadModelRejects(t *testing.T) {
 				t.Fatalf("LoadModel: %v, want %v", err, c.want)
 			}
 		})
+	}
+}
+
+// TestLoadQuantized: the quantized model holds exactly the float model's weights for the types
+// the kernels multiply directly, Q8_0 roundings of them for the other block types, and float32
+// for float tensors; its logits follow the float model's.
+func TestLoadQuantized(t *testing.T) {
+	for _, typ := range []Type{Q8_0, Q4_0, Q4_1, Q5_0, F16} {
+		for _, tied := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/tied=%v", typ, tied), func(t *testing.T) {
+				src := randomModel(t, tied)
+				path := writeGGUF(t, llamaKV(src.Config), llamaTensors(src, typ))
+				fm, _, err := LoadModelWith(path, LoadOptions{Float32: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				qm, _, err := LoadModelWith(path, LoadOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (typ == F16) == qm.Quantized() {
+					t.Fatalf("Quantized() = %v for %s", qm.Quantized(), typ)
+				}
+				dq := qm.Dequantize()
+				switch typ {
+				case Q5_0:
+					for i, v := range fm.Params {
+						if d := math.Abs(float64(v - dq.Params[i])); d > 0.01 {
+							t.Fatalf("param %d: %g requantized to %g", i, v, dq.Params[i])
+						}
+					}
+				default:
+					if !slices.Equal(dq.Params, fm.Params) {
+						t.Fatal("dequantized weights differ from NewModel's")
+					}
+				}
+				if typ != F16 && qm.WeightBytes() >= fm.WeightBytes()/3 {
+					t.Errorf("quantized weights hold %d bytes, float %d", qm.WeightBytes(), fm.WeightBytes())
+				}
+				for _, T := range []int{1, 3, 12} { // the integer path (T < 8) and the float path
+					b := &model.Batch{Tokens: []int{1, 5, 9, 33, 70, 2, 11, 95, 7, 8, 64, 3}[:T]}
+					lq, err := qm.Logits(b, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					lf, _ := dq.Logits(b, nil)
+					var d, scale float64
+					for i := range lq {
+						d = max(d, math.Abs(float64(lq[i]-lf[i])))
+						scale = max(scale, math.Abs(float64(lf[i])))
+					}
+					if d > 0.03*scale+1e-4 {
+						t.Fatalf("T=%d: logits differ by %g (max |logit| %g)", T, d, scale)
+					}
+				}
+			})
+		}
 	}
 }
