@@ -119,6 +119,16 @@ func (a *App) Modules() []Module {
 
 func (a *App) logger(component string) *slog.Logger { return a.Log.With("component", component) }
 
+// embedder returns the memory embedder, creating it on first use: the
+// memory index and POST /v1/embeddings share it, so a client's vectors
+// compare with the index's.
+func (a *App) embedder() memory.Embedder {
+	if a.Embedder == nil {
+		a.Embedder = memory.NewHashEmbedder(a.Config.Memory.Dim)
+	}
+	return a.Embedder
+}
+
 // metrics returns the process registry, creating it on first use.
 func (a *App) metrics() *prometheus.Registry {
 	if a.Metrics == nil {
@@ -340,7 +350,7 @@ func (a *App) initGateway(ctx context.Context) (Service, error) {
 	src, follow := a.lessonView()
 	srv, err := gateway.New(cfg, gateway.Deps{Store: a.Store, Engine: a.Engine, Logger: a.logger("gateway"), Registry: a.metrics(),
 		Routes: func(v1 *echo.Group) { a.opsRoutes(v1); oh.RegisterAPI(v1) }, Pages: func(e *echo.Echo) { oh.RegisterPages(e) },
-		OnShutdown: oh.CloseStreams, Ready: a.storeReady, Lessons: src})
+		OnShutdown: oh.CloseStreams, Ready: a.storeReady, Lessons: src, Embedder: a.embedder()})
 	if err != nil {
 		return nil, err
 	}
@@ -408,7 +418,7 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 	}
 	a.Memory = ix
 	a.Failures = memory.NewFailureLog(0, 0)
-	a.Embedder = memory.NewHashEmbedder(mc.Dim)
+	a.embedder()
 	idx, err := memory.NewIndexer(ctx, ix, a.Embedder, a.Store, a.Failures)
 	if err != nil {
 		return nil, err

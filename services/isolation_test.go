@@ -218,6 +218,26 @@ func TestTenantIsolation(t *testing.T) {
 			}
 			noLeak(t, "beta's completion", code, body)
 		},
+		"POST /v1/responses": func(t *testing.T, e *tenancyEnv) {
+			code, body := e.doT(t, "POST", "/v1/responses", e.beta, `{"model":"citizen","input":"hi"}`)
+			if code != 200 {
+				t.Errorf("beta's response: %d %s", code, body)
+			}
+			noLeak(t, "beta's response", code, body)
+			if code, _ := e.doT(t, "POST", "/v1/responses", "", `{"model":"citizen","input":"hi"}`); code != 401 {
+				t.Errorf("a response without a key: %d", code)
+			}
+		},
+		"POST /v1/embeddings": func(t *testing.T, e *tenancyEnv) {
+			code, body := e.doT(t, "POST", "/v1/embeddings", e.beta, `{"model":"citizen","input":"hi"}`)
+			if code != 200 {
+				t.Errorf("beta's embeddings: %d %s", code, body)
+			}
+			noLeak(t, "beta's embeddings", code, body)
+			if code, _ := e.doT(t, "POST", "/v1/embeddings", "", `{"model":"citizen","input":"hi"}`); code != 401 {
+				t.Errorf("embeddings without a key: %d", code)
+			}
+		},
 		"GET /v1/chat/completions": func(t *testing.T, e *tenancyEnv) {
 			code, body := e.doT(t, "GET", "/v1/chat/completions?limit=100", e.beta, "")
 			if code != 200 {
@@ -230,7 +250,30 @@ func TestTenantIsolation(t *testing.T) {
 		},
 		"GET /v1/chat/completions/:id":          ownInteraction("GET", "/v1/chat/completions/:id", ""),
 		"GET /v1/chat/completions/:id/messages": ownInteraction("GET", "/v1/chat/completions/:id/messages", ""),
-		"GET /v1/interactions/:id":              ownInteraction("GET", "/v1/interactions/:id", ""),
+		"POST /v1/chat/completions/:id": ownInteraction("POST", "/v1/chat/completions/:id",
+			`{"metadata":{"type":"policy"}}`),
+		"DELETE /v1/chat/completions/:id": func(t *testing.T, e *tenancyEnv) {
+			// acme's own completion for this rule: deleting e.acmeID would
+			// change what the other rules see
+			code, body := e.doT(t, "POST", "/v1/chat/completions", e.acme, `{"model":"citizen","messages":[{"role":"user","content":"`+acmeSecret+`"}]}`)
+			if code != 200 {
+				t.Fatal(code, body)
+			}
+			var comp struct{ ID string }
+			json.Unmarshal([]byte(body), &comp)
+			code, got := e.doT(t, "DELETE", "/v1/chat/completions/"+comp.ID, e.beta, "")
+			if code != 404 {
+				t.Errorf("beta deleting acme's completion: %d %s", code, got)
+			}
+			noLeak(t, "beta's delete", code, got)
+			if code, got := e.doT(t, "GET", "/v1/chat/completions/"+comp.ID, e.acme, ""); code != 200 {
+				t.Errorf("acme's completion after beta's delete: %d %s", code, got)
+			}
+			if code, got := e.doT(t, "DELETE", "/v1/chat/completions/"+comp.ID, e.acme, ""); code != 200 {
+				t.Errorf("acme's delete: %d %s", code, got)
+			}
+		},
+		"GET /v1/interactions/:id": ownInteraction("GET", "/v1/interactions/:id", ""),
 		"POST /v1/chat/completions/:id/feedback": ownInteraction("POST", "/v1/chat/completions/:id/feedback",
 			`{"text":"thanks","feedback_id":"iso-1"}`),
 		"POST /v1/feedback": func(t *testing.T, e *tenancyEnv) {
