@@ -125,7 +125,7 @@ func NewProjection(ret Retention) *Projection {
 // Filter is the store filter of the events the projection folds.
 func (p *Projection) Filter() events.Filter {
 	return events.Filter{Types: []string{events.TypeInteractionRecorded, events.TypeInteractionEvaluated,
-		events.TypeFeedbackInterpreted, events.TypeWeightsTrained, events.TypeRolloutPromoted}}
+		events.TypeFeedbackInterpreted, events.TypeWeightsTrained, events.TypeRolloutPromoted, events.TypeInteractionDeleted}}
 }
 
 // ErrOutOfOrder is returned by Apply for an event at or before a position
@@ -205,6 +205,10 @@ func (p *Projection) Apply(ev events.Event) error {
 			it.Hint = x.Hint
 		}
 		it.Sources = append(it.Sources, src)
+	case *events.InteractionDeleted:
+		// A deleted interaction is never trained on
+		// (docs/adr/0012-stored-completions.md).
+		delete(p.items, x.InteractionID)
 	case *events.WeightsTrained:
 		p.versions[x.Version] = VersionInfo{Trained: *x, Position: ev.Position}
 		p.cycles++

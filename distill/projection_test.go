@@ -193,3 +193,21 @@ func goodReward() float64 {
 	c.defaults()
 	return c.GoodReward
 }
+
+// TestProjectionDropsDeletedInteractions: interaction.deleted takes an
+// interaction out of the training buffer, live and by replay, and later
+// events on its stream do not bring it back.
+func TestProjectionDropsDeletedInteractions(t *testing.T) {
+	w := newWorld(t)
+	keep := w.record(chatRec{typ: "policy", user: "a", answer: "b", prompt: []int{1}, completion: []int{2}})
+	gone := w.record(chatRec{typ: "policy", user: "c", answer: "d", prompt: []int{1}, completion: []int{3}})
+	w.evaluate(gone, "policy", 1, 1, true)
+	w.append(events.InteractionStream(gone), &events.InteractionDeleted{InteractionID: gone, Source: "api"})
+	w.evaluate(gone, "policy", 2, 1, true)
+	w.feedback(gone, "x", "")
+	p := replay(t, w.store, Retention{})
+	snap := p.Snapshot()
+	if len(snap) != 1 || snap[0].ID != keep {
+		t.Fatalf("buffer after a deletion: %+v", snap)
+	}
+}
