@@ -9,7 +9,11 @@
 //	POST /v1/chat/completions              OpenAI Chat Completions (stream or not)
 //	GET  /v1/chat/completions              stored completions: after, limit, order, model, metadata[k]=v
 //	GET  /v1/chat/completions/{id}         one stored completion
+//	POST /v1/chat/completions/{id}         update its metadata
+//	DELETE /v1/chat/completions/{id}       delete it (never trained on)
 //	GET  /v1/chat/completions/{id}/messages its request messages (after, limit, order)
+//	POST /v1/responses                     OpenAI Responses over the chat path (responses.go)
+//	POST /v1/embeddings                    vectors from Deps.Embedder (embeddings.go)
 //	POST /v1/chat/completions/{id}/feedback
 //	POST /v1/feedback                      {interaction_id, feedback_id, text, rating, outcome, correction, source, user}
 //	GET  /v1/interactions/{id}             the recorded interaction and every later event on its stream
@@ -41,10 +45,12 @@
 // error event and no [DONE] (non-streaming: 500 api_error). A refused
 // request (4xx) never reaches the engine or the store. Every interaction
 // is recorded whatever the request's "store" flag says (the flag is kept in
-// params); the stored-completions list therefore shows all of a tenant's
-// completions. That list is served from an in-memory index (id, tenant,
-// metadata per interaction) rebuilt from the store by Start; the
-// completions themselves are read from the store.
+// params); "store": false only keeps it out of the stored-completions API,
+// and metadata updates and deletions are events on its stream
+// (docs/adr/0012-stored-completions.md). The list is served from an
+// in-memory index (id, tenant, current metadata per stored completion)
+// rebuilt from the store by Start; the completions themselves are read
+// from the store.
 //
 // # Tenancy and keys
 //
