@@ -5,8 +5,9 @@
 # Apache Kafka for the Kafka adapter's real-broker suite, a PostgreSQL
 # server for the PostgreSQL event store's suite, the Python reference
 # packages for the interop checks (gguf, tokenizers, transformers, jinja2,
-# numpy, and openai for the gateway's Python SDK test) and the default model's GGUF file (SmolLM2-135M-Instruct, fetched
-# once into the model cache); and stops the servers at the end. Under
+# numpy, and openai for the gateway's Python SDK test) and the default
+# model's GGUF file (SmolLM2-135M-Instruct, fetched once into the model
+# cache); and stops the servers at the end. Under
 # CI=true a missing piece fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
