@@ -188,8 +188,13 @@ type SelfEvaluation struct {
 // the same interaction (after feedback) supersedes an earlier one; both
 // stay in the stream. Stream: interaction-<ID>.
 type InteractionEvaluated struct {
-	InteractionID  string         `json:"interaction_id"`
-	Seq            int            `json:"seq"` // 1 for the first evaluation, then 2, ...
+	InteractionID string `json:"interaction_id"`
+	Seq           int    `json:"seq"` // 1 for the first evaluation, then 2, ...
+	// User and Lessons are the interaction's user and the ids of the
+	// lessons its context held, so a lesson's effect on rewards is read
+	// from evaluations alone.
+	User           string         `json:"user,omitempty"`
+	Lessons        []string       `json:"lessons,omitempty"`
 	TaskType       string         `json:"task_type"`
 	TypeSource     string         `json:"type_source"` // given, inferred, unknown
 	TypeConfidence float64        `json:"type_confidence"`

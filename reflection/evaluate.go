@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -28,6 +29,10 @@ type Feedback struct {
 	// Correction is the latest right answer stated in feedback, used as
 	// the graders' reference when the interaction carries none.
 	Correction string
+	// CorrectionSource, when Correction comes from outside the feedback
+	// (EvaluatorConfig.References), names where: it is recorded as the
+	// "reference" check.
+	CorrectionSource string
 	// Type and TypeConfidence are a type inferred outside (the memory's
 	// nearest labelled neighbours) for an interaction the client did not
 	// label; when set it is used before the rubrics' prompt patterns.
@@ -61,6 +66,10 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 		RubricVersion:    r.Version,
 		EvaluatorVersion: EvaluatorVersion,
 		Outcome:          fb.Outcome,
+		User:             rec.User,
+	}
+	for _, l := range rec.Lessons {
+		out.Lessons = append(out.Lessons, l.ID)
 	}
 	var choice events.Choice
 	if len(rec.Choices) > 0 {
@@ -101,6 +110,10 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 			out.Graders = append(out.Graders, res)
 			penalty = append(penalty, g.Mode() == ModePenalty)
 		}
+	}
+	if fb.CorrectionSource != "" {
+		out.Checks = append(out.Checks, events.GraderResult{Name: "reference", Version: "lesson-1", Score: 1, Label: fb.CorrectionSource,
+			Explanation: "reference answer " + strconv.Quote(fb.Correction) + " from a promoted lesson"})
 	}
 	beh := behaviour(answer, out.ToolCalls)
 	bs := 0.0

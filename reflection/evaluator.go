@@ -51,6 +51,17 @@ type EvaluatorConfig struct {
 	// Reader is required to evaluate feedback events (it reads the
 	// interaction and its earlier feedback).
 	Reader StreamReader
+	// References, if set, gives the graders a reference answer for an
+	// interaction that carries none and whose feedback states none: the
+	// promoted lesson that applies to its question.
+	References References
+}
+
+// References finds a reference answer for an interaction outside it (the
+// promoted lesson whose scope holds its question). source names it (the
+// lesson's id) for the evaluation's record.
+type References interface {
+	Reference(ctx context.Context, rec *events.InteractionRecorded) (value, source string, ok bool)
 }
 
 // Evaluator turns interaction.recorded, feedback.received and
@@ -61,6 +72,7 @@ type Evaluator struct {
 	cfg     Config
 	reader  StreamReader
 	types   TypeInferrer
+	refs    References
 	log     *slog.Logger
 }
 
@@ -80,7 +92,7 @@ func NewEvaluator(cfg EvaluatorConfig, logger *slog.Logger) (*Evaluator, error) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Evaluator{rubrics: cfg.Rubrics, cfg: c, reader: cfg.Reader, types: cfg.Types, log: logger.With("component", "reflection")}, nil
+	return &Evaluator{rubrics: cfg.Rubrics, cfg: c, reader: cfg.Reader, types: cfg.Types, refs: cfg.References, log: logger.With("component", "reflection")}, nil
 }
 
 // Handle is a router handler. For interaction.recorded it returns the first
@@ -108,6 +120,7 @@ func (e *Evaluator) Handle(ctx context.Context, ev events.Event) ([]events.Event
 		rec := p.(*events.InteractionRecorded)
 		var fb Feedback
 		e.inferType(ctx, rec, &fb)
+		e.reference(ctx, rec, &fb)
 		out := Evaluate(e.rubrics.Current(), e.cfg, rec, fb)
 		out.Seq = 1
 		return e.emit(ev, out)
@@ -127,11 +140,23 @@ func (e *Evaluator) Handle(ctx context.Context, ev events.Event) ([]events.Event
 			return nil, nil
 		}
 		e.inferType(ctx, rec, &fb)
+		e.reference(ctx, rec, &fb)
 		out := Evaluate(e.rubrics.Current(), e.cfg, rec, fb)
 		out.Seq = seq
 		return e.emit(ev, out)
 	}
 	return nil, nil
+}
+
+// reference asks References for a reference answer when the feedback
+// states none; the graders use it as they use a correction.
+func (e *Evaluator) reference(ctx context.Context, rec *events.InteractionRecorded, fb *Feedback) {
+	if e.refs == nil || fb.Correction != "" {
+		return
+	}
+	if v, src, ok := e.refs.Reference(ctx, rec); ok {
+		fb.Correction, fb.CorrectionSource = v, src
+	}
 }
 
 // inferType asks the TypeInferrer about an unlabelled interaction; a

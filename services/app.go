@@ -55,10 +55,12 @@ type App struct {
 	Gateway  *gateway.Server
 	Memory   memory.Index
 	Embedder memory.Embedder
-	// Lessons is the gateway's view of the lessons (nil with fast memory off).
-	Lessons  *lessons.View
-	Indexer  *memory.Indexer
-	Failures *memory.FailureLog
+	// Lessons is the process's view of the lessons (nil with fast memory
+	// off): the gateway's fast memory and reflection's references.
+	Lessons     *lessons.View
+	lessonsOnce sync.Once
+	Indexer     *memory.Indexer
+	Failures    *memory.FailureLog
 	// Scoreboard is reflection's live aggregate per (type, version).
 	Scoreboard *reflection.Scoreboard
 	Distiller  *distill.Distiller
@@ -347,24 +349,14 @@ func (a *App) initGateway(ctx context.Context) (Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, follow := a.lessonView()
 	srv, err := gateway.New(cfg, gateway.Deps{Store: a.Store, Engine: a.Engine, Logger: a.logger("gateway"), Registry: a.metrics(),
 		Routes: func(v1 *echo.Group) { a.opsRoutes(v1); oh.RegisterAPI(v1) }, Pages: func(e *echo.Echo) { oh.RegisterPages(e) },
-		OnShutdown: oh.CloseStreams, Ready: a.storeReady, Lessons: src, Embedder: a.embedder()})
+		OnShutdown: oh.CloseStreams, Ready: a.storeReady, Lessons: a.lessonSource(ctx), Embedder: a.embedder()})
 	if err != nil {
 		return nil, err
 	}
 	a.Gateway = srv
-	return ServiceFunc(func(ctx context.Context) error {
-		if follow != nil {
-			go func() {
-				if err := follow(ctx); err != nil && ctx.Err() == nil {
-					a.logger("gateway").Error("the lessons view stopped following the store", "err", err)
-				}
-			}()
-		}
-		return srv.Run(ctx, "")
-	}), nil
+	return ServiceFunc(func(ctx context.Context) error { return srv.Run(ctx, "") }), nil
 }
 
 // worker runs one consumer group's handlers on its own router.
@@ -475,7 +467,11 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 // and the scoreboard, which is rebuilt from the store first.
 func (a *App) initReflection(ctx context.Context) (Service, error) {
 	log := a.logger("reflection")
-	ev, err := reflection.NewEvaluator(reflection.EvaluatorConfig{Reader: a.Store, Types: memoryTypes{a.Memory, a.Embedder}}, log)
+	ecfg := reflection.EvaluatorConfig{Reader: a.Store, Types: memoryTypes{a.Memory, a.Embedder}}
+	if v := a.lessonView(ctx); v != nil {
+		ecfg.References = viewSource{v}
+	}
+	ev, err := reflection.NewEvaluator(ecfg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,9 @@ import (
 	"citizen/memory/lessons"
 )
 
-// initLessons runs the lesson learner (feedback.interpreted → lesson.*),
-// its votes and lifecycle rebuilt from the store first.
+// initLessons runs the lesson learner (feedback.interpreted and
+// interaction.evaluated → lesson.*), its votes, trials and lifecycle
+// rebuilt from the store first.
 func (a *App) initLessons(ctx context.Context) (Service, error) {
 	log := a.logger("lessons")
 	l := lessons.NewLearner(a.Config.Memory.Lessons, a.Store, a.lessonEmbedder(), log)
@@ -30,23 +31,54 @@ func (a *App) initLessons(ctx context.Context) (Service, error) {
 }
 
 // lessonEmbedder embeds questions for the lessons' clusters. It is the
-// unfitted hashed n-gram embedder, so every process (the learner's and
-// each gateway's view) computes the same vectors without sharing state.
+// unfitted hashed n-gram embedder, so every process (the learner's, each
+// gateway's and reflection's view) computes the same vectors without
+// sharing state.
 func (a *App) lessonEmbedder() memory.Embedder { return memory.NewHashEmbedder(a.Config.Memory.Dim) }
 
-// lessonView builds the gateway's view of the promoted lessons; follow
-// keeps it current from the store.
-func (a *App) lessonView() (src gateway.LessonSource, follow func(context.Context) error) {
+// lessonView returns the process's view of the lessons (nil with fast
+// memory off), creating it on first use: it replays and then follows the
+// store's lesson.* events until ctx ends.
+func (a *App) lessonView(ctx context.Context) *lessons.View {
 	if a.Config.Memory.Lessons.Off {
-		return nil, nil
+		return nil
 	}
-	v := lessons.NewView(a.Config.Memory.Lessons, a.lessonEmbedder())
-	a.Lessons = v
-	return viewSource{v}, func(ctx context.Context) error { return v.Follow(ctx, a.Store) }
+	a.lessonsOnce.Do(func() {
+		v := lessons.NewView(a.Config.Memory.Lessons, a.lessonEmbedder())
+		a.Lessons = v
+		go func() {
+			if err := v.Follow(ctx, a.Store); err != nil && ctx.Err() == nil {
+				a.logger("lessons").Error("the lessons view stopped following the store", "err", err)
+			}
+		}()
+	})
+	return a.Lessons
+}
+
+// lessonSource is the gateway's fast memory (nil when off).
+func (a *App) lessonSource(ctx context.Context) gateway.LessonSource {
+	if v := a.lessonView(ctx); v != nil {
+		return viewSource{v}
+	}
+	return nil
 }
 
 type viewSource struct{ v *lessons.View }
 
 func (s viewSource) Applicable(ctx context.Context, q gateway.LessonQuery) ([]events.AppliedLesson, error) {
 	return s.v.Applicable(ctx, lessons.Query{Tenant: q.Tenant, User: q.User, TaskType: q.TaskType, Question: q.Question})
+}
+
+// Reference is reflection's References: the value of the promoted fact
+// lesson whose scope holds the interaction's question.
+func (s viewSource) Reference(ctx context.Context, rec *events.InteractionRecorded) (string, string, bool) {
+	typ := gateway.DeclaredType(rec.Metadata)
+	if rec.TaskType != "" {
+		typ = rec.TaskType
+	}
+	l, ok, err := s.v.Reference(ctx, lessons.Query{Tenant: rec.Tenant, User: rec.User, TaskType: typ, Question: lessons.Question(rec.Messages)})
+	if err != nil || !ok {
+		return "", "", false
+	}
+	return l.Value, l.LessonID, true
 }

@@ -25,6 +25,12 @@ type Config struct {
 	Similarity    float64 `yaml:"similarity" help:"cosine similarity a question needs to a lesson's anchor to be in its scope (default 0.75)"`
 	MaxAnchors    int     `yaml:"max_anchors" help:"questions kept per lesson cluster (default 16)"`
 	MaxPerRequest int     `yaml:"max_per_request" help:"lessons placed in one request's context (default 3)"`
+	// TrialInteractions: evaluated interactions a promoted lesson is
+	// placed in before its effect is judged (default 20); TrialMargin: it
+	// is retired when their mean reward is below its baseline by more
+	// than this (default 0.1).
+	TrialInteractions int     `yaml:"trial_interactions" help:"evaluated interactions with a promoted lesson in context before its effect on rewards is judged (default 20)"`
+	TrialMargin       float64 `yaml:"trial_margin" help:"a promoted lesson whose interactions' mean reward falls this far below its baseline is retired (default 0.1)"`
 }
 
 func (c Config) withDefaults() Config {
@@ -45,6 +51,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxPerRequest <= 0 {
 		c.MaxPerRequest = 3
+	}
+	if c.TrialInteractions <= 0 {
+		c.TrialInteractions = 20
+	}
+	if c.TrialMargin <= 0 {
+		c.TrialMargin = 0.1
 	}
 	return c
 }
@@ -74,6 +86,9 @@ type Learner struct {
 	seen     map[string]bool // feedback ids handled
 	clusters map[string][]*cluster
 	lessons  map[string]*lesson
+	// baselines: the recent rewards of interactions without lessons, by
+	// user ("u", tenant, user) and by task type ("t", tenant, type).
+	baselines map[string]*ring
 }
 
 type anchor struct {
@@ -106,6 +121,10 @@ type lesson struct {
 	cl     *cluster
 	// repeats: a guidance lesson's evidence per interaction.
 	repeats map[string]events.LessonEvidence
+	// trial: the latest reward of each interaction the promoted lesson
+	// was placed in, until its effect is judged.
+	trial  map[string]float64
+	judged bool
 }
 
 // NewLearner returns a learner reading interactions from store and
@@ -115,11 +134,11 @@ func NewLearner(cfg Config, store StreamReader, emb Embedder, log *slog.Logger) 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Learner{cfg: cfg.withDefaults(), store: store, emb: emb, log: log,
-		seen: map[string]bool{}, clusters: map[string][]*cluster{}, lessons: map[string]*lesson{}}
+		seen: map[string]bool{}, clusters: map[string][]*cluster{}, lessons: map[string]*lesson{}, baselines: map[string]*ring{}}
 }
 
 // Topics are the event types the learner handles.
-var Topics = append([]string{events.TypeFeedbackInterpreted}, events.LessonTypes...)
+var Topics = append([]string{events.TypeFeedbackInterpreted, events.TypeInteractionEvaluated}, events.LessonTypes...)
 
 // Handle is the bus handler: feedback.interpreted may propose, promote or
 // supersede lessons; lesson.* events from others (an operator, the
@@ -128,6 +147,8 @@ func (l *Learner) Handle(ctx context.Context, ev events.Event) ([]events.Event, 
 	switch {
 	case ev.Type == events.TypeFeedbackInterpreted:
 		return l.feedback(ctx, ev)
+	case ev.Type == events.TypeInteractionEvaluated:
+		return l.evaluated(ev)
 	case strings.HasPrefix(ev.Type, "lesson."):
 		return nil, l.applyLesson(ev)
 	}
@@ -156,9 +177,15 @@ func (l *Learner) Rebuild(ctx context.Context, s Scanner) (uint64, error) {
 		}
 		for _, ev := range evs {
 			pos = ev.Position
-			if ev.Type == events.TypeFeedbackInterpreted {
+			switch ev.Type {
+			case events.TypeFeedbackInterpreted:
 				if _, err := l.feedback(ctx, ev); err != nil {
 					l.log.Warn("lessons: feedback skipped in rebuild", "position", ev.Position, "err", err)
+				}
+				continue
+			case events.TypeInteractionEvaluated:
+				if _, err := l.evaluated(ev); err != nil {
+					l.log.Warn("lessons: evaluation skipped in rebuild", "position", ev.Position, "err", err)
 				}
 				continue
 			}
@@ -188,7 +215,7 @@ func (l *Learner) applyLesson(ev events.Event) error {
 	}
 	switch ev.Type {
 	case events.TypeLessonRetired:
-		ls.state = "retired"
+		ls.state, ls.trial = "retired", nil
 	case events.TypeLessonPromoted:
 		ls.state = "promoted"
 	case events.TypeLessonSuperseded:
@@ -206,7 +233,7 @@ func (l *Learner) feedback(ctx context.Context, ev events.Event) ([]events.Event
 	if !ok || fi.Uncertain {
 		return nil, nil
 	}
-	if fi.Correction == "" && (fi.Hint == "" || fi.Polarity >= 0) {
+	if fi.Correction == "" && (fi.Hint == "" || fi.Polarity >= 0 || !aboutHow(fi.Aspects)) {
 		return nil, nil
 	}
 	l.mu.Lock()
@@ -481,4 +508,114 @@ func encode(p events.Payload, src events.Event, id [16]byte) (events.Event, erro
 		Tenant:        c.Scope.Tenant,
 		ID:            id,
 	})
+}
+
+// aboutHow reports whether feedback names an aspect of how to answer
+// (length, tone, format, completeness, tool use): only such a hint is
+// guidance. A complaint that the answer was wrong, without the right
+// answer, says nothing to do differently.
+func aboutHow(aspects []string) bool {
+	for _, a := range aspects {
+		switch a {
+		case "length", "tone", "format", "completeness", "tool_use":
+			return true
+		}
+	}
+	return false
+}
+
+// ring holds the latest rewards of a baseline.
+type ring struct {
+	xs   [200]float64
+	n, i int
+}
+
+func (r *ring) add(x float64) {
+	r.xs[r.i] = x
+	r.i = (r.i + 1) % len(r.xs)
+	r.n = min(r.n+1, len(r.xs))
+}
+
+func (r *ring) mean() float64 {
+	s := 0.0
+	for _, x := range r.xs[:r.n] {
+		s += x
+	}
+	return s / float64(r.n)
+}
+
+// minBaseline is the evaluations a baseline needs before a lesson is
+// judged against it.
+const minBaseline = 10
+
+// evaluated follows rewards: of interactions without lessons into the
+// baselines, of those with promoted lessons into the lessons' trials. A
+// lesson whose trial's mean reward is below its baseline (its user's for
+// guidance, its task type's for a fact) by more than Config.TrialMargin
+// is retired: it did not help.
+func (l *Learner) evaluated(ev events.Event) ([]events.Event, error) {
+	p, err := events.Decode(&ev)
+	if err != nil {
+		return nil, err
+	}
+	x, ok := p.(*events.InteractionEvaluated)
+	if !ok || len(x.RewardTerms) == 0 {
+		return nil, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	userKey := "u\x00" + ev.Tenant + "\x00" + x.User
+	typeKey := "t\x00" + ev.Tenant + "\x00" + x.TaskType
+	if len(x.Lessons) == 0 {
+		for _, k := range []string{userKey, typeKey} {
+			b := l.baselines[k]
+			if b == nil {
+				b = &ring{}
+				l.baselines[k] = b
+			}
+			b.add(x.Reward)
+		}
+		return nil, nil
+	}
+	var out []events.Event
+	for _, id := range x.Lessons {
+		ls := l.lessons[id]
+		if ls == nil || ls.state != "promoted" || ls.judged {
+			continue
+		}
+		if ls.trial == nil {
+			ls.trial = map[string]float64{}
+		}
+		ls.trial[x.InteractionID] = x.Reward
+		if len(ls.trial) < l.cfg.TrialInteractions {
+			continue
+		}
+		key := typeKey
+		if ls.change.Kind == events.LessonGuidance {
+			key = userKey
+		}
+		b := l.baselines[key]
+		if b == nil || b.n < minBaseline {
+			continue
+		}
+		sum := 0.0
+		for _, r := range ls.trial {
+			sum += r
+		}
+		with, base := sum/float64(len(ls.trial)), b.mean()
+		ls.judged, ls.trial = true, nil
+		if with >= base-l.cfg.TrialMargin {
+			continue
+		}
+		ls.state = "retired"
+		ch := l.snapshot(ls)
+		ch.Reason = fmt.Sprintf("did not help: placed in %d evaluated interactions, mean reward %.3f against %.3f without lessons (margin %g)",
+			l.cfg.TrialInteractions, with, base, l.cfg.TrialMargin)
+		e, err := encode(&events.LessonRetired{LessonChange: ch}, ev, events.DeterministicID(events.TypeLessonRetired, id+"/trial"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }

@@ -189,7 +189,7 @@ func TestNumbersBoundTheCluster(t *testing.T) {
 
 func TestGuidanceIsTheUsers(t *testing.T) {
 	w := newWorld(t, Config{})
-	hint := events.FeedbackInterpreted{Polarity: -0.6, Hint: "Be more concise.", Confidence: 0.95}
+	hint := events.FeedbackInterpreted{Polarity: -0.6, Hint: "Be more concise.", Aspects: []string{"length"}, Confidence: 0.95}
 	w.feedback(w.ask("acme", "u1", "policy", "What is your refund window?", "long answer"), "acme", "u1", hint)
 	if got := w.applicable("acme", "u1", "anything"); len(got) != 0 {
 		t.Fatalf("one hint promoted: %v", got)
@@ -268,5 +268,63 @@ func TestWithLessonsKeepsTheClientsMessages(t *testing.T) {
 	out = events.WithLessons(msgs[1:], []events.AppliedLesson{{ID: "a", Statement: "X."}})
 	if len(out) != 2 || out[0].Role != "system" || out[1].Content != "hi" {
 		t.Fatalf("without one: %+v", out)
+	}
+}
+
+func TestComplaintIsNotGuidance(t *testing.T) {
+	w := newWorld(t, Config{})
+	hint := events.FeedbackInterpreted{Polarity: -1, Hint: "The previous answer was wrong; check the facts before answering.", Aspects: []string{"correctness"}, Confidence: 0.95}
+	for i := 0; i < 3; i++ {
+		if evs := w.feedback(w.ask("acme", "u1", "policy", "What is your refund window?", "x"), "acme", "u1", hint); len(evs) != 0 {
+			t.Fatalf("a complaint derived %v", types(evs))
+		}
+	}
+}
+
+// evaluate appends an evaluation of interaction id and runs the learner.
+func (w *world) evaluate(id, tenant, user string, reward float64, lessons ...string) []events.Event {
+	w.t.Helper()
+	ev := w.append(&events.InteractionEvaluated{InteractionID: id, Seq: 1, TaskType: "policy", User: user, Lessons: lessons,
+		Reward: reward, RewardTerms: map[string]float64{"graders": reward}}, events.InteractionStream(id), tenant)
+	out, err := w.learner.Handle(w.ctx, ev)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, e := range out {
+		stored := w.append(mustDecode(w.t, e), e.Stream, e.Tenant)
+		if err := w.view.Apply(w.ctx, stored); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func TestLessonThatHurtsIsRetired(t *testing.T) {
+	for _, tc := range []struct {
+		with    float64
+		retired bool
+	}{{0.2, true}, {0.75, false}} {
+		w := newWorld(t, Config{TrialInteractions: 5})
+		hint := events.FeedbackInterpreted{Polarity: -0.6, Hint: "Be more concise.", Aspects: []string{"length"}, Confidence: 0.95}
+		for i := 0; i < 2; i++ {
+			w.feedback(w.ask("acme", "u1", "policy", "q", "long answer"), "acme", "u1", hint)
+		}
+		got := w.applicable("acme", "u1", "anything")
+		if len(got) != 1 {
+			t.Fatalf("not promoted: %v", got)
+		}
+		for i := 0; i < 12; i++ {
+			w.evaluate(w.ask("acme", "u1", "policy", "q", "a"), "acme", "u1", 0.8)
+		}
+		var evs []events.Event
+		for i := 0; i < 5; i++ {
+			evs = append(evs, w.evaluate(w.ask("acme", "u1", "policy", "q", "a"), "acme", "u1", tc.with, got[0].ID)...)
+		}
+		if tc.retired != (len(evs) == 1 && evs[0].Type == events.TypeLessonRetired) {
+			t.Fatalf("with %.2f against 0.8: derived %v", tc.with, types(evs))
+		}
+		if still := len(w.applicable("acme", "u1", "anything")) == 1; still == tc.retired {
+			t.Fatalf("with %.2f: still applies %v", tc.with, still)
+		}
 	}
 }

@@ -124,13 +124,40 @@ type Query struct {
 // Applicable returns the promoted lessons that apply to q, the closest
 // facts first and then the user's guidance, at most Config.MaxPerRequest.
 func (v *View) Applicable(ctx context.Context, q Query) ([]events.AppliedLesson, error) {
+	facts, guidance, err := v.matches(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	var out []events.AppliedLesson
+	for _, l := range append(facts, guidance...) {
+		if len(out) == v.cfg.MaxPerRequest {
+			break
+		}
+		out = append(out, events.AppliedLesson{ID: l.LessonID, Statement: l.Statement})
+	}
+	return out, nil
+}
+
+// Reference returns the promoted fact lesson closest to q's question, if
+// any applies: its value is a reference answer for graders.
+func (v *View) Reference(ctx context.Context, q Query) (Lesson, bool, error) {
+	facts, _, err := v.matches(ctx, q)
+	if err != nil || len(facts) == 0 {
+		return Lesson{}, false, err
+	}
+	return facts[0].Lesson, true, nil
+}
+
+// matches returns the promoted fact lessons whose scope holds q's
+// question, closest first, and the user's guidance lessons.
+func (v *View) matches(ctx context.Context, q Query) (facts, guidance []*viewLesson, err error) {
 	v.mu.RLock()
 	list := v.active[q.Tenant]
 	v.mu.RUnlock()
 	if len(list) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var facts, guidance []*viewLesson
+	var cands []*viewLesson
 	for _, l := range list {
 		switch l.Kind {
 		case events.LessonGuidance:
@@ -139,60 +166,40 @@ func (v *View) Applicable(ctx context.Context, q Query) ([]events.AppliedLesson,
 			}
 		case events.LessonFact:
 			if q.TaskType == "" || l.Scope.TaskType == "" || q.TaskType == l.Scope.TaskType {
-				facts = append(facts, l)
+				cands = append(cands, l)
 			}
 		}
 	}
-	type scored struct {
-		l   *viewLesson
-		sim float64
-	}
-	var hits []scored
-	if len(facts) > 0 {
-		question := q.Question
-		if question != "" {
-			vecs, err := v.emb.Embed(ctx, []string{question})
-			if err != nil {
-				return nil, err
-			}
-			qn := numbers(question)
-			for _, l := range facts {
-				best := -1.0
-				for _, a := range l.anchors {
-					if !numbersCovered(a.nums, qn) {
-						continue
-					}
-					if s := cosine(a.vec, vecs[0]); s > best {
-						best = s
-					}
-				}
-				if best >= v.cfg.Similarity {
-					hits = append(hits, scored{l, best})
-				}
-			}
-		}
-	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].sim != hits[j].sim {
-			return hits[i].sim > hits[j].sim
-		}
-		return hits[i].l.LessonID < hits[j].l.LessonID
-	})
 	sort.Slice(guidance, func(i, j int) bool { return guidance[i].LessonID < guidance[j].LessonID })
-	var out []events.AppliedLesson
-	for _, h := range hits {
-		if len(out) == v.cfg.MaxPerRequest {
-			return out, nil
-		}
-		out = append(out, events.AppliedLesson{ID: h.l.LessonID, Statement: h.l.Statement})
+	if len(cands) == 0 || q.Question == "" {
+		return nil, guidance, nil
 	}
-	for _, g := range guidance {
-		if len(out) == v.cfg.MaxPerRequest {
-			break
-		}
-		out = append(out, events.AppliedLesson{ID: g.LessonID, Statement: g.Statement})
+	vecs, err := v.emb.Embed(ctx, []string{q.Question})
+	if err != nil {
+		return nil, nil, err
 	}
-	return out, nil
+	qn := numbers(q.Question)
+	sims := map[*viewLesson]float64{}
+	for _, l := range cands {
+		best := -1.0
+		for _, a := range l.anchors {
+			if !numbersCovered(a.nums, qn) {
+				continue
+			}
+			best = max(best, cosine(a.vec, vecs[0]))
+		}
+		if best >= v.cfg.Similarity {
+			facts = append(facts, l)
+			sims[l] = best
+		}
+	}
+	sort.Slice(facts, func(i, j int) bool {
+		if sims[facts[i]] != sims[facts[j]] {
+			return sims[facts[i]] > sims[facts[j]]
+		}
+		return facts[i].LessonID < facts[j].LessonID
+	})
+	return facts, guidance, nil
 }
 
 // List returns the lessons of tenant ("" for every tenant) in state
