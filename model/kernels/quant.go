@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // QType is the block format of a QMatrix: one of ggml's (GGUF's) layouts of 32 weights per block,
@@ -346,10 +347,22 @@ func dequantGeneric(t QType, dst []float32, row []byte, nb int) {
 	}
 }
 
-// Products with at least this many rows of A dequantize tiles of W to float32 and run the
-// packed float32 GEMM; fewer rows use integer dot products against int8-quantized activations.
-// Placed at the measured crossover (BenchmarkMatMulQ).
+// Products with at least qDequantMinRows rows of A dequantize tiles of W to float32 and run
+// the packed float32 GEMM; fewer rows use integer dot products against int8-quantized
+// activations. The default is at the measured crossover (BenchmarkMatMulQ).
 const qDequantMinRows = 8
+
+var quantFloatRows atomic.Int64
+
+func init() { quantFloatRows.Store(qDequantMinRows) }
+
+// SetQuantFloatRows sets from how many rows of A MatMulQ switches from integer dot products to
+// dequantized tiles and the float32 GEMM (default 8; n < 1 means 1; math.MaxInt keeps every
+// product on the integer path, as decode runs, which accuracy checks use) and returns the
+// previous value. Safe for concurrent use; calls already running keep their choice.
+func SetQuantFloatRows(n int) int {
+	return int(quantFloatRows.Swap(int64(max(n, 1))))
+}
 
 // Tiles: the integer path walks W in groups of qRowTile rows (a few KB, kept in L1 while every
 // row of A passes over them); the dequantizing path converts qDequantTile rows at a time.
@@ -391,7 +404,7 @@ func MatMulQ(c, a []float32, w *QMatrix, m int, acc bool) {
 		return
 	}
 	im := current.Load()
-	if m >= qDequantMinRows {
+	if m >= int(quantFloatRows.Load()) {
 		parallelFor(n, qDequantTile, m*k*n, func(lo, hi int) {
 			sc := qScratchPool.Get().(*qScratch)
 			defer qScratchPool.Put(sc)

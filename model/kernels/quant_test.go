@@ -145,7 +145,7 @@ func TestMatMulQ(t *testing.T) {
 						// The integer path quantizes activations to 8 bits: each product is off
 						// by up to 1/254 of its block's largest |a|; the float path by rounding.
 						tol := 1e-5
-						if sh.m < qDequantMinRows {
+						if sh.m < int(quantFloatRows.Load()) {
 							tol = 1.0 / 127
 						}
 						for i := range want {
