@@ -181,22 +181,6 @@ type Config struct {
 	// conversations after the first had started, and the drift recovered
 	// after 3,200.
 	UpgradeBelow float64 `yaml:"upgrade_below"`
-	// Contradicted is "score" (default) or "off". With "score", during
-	// the rollout of a candidate whose weights.trained lists contradicted
-	// statements ("policy: 30 days": at least two and half of the type's
-	// corrections replaced it, and the self-evaluation had graded the
-	// answers that state it good), an answer of that task type that
-	// states one (normalised, number-bounded: internal/statement) counts
-	// with reward -1 on either arm, whatever its evaluation: the
-	// customers' corrections said it is wrong, and the self-evaluation
-	// cannot know that the world changed. Without it the stable's
-	// uncorrected answers kept their good grades, a fix's gain showed
-	// only through the few that drew feedback, and in a bench run the
-	// first fix after a drift gave way as futile (policy reward 0.485
-	// against 0.419 after 60 evaluations of its last step) and the drift
-	// took 2,800 conversations to recover; with it the same seed's first
-	// fix won on policy (0.592 against 0.112) and recovery took 1,800.
-	Contradicted string `yaml:"contradicted"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`
 }
@@ -249,7 +233,6 @@ func DefaultConfig() Config {
 		Order:          "best",
 		Supersede:      "stale",
 		UpgradeBelow:   0.8,
-		Contradicted:   "score",
 		HoldMargin:     0.02,
 		Guardrails: Guardrails{
 			Alpha:       0.01,
@@ -292,9 +275,6 @@ func (c Config) WithDefaults() Config {
 		c.Supersede = d.Supersede
 	}
 	setFloat(&c.UpgradeBelow, d.UpgradeBelow)
-	if c.Contradicted == "" {
-		c.Contradicted = d.Contradicted
-	}
 	g, dg := &c.Guardrails, d.Guardrails
 	setFloat(&g.Alpha, dg.Alpha)
 	setFloat(&g.LengthDrop, dg.LengthDrop)
@@ -343,9 +323,6 @@ func (c Config) Validate() error {
 	}
 	if c.Supersede != "stale" && c.Supersede != "off" {
 		errs = append(errs, fmt.Errorf("supersede: %q is neither stale nor off", c.Supersede))
-	}
-	if c.Contradicted != "score" && c.Contradicted != "off" {
-		errs = append(errs, fmt.Errorf("contradicted: %q is neither score nor off", c.Contradicted))
 	}
 	if c.Inconclusive != "rollback" && c.Inconclusive != "promote" {
 		errs = append(errs, fmt.Errorf("inconclusive: %q is neither rollback nor promote", c.Inconclusive))

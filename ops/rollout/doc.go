@@ -41,13 +41,12 @@
 // its correction check right, when a waiting fix of the same changed
 // facts answers them significantly better.
 //
-// The candidate's contradicted statements also score the evidence
-// (Config.Contradicted): while it runs, an answer of either arm that
-// states one for its task type ("policy: 30 days", matched as
-// internal/statement does) counts with reward -1, whatever its
-// evaluation. The self-evaluation grades the stable's uncorrected answers
-// as good after the world changed; the customers' corrections, which the
-// distiller turned into those statements, say they are wrong.
+// The controller compares the rewards reflection computed and never
+// rewrites one. The answers of either arm that state one of the
+// candidate's contradicted statements for its task type ("policy: 30
+// days", matched as internal/statement does) are counted in the evidence
+// (contradicted), their rewards unchanged: an answer a promoted lesson
+// contradicts is graded by reflection against the lesson's value.
 //
 // At any time (also during a pause) the candidate is rolled back at once
 // (rollout.rolled_back: stable serves everything again) when

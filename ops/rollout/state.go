@@ -32,7 +32,7 @@ type arm struct {
 	reward, length, tools, errs, drops, latency moments
 	types                                       map[string]int
 	typeReward                                  map[string]*moments
-	contradicted                                int // evaluations scored -1 for a contradicted statement
+	contradicted                                int // evaluations whose answer states a contradicted statement
 }
 
 func newArms() [2]arm {
@@ -44,7 +44,7 @@ type obs struct {
 	arm, step                    int
 	taskType                     string
 	reward, length, tools, e, dr float64
-	contradicted                 bool // reward set to -1 (Config.Contradicted)
+	contradicted                 bool // the answer states a contradicted statement (counted, reward unchanged)
 }
 
 func (a *arm) add(o obs, sign float64) {
@@ -109,11 +109,8 @@ type active struct {
 type fact struct{ typ, span string }
 
 // scoredFacts returns the contradicted statements (weights.trained
-// contradicted) that Config.Contradicted scores.
+// contradicted) whose answers the evidence counts.
 func (s *State) scoredFacts(contradicted []string) []fact {
-	if s.cfg.Contradicted != "score" {
-		return nil
-	}
 	var out []fact
 	for _, f := range contradicted {
 		if typ, span, ok := statement.ParseFact(f); ok && span != "" {
@@ -371,7 +368,7 @@ func (s *State) evaluated(x *events.InteractionEvaluated) {
 		o.dr = 1
 	}
 	if slices.Contains(a.stated[x.InteractionID], x.TaskType) {
-		o.reward, o.contradicted = -1, true // Config.Contradicted
+		o.contradicted = true
 	}
 	if old, ok := a.evals[x.InteractionID]; ok {
 		// A later evaluation supersedes the earlier one; it stays in the

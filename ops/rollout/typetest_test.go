@@ -638,57 +638,39 @@ func TestSupersedeWeakFix(t *testing.T) {
 	}
 }
 
-// Config.Contradicted: during the rollout of a candidate trained knowing
-// "policy: 30 days" no longer holds, a policy answer of either arm that
-// states it counts with reward -1 whatever its evaluation (a later
-// evaluation too); an answer of another type, one stating "130 days", or
-// any answer with "off", keeps its reward.
-func TestContradictedStatementsScoreMinusOne(t *testing.T) {
-	run := func(cfg Config) *active {
-		sim := newSimState(t, cfg)
-		sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true, Contradicted: []string{"policy: 30 days"},
-			Corrections: &events.CorrectionCheck{N: 4, Candidate: 3, Parent: 1}}, events.VersionStream("B"), 0)
-		if d := sim.decide(); d == nil || d.change.Candidate != "B" {
-			t.Fatalf("B did not start: %+v", d)
-		}
-		for _, c := range []struct{ id, version, typ, answer string }{
-			{"a1", "A", "policy", "No, the refund window is 30  Days."},
-			{"a2", "A", "policy", "The refund window is 130 days."},
-			{"a3", "A", "arithmetic", "30 days"},
-			{"b1", "B", "policy", "Yes, the refund window is 60 days."},
-			{"b2", "B", "policy", "The refund window is 30 days."},
-			{"c1", "C", "policy", "The refund window is 30 days."}, // neither arm
-		} {
-			sim.apply(&events.InteractionRecorded{InteractionID: c.id, Model: "citizen", ModelVersion: c.version,
-				Choices: []events.Choice{{Message: events.ChatMessage{Role: "assistant", Content: c.answer}}}}, "interaction-"+c.id, 0)
-			sim.evaluated(&events.InteractionEvaluated{InteractionID: c.id, ModelVersion: c.version, TaskType: c.typ, Reward: 0.8, AnswerLength: 30})
-		}
-		// A later evaluation (feedback arrived) of a contradicted answer.
-		sim.evaluated(&events.InteractionEvaluated{InteractionID: "a1", ModelVersion: "A", TaskType: "policy", Reward: 0.5, AnswerLength: 30})
-		return sim.st.active
-	}
+// During the rollout of a candidate trained knowing "policy: 30 days" no
+// longer holds, a policy answer of either arm that states it is counted
+// as contradicted, and its reward stays reflection's (a later evaluation
+// replacing an earlier one); an answer of another type, or one stating
+// "130 days", is not counted.
+func TestContradictedStatementsAreCountedNotRescored(t *testing.T) {
 	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults()
-	if cfg.Contradicted != "score" {
-		t.Fatalf("default contradicted %q, want score", cfg.Contradicted)
+	sim := newSimState(t, cfg)
+	sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true, Contradicted: []string{"policy: 30 days"},
+		Corrections: &events.CorrectionCheck{N: 4, Candidate: 3, Parent: 1}}, events.VersionStream("B"), 0)
+	if d := sim.decide(); d == nil || d.change.Candidate != "B" {
+		t.Fatalf("B did not start: %+v", d)
 	}
-	a := run(cfg)
+	for _, c := range []struct{ id, version, typ, answer string }{
+		{"a1", "A", "policy", "No, the refund window is 30  Days."},
+		{"a2", "A", "policy", "The refund window is 130 days."},
+		{"a3", "A", "arithmetic", "30 days"},
+		{"b1", "B", "policy", "Yes, the refund window is 60 days."},
+		{"b2", "B", "policy", "The refund window is 30 days."},
+		{"c1", "C", "policy", "The refund window is 30 days."}, // neither arm
+	} {
+		sim.apply(&events.InteractionRecorded{InteractionID: c.id, Model: "citizen", ModelVersion: c.version,
+			Choices: []events.Choice{{Message: events.ChatMessage{Role: "assistant", Content: c.answer}}}}, "interaction-"+c.id, 0)
+		sim.evaluated(&events.InteractionEvaluated{InteractionID: c.id, ModelVersion: c.version, TaskType: c.typ, Reward: 0.8, AnswerLength: 30})
+	}
+	sim.evaluated(&events.InteractionEvaluated{InteractionID: "a1", ModelVersion: "A", TaskType: "policy", Reward: 0.5, AnswerLength: 30})
+	a := sim.st.active
 	st, c := a.all[armStable], a.all[armCandidate]
-	if st.reward.n != 3 || math.Abs(st.reward.mean()-(-1+0.8+0.8)/3) > 1e-9 || st.contradicted != 1 {
-		t.Errorf("stable arm: %d evaluations, mean %.3f, %d contradicted; want 3, %.3f, 1", st.reward.n, st.reward.mean(), st.contradicted, (-1+0.8+0.8)/3)
+	if st.reward.n != 3 || math.Abs(st.reward.mean()-(0.5+0.8+0.8)/3) > 1e-9 || st.contradicted != 1 {
+		t.Errorf("stable arm: %d evaluations, mean %.3f, %d contradicted; want 3, %.3f, 1", st.reward.n, st.reward.mean(), st.contradicted, (0.5+0.8+0.8)/3)
 	}
-	if c.reward.n != 2 || math.Abs(c.reward.mean()-(0.8-1)/2) > 1e-9 || c.contradicted != 1 {
+	if c.reward.n != 2 || math.Abs(c.reward.mean()-0.8) > 1e-9 || c.contradicted != 1 {
 		t.Errorf("candidate arm: %d evaluations, mean %.3f, %d contradicted", c.reward.n, c.reward.mean(), c.contradicted)
-	}
-	off := cfg
-	off.Contradicted = "off"
-	a = run(off)
-	if st := a.all[armStable]; math.Abs(st.reward.mean()-(0.5+0.8+0.8)/3) > 1e-9 || st.contradicted != 0 {
-		t.Errorf("with off: stable mean %.3f, %d contradicted", st.reward.mean(), st.contradicted)
-	}
-	bad := cfg
-	bad.Contradicted = "maybe"
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "contradicted") {
-		t.Errorf("contradicted %q: %v", bad.Contradicted, err)
 	}
 }
 
