@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"maps"
 	"math"
@@ -201,7 +202,10 @@ type suiteCache struct {
 // suiteSureMargin, and those keep the base's verdict too. Only the rest,
 // a few percent, are decoded and graded (BENCHMARKS.md,
 // BenchmarkSuiteScore).
-func (d *Distiller) suiteScore(ctx context.Context, a *model.Adapter, key string) (map[string]events.SuiteCount, error) {
+func (d *Distiller) suiteScore(ctx context.Context, a *model.Adapter, key string, aside []bool) (map[string]events.SuiteCount, error) {
+	if key != "" {
+		key += asideKey(aside)
+	}
 	if key != "" {
 		d.suite.mu.Lock()
 		r, ok := d.suite.counts[key]
@@ -222,7 +226,7 @@ func (d *Distiller) suiteScore(ctx context.Context, a *model.Adapter, key string
 	}
 	out := map[string]events.SuiteCount{}
 	for i, v := range answers {
-		if !v.judged {
+		if !v.judged || aside != nil && aside[i] {
 			continue
 		}
 		n := out[d.cfg.Suite[i].Type]
@@ -232,7 +236,7 @@ func (d *Distiller) suiteScore(ctx context.Context, a *model.Adapter, key string
 		}
 		out[d.cfg.Suite[i].Type] = n
 	}
-	for t, shift := range suiteSampleShift(d.cfg.Suite, base, answers) {
+	for t, shift := range suiteSampleShift(d.cfg.Suite, base, answers, aside) {
 		n := out[t]
 		n.Right = min(n.N, max(0, n.Right+shift))
 		out[t] = n
@@ -285,7 +289,7 @@ func (d *Distiller) suiteBase(ctx context.Context) ([]suiteAnswer, error) {
 // against the base's on the sampled stable cases, scaled to the stable
 // cases that were not sampled (rounded): the change in right answers
 // that its count, which keeps the base's verdict on those, is missing.
-func suiteSampleShift(suite []SuiteCase, base, answers []suiteAnswer) map[string]int {
+func suiteSampleShift(suite []SuiteCase, base, answers []suiteAnswer, aside []bool) map[string]int {
 	sampled, unsampled, delta := map[string]int{}, map[string]int{}, map[string]int{}
 	right := func(a suiteAnswer) int {
 		if a.judged && a.right {
@@ -294,6 +298,9 @@ func suiteSampleShift(suite []SuiteCase, base, answers []suiteAnswer) map[string
 		return 0
 	}
 	for i, b := range base {
+		if aside != nil && aside[i] {
+			continue
+		}
 		t := suite[i].Type
 		switch {
 		case b.sampled:
@@ -410,17 +417,18 @@ func (d *Distiller) suiteCheck(ctx context.Context, cand, parent *model.Adapter,
 	if !d.cfg.asksSuite() {
 		return nil, nil
 	}
-	c, err := d.suiteScore(ctx, cand, "")
+	aside, set := d.suiteAside(ctx)
+	c, err := d.suiteScore(ctx, cand, "", aside)
 	if err != nil {
 		return nil, err
 	}
-	b, err := d.suiteScore(ctx, nil, parentName(""))
+	b, err := d.suiteScore(ctx, nil, parentName(""), aside)
 	if err != nil {
 		return nil, err
 	}
-	out := &events.SuiteCheck{Candidate: c, Base: b}
+	out := &events.SuiteCheck{Candidate: c, Base: b, SetAside: set}
 	if parent != nil {
-		if out.Parent, err = d.suiteScore(ctx, parent, parentVersion); err != nil {
+		if out.Parent, err = d.suiteScore(ctx, parent, parentVersion, aside); err != nil {
 			return nil, err
 		}
 	}
@@ -460,4 +468,45 @@ func (g GateConfig) SuiteReasons(s *events.SuiteCheck) []string {
 		}
 	}
 	return out
+}
+
+// suiteAside asks Config.SuiteAside about every suite question: the mask
+// of those set aside (nil when none is) and their record.
+func (d *Distiller) suiteAside(ctx context.Context) ([]bool, []events.SuiteAside) {
+	if d.cfg.SuiteAside == nil {
+		return nil, nil
+	}
+	var mask []bool
+	var set []events.SuiteAside
+	for i, c := range d.cfg.Suite {
+		lesson, ok := d.cfg.SuiteAside(ctx, c)
+		if !ok {
+			continue
+		}
+		if mask == nil {
+			mask = make([]bool, len(d.cfg.Suite))
+		}
+		mask[i] = true
+		q := ""
+		if n := len(c.Messages); n > 0 {
+			q = c.Messages[n-1].Content
+		}
+		set = append(set, events.SuiteAside{Type: c.Type, Question: q, Expected: c.Expected, Lesson: lesson})
+	}
+	return mask, set
+}
+
+// asideKey distinguishes a version's cached counts by the questions set
+// aside ("" when none is).
+func asideKey(aside []bool) string {
+	if aside == nil {
+		return ""
+	}
+	h := fnv.New64a()
+	for i, x := range aside {
+		if x {
+			fmt.Fprintf(h, "%d,", i)
+		}
+	}
+	return fmt.Sprintf("/aside-%x", h.Sum64())
 }

@@ -342,11 +342,11 @@ func TestSuiteScreenMatchesDecoding(t *testing.T) {
 			}
 			// The counts: the screened answers' verdicts, shifted by what
 			// the sample lost or won, scaled to the stable cases.
-			counts, err := d.suiteScore(ctx, a, "")
+			counts, err := d.suiteScore(ctx, a, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			shift := suiteSampleShift(suite, baseAns, screened)
+			shift := suiteSampleShift(suite, baseAns, screened, nil)
 			for typ, c := range counts {
 				right := 0
 				for i := range suite {
@@ -416,11 +416,47 @@ func TestSuiteSampleShift(t *testing.T) {
 	answers[7] = wrong // a near-tie lost: counted as it is, not scaled
 	answers[8] = right // b: a sampled case won
 	answers[1] = wrong // an unsampled stable case (never asked in the screen) is not part of the sample
-	got := suiteSampleShift(suite, base, answers)
+	got := suiteSampleShift(suite, base, answers, nil)
 	if want := map[string]int{"a": -3, "b": 2}; !maps.Equal(got, want) {
 		t.Fatalf("shift %v, want %v (a: -1 of 2 sampled, 6 not; b: +1 of 1, 2 not)", got, want)
 	}
-	if got := suiteSampleShift(suite, base, base); len(got) != 0 {
+	if got := suiteSampleShift(suite, base, base, nil); len(got) != 0 {
 		t.Fatalf("the base's own answers shift %v", got)
+	}
+}
+
+// SuiteAside: a question a promoted lesson contradicts is left out of
+// every version's count and recorded; the others still count.
+func TestSuiteAsideLeavesQuestionsOut(t *testing.T) {
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	suite := []SuiteCase{
+		{Type: "policy", Messages: []events.ChatMessage{{Role: "user", Content: "What is the refund window?"}}, Expected: "30 days"},
+		{Type: "policy", Messages: []events.ChatMessage{{Role: "user", Content: "What is the shipping fee?"}}, Expected: "$4.99"},
+	}
+	aside := false
+	d := newDistiller(t, w, func(c *Config) {
+		c.Suite, c.SuiteGrade = suite, func(SuiteCase, string) (bool, bool) { return true, true }
+		c.SuiteAside = func(_ context.Context, c SuiteCase) (string, bool) {
+			return "l1", aside && strings.Contains(c.Messages[0].Content, "refund")
+		}
+	})
+	newWorldData(w, tok, base, 12, 0)
+	ctx := context.Background()
+	check := func() *events.SuiteCheck {
+		t.Helper()
+		s, err := d.suiteCheck(ctx, nil, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := check(); s.Base["policy"].N != 2 || len(s.SetAside) != 0 {
+		t.Fatalf("nothing aside: %+v", s)
+	}
+	aside = true
+	s := check()
+	if s.Base["policy"].N != 1 || s.Candidate["policy"].N != 1 || len(s.SetAside) != 1 || s.SetAside[0].Lesson != "l1" || s.SetAside[0].Expected != "30 days" {
+		t.Fatalf("one aside: %+v", s)
 	}
 }

@@ -34,6 +34,10 @@ type LessonScope struct {
 	// lesson was taught on; a request is in scope when its question is
 	// close enough to one of them (the memory cluster).
 	Anchors []string `json:"anchors,omitempty"`
+	// Answers are the answers those feedbacks corrected: an answer close
+	// to one of them, stating the same numbers, is in scope too (the
+	// gateway then answers again with the lesson in the context).
+	Answers []string `json:"answers,omitempty"`
 }
 
 // LessonEvidence is one feedback that agrees or disagrees with a lesson.

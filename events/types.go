@@ -356,6 +356,18 @@ type SuiteCheck struct {
 	Candidate map[string]SuiteCount `json:"candidate"`
 	Parent    map[string]SuiteCount `json:"parent,omitempty"`
 	Base      map[string]SuiteCount `json:"base"`
+	// SetAside are the questions left out because a promoted lesson
+	// contradicts their expected answer.
+	SetAside []SuiteAside `json:"set_aside,omitempty"`
+}
+
+// SuiteAside is one suite question set aside, and the lesson that
+// contradicts its expected answer.
+type SuiteAside struct {
+	Type     string `json:"type"`
+	Question string `json:"question"`
+	Expected string `json:"expected"`
+	Lesson   string `json:"lesson"`
 }
 
 // SuiteCount is how many of a type's N suite questions were answered

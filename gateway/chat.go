@@ -209,6 +209,9 @@ func (s *Server) chat(c echo.Context) error {
 	if err != nil {
 		return r.engineFailed(err)
 	}
+	if r.check(res) == nil {
+		res = r.reviseWithLessons(ctx, res)
+	}
 	r.ttft = res.TTFT
 	if r.ttft == 0 {
 		r.ttft = time.Since(start)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"citizen/events"
@@ -13,6 +14,11 @@ import (
 // lessons).
 type LessonSource interface {
 	Applicable(ctx context.Context, q LessonQuery) ([]events.AppliedLesson, error)
+	// Revise returns the lessons an answer to q shows apply (the answer
+	// states what they correct); the gateway then answers again with them
+	// in the context. Non-streaming requests only: a streamed answer is
+	// already sent.
+	Revise(ctx context.Context, q LessonQuery, answer string) ([]events.AppliedLesson, error)
 }
 
 // LessonQuery is what a request offers to find its lessons.
@@ -49,6 +55,55 @@ func (r *request) placeLessons(ctx context.Context) {
 	r.clientMessages = g.Messages
 	g.Messages = withLessons(g.Messages, ls)
 	r.s.metrics.lessonsPlaced.Add(float64(len(ls)))
+}
+
+// reviseWithLessons asks Deps.Lessons whether res's answer shows lessons
+// apply that were not in its context; if so it answers again with them
+// and returns that result (res when nothing applies or the second answer
+// fails).
+func (r *request) reviseWithLessons(ctx context.Context, res *Result) *Result {
+	src := r.s.deps.Lessons
+	if src == nil || len(res.Choices) == 0 {
+		return res
+	}
+	g := &r.dec.Gen
+	q := LessonQuery{Tenant: r.key.Tenant, User: g.User, TaskType: DeclaredType(r.dec.Metadata), Question: lastUserMessage(g.Messages)}
+	ls, err := src.Revise(ctx, q, res.Choices[0].Content)
+	if err != nil {
+		r.s.log.Warn("lessons unavailable; the answer stands", "interaction", r.iid, "err", err)
+		return res
+	}
+	var add []events.AppliedLesson
+	for _, l := range ls {
+		if !slices.ContainsFunc(r.lessons, func(x events.AppliedLesson) bool { return x.ID == l.ID }) {
+			add = append(add, l)
+		}
+	}
+	if len(add) == 0 {
+		return res
+	}
+	client := g.Messages
+	if r.lessons != nil {
+		client = r.clientMessages
+	}
+	all := append(slices.Clone(r.lessons), add...)
+	g.Messages = withLessons(client, all)
+	again, err := r.s.engine.Generate(ctx, g, nil)
+	if err != nil || r.check(again) != nil {
+		g.Messages = withLessonsOrClient(client, r.lessons)
+		return res
+	}
+	r.lessons, r.clientMessages = all, client
+	r.s.metrics.lessonsPlaced.Add(float64(len(add)))
+	r.s.metrics.lessonRevisions.Inc()
+	return again
+}
+
+func withLessonsOrClient(client []Message, ls []events.AppliedLesson) []Message {
+	if len(ls) == 0 {
+		return client
+	}
+	return withLessons(client, ls)
 }
 
 func lastUserMessage(msgs []Message) string {

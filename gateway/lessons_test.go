@@ -17,6 +17,9 @@ type fakeLessons struct {
 	q   string
 	ls  []events.AppliedLesson
 	err error
+	// revise: answers that show the lessons in reviseLs apply.
+	revise   string
+	reviseLs []events.AppliedLesson
 
 	mu   sync.Mutex
 	seen []LessonQuery
@@ -33,6 +36,47 @@ func (f *fakeLessons) Applicable(_ context.Context, q LessonQuery) ([]events.App
 		return f.ls, nil
 	}
 	return nil, nil
+}
+
+func (f *fakeLessons) Revise(_ context.Context, q LessonQuery, answer string) ([]events.AppliedLesson, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if f.revise != "" && answer == f.revise {
+		return f.reviseLs, nil
+	}
+	return nil, nil
+}
+
+// An answer that states what a lesson corrects is given again with the
+// lesson in the context; the record holds the second answer and the
+// lesson. Streaming answers are not revised.
+func TestAnswerIsRevisedWithLessons(t *testing.T) {
+	src := &fakeLessons{revise: "30 days", reviseLs: []events.AppliedLesson{{ID: "l1", Statement: "The right answer is 60 days."}}}
+	e := newEnv(t, func(_ *Config, d *Deps) { d.Lessons = src })
+	e.stub.Reply = func(req *GenerateRequest, _ int) string {
+		if len(req.Messages) > 0 && req.Messages[0].Role == "system" && strings.Contains(req.Messages[0].Content, "60 days") {
+			return "60 days"
+		}
+		return "30 days"
+	}
+	body := map[string]any{"model": "citizen", "messages": userMsg("What is your refund window?")}
+	resp, b := e.post("/v1/chat/completions", keyA, body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"60 days"`) {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	rec := e.interactions()[0]
+	if len(rec.Lessons) != 1 || rec.Lessons[0].ID != "l1" || rec.Choices[0].Message.Content != "60 days" || len(rec.Messages) != 1 {
+		t.Fatalf("recorded %+v", rec)
+	}
+	body["stream"] = true
+	resp, b = e.post("/v1/chat/completions", keyA, body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %d %s", resp.StatusCode, b)
+	}
+	if rec := e.interactions()[1]; rec.Choices[0].Message.Content != "30 days" || rec.Lessons != nil {
+		t.Fatalf("a streamed answer was revised: %+v", rec)
+	}
 }
 
 func TestLessonsEnterTheContextAndTheRecord(t *testing.T) {

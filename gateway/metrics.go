@@ -47,6 +47,9 @@ type metrics struct {
 	recordFail   prometheus.Counter
 	// lessonsPlaced counts the lessons placed in requests' contexts.
 	lessonsPlaced prometheus.Counter
+	// lessonRevisions counts answers given again because their first
+	// draft stated what a lesson corrects.
+	lessonRevisions prometheus.Counter
 
 	opDuration *prometheus.HistogramVec // op, provider, request model, response model, error type
 	ttft       *prometheus.HistogramVec // op, provider, request model, response model
@@ -101,6 +104,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "citizen_gateway_record_failures_total", Help: "Failed appends of interactions (the client got an error)."}),
 		lessonsPlaced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "citizen_gateway_lessons_placed_total", Help: "Lessons placed in the context of requests (fast memory)."}),
+		lessonRevisions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "citizen_gateway_lesson_revisions_total", Help: "Answers given again with lessons in the context because the first stated what a lesson corrects."}),
 		opDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "gen_ai_server_request_duration_seconds", Help: "GenAI server request duration (OpenTelemetry gen_ai.server.request.duration).",
 			Buckets: durationBuckets}, append(genai[:4:4], "error_type")),
@@ -130,7 +135,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "citizen_generation_tokens_total", Help: "Generated tokens of successful generations (vLLM's vllm:generation_tokens_total).", ConstLabels: vllm}),
 		generation: map[[2]string]*genObservers{},
 	}
-	reg.MustRegister(m.httpDuration, m.errors, m.recorded, m.recordFail, m.lessonsPlaced, m.opDuration, m.ttft, m.tpot, m.tokens,
+	reg.MustRegister(m.httpDuration, m.errors, m.recorded, m.recordFail, m.lessonsPlaced, m.lessonRevisions, m.opDuration, m.ttft, m.tpot, m.tokens,
 		m.running, m.vTTFT, m.vTPOT, m.vE2E, m.promptTotal, m.genTotal)
 	return m
 }

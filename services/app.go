@@ -622,6 +622,9 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 		}
 		cfg.Gate.MaxSuiteLoss = dc.MaxSuiteLoss
 		cfg.SuiteStableMargin, cfg.SuiteStableSample = dc.SuiteStableMargin, dc.SuiteStableSample
+		if v := a.lessonView(ctx); v != nil {
+			cfg.SuiteAside = suiteAside(v)
+		}
 	}
 	cfg.FinishStaleCycles = dc.FinishStaleCycles
 	rehearsal, err := a.rehearsal()

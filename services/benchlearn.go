@@ -438,7 +438,7 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	cfg.Distill.MaxSteps = c.MaxSteps
 	cfg.Distill.Rehearsal = c.Rehearsal
 	if c.Suite > 0 {
-		suite, err := benchSuite(ctx, c.Suite, c.Seed, drift)
+		suite, err := benchSuite(ctx, c.Suite, c.Seed)
 		if err != nil {
 			return nil, err
 		}

@@ -3,9 +3,11 @@ package services
 import (
 	"context"
 
+	"citizen/distill"
 	"citizen/events"
 	"citizen/events/bus"
 	"citizen/gateway"
+	"citizen/internal/statement"
 	"citizen/memory"
 	"citizen/memory/lessons"
 )
@@ -69,6 +71,10 @@ func (s viewSource) Applicable(ctx context.Context, q gateway.LessonQuery) ([]ev
 	return s.v.Applicable(ctx, lessons.Query{Tenant: q.Tenant, User: q.User, TaskType: q.TaskType, Question: q.Question})
 }
 
+func (s viewSource) Revise(ctx context.Context, q gateway.LessonQuery, answer string) ([]events.AppliedLesson, error) {
+	return s.v.Revise(ctx, lessons.Query{Tenant: q.Tenant, User: q.User, TaskType: q.TaskType, Question: q.Question}, answer)
+}
+
 // Reference is reflection's References: the value of the promoted fact
 // lesson whose scope holds the interaction's question.
 func (s viewSource) Reference(ctx context.Context, rec *events.InteractionRecorded) (string, string, bool) {
@@ -76,9 +82,26 @@ func (s viewSource) Reference(ctx context.Context, rec *events.InteractionRecord
 	if rec.TaskType != "" {
 		typ = rec.TaskType
 	}
-	l, ok, err := s.v.Reference(ctx, lessons.Query{Tenant: rec.Tenant, User: rec.User, TaskType: typ, Question: lessons.Question(rec.Messages)})
+	l, ok, err := s.v.Reference(ctx, lessons.Query{Tenant: rec.Tenant, User: rec.User, TaskType: typ, Question: lessons.Question(rec.Messages)}, lessons.Answer(rec))
 	if err != nil || !ok {
 		return "", "", false
 	}
 	return l.Value, l.LessonID, true
+}
+
+// suiteAside is the distiller's SuiteAside: a suite question is set aside
+// while a promoted fact lesson (of any tenant: the suite is the
+// operator's) covers it and its expected answer does not state the
+// lesson's value.
+func suiteAside(v *lessons.View) func(context.Context, distill.SuiteCase) (string, bool) {
+	return func(ctx context.Context, c distill.SuiteCase) (string, bool) {
+		l, ok, err := v.Reference(ctx, lessons.Query{TaskType: c.Type, Question: lessons.Question(c.Messages)}, c.Expected)
+		if err != nil || !ok {
+			return "", false
+		}
+		if statement.Contains(statement.Normalize(c.Expected), statement.Normalize(l.Value)) {
+			return "", false
+		}
+		return l.LessonID, true
+	}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -95,24 +93,6 @@ type anchor struct {
 	text string
 	vec  []float32
 	nums map[string]bool
-}
-
-// cluster is the questions of one tenant and task type that are close to
-// each other, and the votes cast on them.
-type cluster struct {
-	anchors []anchor
-	votes   map[string]vote // user → latest claim
-	seq     int             // claims so far
-	// epoch: the claim count at the cluster's last promotion; votes for
-	// another value after it count against a lesson.
-	epoch   int
-	byValue map[string]*lesson
-}
-
-type vote struct {
-	value string
-	seq   int
-	ev    events.LessonEvidence
 }
 
 type lesson struct {
@@ -233,7 +213,9 @@ func (l *Learner) feedback(ctx context.Context, ev events.Event) ([]events.Event
 	if !ok || fi.Uncertain {
 		return nil, nil
 	}
-	if fi.Correction == "" && (fi.Hint == "" || fi.Polarity >= 0 || !aboutHow(fi.Aspects)) {
+	praise := fi.Correction == "" && fi.Polarity > 0
+	guidance := fi.Correction == "" && fi.Hint != "" && fi.Polarity < 0 && aboutHow(fi.Aspects)
+	if fi.Correction == "" && !praise && !guidance {
 		return nil, nil
 	}
 	l.mu.Lock()
@@ -251,12 +233,12 @@ func (l *Learner) feedback(ctx context.Context, ev events.Event) ([]events.Event
 		tenant = ev.Tenant
 	}
 	evidence := events.LessonEvidence{Feedback: fi.FeedbackID, Interaction: rec.InteractionID, User: user}
-	if fi.Correction != "" {
-		q := Question(rec.Messages)
-		if q == "" {
+	if fi.Correction != "" || praise {
+		q, a := Question(rec.Messages), Answer(rec)
+		if q == "" || a == "" {
 			return nil, nil
 		}
-		vecs, err := l.emb.Embed(ctx, []string{q})
+		vecs, err := l.emb.Embed(ctx, []string{q, a})
 		if err != nil {
 			return nil, err
 		}
@@ -266,7 +248,9 @@ func (l *Learner) feedback(ctx context.Context, ev events.Event) ([]events.Event
 			return nil, nil
 		}
 		l.seen[fi.FeedbackID] = true
-		return l.factClaim(ev, tenant, rec.TaskType, anchor{text: q, vec: vecs[0], nums: numbers(q)}, fi.Correction, evidence)
+		c := claim{tenant: tenant, typ: rec.TaskType, question: anchor{text: q, vec: vecs[0], nums: numbers(q)},
+			answer: anchor{text: a, vec: vecs[1], nums: numbers(a)}, value: fi.Correction, praise: praise, ev: evidence}
+		return l.factClaim(ev, c)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -311,155 +295,6 @@ func (l *Learner) interaction(ctx context.Context, stream, feedbackID string) (*
 		user = rec.User
 	}
 	return rec, user, nil
-}
-
-// findCluster returns the cluster of tenant and typ whose anchors a is
-// closest to (at least Config.Similarity, stating the same numbers), or
-// a new one.
-func (l *Learner) findCluster(key string, a anchor) *cluster {
-	var best *cluster
-	bestSim := l.cfg.Similarity
-	for _, c := range l.clusters[key] {
-		for _, x := range c.anchors {
-			if !sameNumbers(x.nums, a.nums) {
-				continue
-			}
-			if s := cosine(x.vec, a.vec); s >= bestSim {
-				best, bestSim = c, s
-			}
-		}
-	}
-	if best == nil {
-		best = &cluster{votes: map[string]vote{}, byValue: map[string]*lesson{}}
-		l.clusters[key] = append(l.clusters[key], best)
-	}
-	if len(best.anchors) < l.cfg.MaxAnchors {
-		dup := false
-		for _, x := range best.anchors {
-			if cosine(x.vec, a.vec) > 0.98 {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			best.anchors = append(best.anchors, a)
-		}
-	}
-	return best
-}
-
-func sameNumbers(a, b map[string]bool) bool {
-	return len(a) == len(b) && numbersCovered(a, b)
-}
-
-func (l *Learner) factClaim(src events.Event, tenant, typ string, a anchor, value string, ev events.LessonEvidence) ([]events.Event, error) {
-	key := tenant + "\x00" + typ
-	c := l.findCluster(key, a)
-	c.seq++
-	nv := normValue(value)
-	ev.Value = value
-	c.votes[ev.User] = vote{value: nv, seq: c.seq, ev: ev}
-	var out []events.Event
-	ls := c.byValue[nv]
-	if ls == nil {
-		id := lessonID("fact", tenant, typ, c.anchors[0].text, nv)
-		ls = &lesson{cl: c, state: "proposed", change: events.LessonChange{
-			LessonID: id, Kind: events.LessonFact, Statement: factStatement(c.anchors[0].text, value), Value: value,
-			Scope: events.LessonScope{Tenant: tenant, TaskType: typ},
-		}}
-		c.byValue[nv] = ls
-		l.lessons[id] = ls
-		ch := l.snapshot(ls)
-		ch.Rule = "one user's claim"
-		e, err := encode(&events.LessonProposed{LessonChange: ch}, src, events.DeterministicID(events.TypeLessonProposed, id))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	if ls.state != "proposed" && ls.state != "superseded" {
-		return out, nil
-	}
-	ch := l.snapshot(ls)
-	if ch.Users < l.cfg.MinUsers || float64(ch.Users) < l.cfg.Majority*float64(len(ch.Against)) {
-		return out, nil
-	}
-	ls.state = "promoted"
-	c.epoch = c.seq
-	ch.Rule = fmt.Sprintf("%d users agree, %d disagree (need %d and %g×)", ch.Users, len(ch.Against), l.cfg.MinUsers, l.cfg.Majority)
-	e, err := encode(&events.LessonPromoted{LessonChange: ch}, src, events.DeterministicID(events.TypeLessonPromoted, ls.change.LessonID+"/"+ev.Feedback))
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, e)
-	for _, other := range sortedLessons(c.byValue) {
-		if other == ls || other.state != "promoted" {
-			continue
-		}
-		other.state = "superseded"
-		oc := l.snapshot(other)
-		oc.SupersededBy = ls.change.LessonID
-		oc.Reason = "a promoted lesson of the same questions states " + strconv.Quote(ls.change.Value)
-		e, err := encode(&events.LessonSuperseded{LessonChange: oc}, src, events.DeterministicID(events.TypeLessonSuperseded, other.change.LessonID+"/"+ev.Feedback))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
-
-func sortedLessons(m map[string]*lesson) []*lesson {
-	out := make([]*lesson, 0, len(m))
-	for _, x := range m {
-		out = append(out, x)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].change.LessonID < out[j].change.LessonID })
-	return out
-}
-
-// snapshot is ls's change with its current scope and evidence: For, the
-// users whose latest vote in the cluster is its value; Against, the users
-// who voted for another value since the cluster's last promotion.
-func (l *Learner) snapshot(ls *lesson) events.LessonChange {
-	ch := ls.change
-	ch.Actor = LearnerActor
-	ch.For, ch.Against = nil, nil
-	if ls.cl != nil {
-		users := make([]string, 0, len(ls.cl.votes))
-		for u := range ls.cl.votes {
-			users = append(users, u)
-		}
-		sort.Strings(users)
-		nv := normValue(ch.Value)
-		for _, u := range users {
-			v := ls.cl.votes[u]
-			switch {
-			case v.value == nv:
-				ch.For = append(ch.For, v.ev)
-			case v.seq > ls.cl.epoch:
-				ch.Against = append(ch.Against, v.ev)
-			}
-		}
-		ch.Users = len(ch.For)
-		ch.Scope.Anchors = make([]string, len(ls.cl.anchors))
-		for i, a := range ls.cl.anchors {
-			ch.Scope.Anchors[i] = a.text
-		}
-		return ch
-	}
-	keys := make([]string, 0, len(ls.repeats))
-	for k := range ls.repeats {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		ch.For = append(ch.For, ls.repeats[k])
-	}
-	if len(ch.For) > 0 {
-		ch.Users = 1
-	}
-	return ch
 }
 
 func (l *Learner) guidanceClaim(src events.Event, tenant, hint string, ev events.LessonEvidence) ([]events.Event, error) {

@@ -328,3 +328,57 @@ func TestLessonThatHurtsIsRetired(t *testing.T) {
 		}
 	}
 }
+
+// Paraphrases whose questions look nothing alike join one cluster through
+// their answers; the promoted lesson then revises a third phrasing's
+// answer that states what it corrects, and not an answer stating its
+// value or another fact.
+func TestAnswersJoinParaphrases(t *testing.T) {
+	w := newWorld(t, Config{})
+	w.correct("acme", "u1", "What is your refund window?", "The refund window is 30 days.", "60 days")
+	if evs := w.correct("acme", "u2", "How many days do I have to return something?", "The refund window is 30 days.", "60 days"); fmt.Sprint(types(evs)) != "[lesson.promoted]" {
+		t.Fatalf("second phrasing: %v", types(evs))
+	}
+	q := Query{Tenant: "acme", TaskType: "policy", Question: "What's the deadline for returns?"}
+	got, err := w.view.Revise(w.ctx, q, "No, the refund window is 30 days.")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("revise a stale answer: %v %v", got, err)
+	}
+	for _, a := range []string{"The refund window is 60 days.", "Standard shipping costs $4.99.", "The refund window is 14 days."} {
+		if got, _ := w.view.Revise(w.ctx, q, a); len(got) != 0 {
+			t.Fatalf("revised %q: %v", a, got)
+		}
+	}
+	if l, ok, _ := w.view.Reference(w.ctx, q, "The refund window is 30 days."); !ok || l.Value != "60 days" {
+		t.Fatalf("reference by answer: %+v %v", l, ok)
+	}
+}
+
+// Praise of answers like the corrected one weighs against the correction:
+// a label the model mostly gets right is not overturned by two users.
+func TestPraiseWeighsAgainst(t *testing.T) {
+	w := newWorld(t, Config{})
+	praise := events.FeedbackInterpreted{Polarity: 1, Confidence: 0.95}
+	for i, u := range []string{"u3", "u4", "u5", "u6"} {
+		if i == 2 {
+			w.correct("acme", "u1", "Classify: the food was cold", "positive", "negative")
+		}
+		id := w.ask("acme", u, "policy", fmt.Sprintf("Classify: great service %d", i), "positive")
+		w.feedback(id, "acme", u, praise)
+	}
+	w.correct("acme", "u2", "Classify: the room was dirty", "positive", "negative")
+	if n := len(w.view.List("acme", "promoted")); n != 0 {
+		t.Fatalf("promoted against praise: %v", w.view.List("acme", "promoted"))
+	}
+}
+
+// A correction that states the value of another agrees with it ("60 days"
+// and "The refund window is 60 days.").
+func TestContainingValuesAgree(t *testing.T) {
+	w := newWorld(t, Config{})
+	w.correct("acme", "u1", "What is your refund window?", "The refund window is 30 days.", "60 days")
+	w.correct("acme", "u2", "What is your refund window?", "The refund window is 30 days.", "The refund window is 60 days.")
+	if n := len(w.view.List("acme", "promoted")); n != 1 {
+		t.Fatalf("promoted %d", n)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"citizen/events"
+	"citizen/internal/statement"
 )
 
 // Lesson is a lesson as the View knows it.
@@ -33,7 +34,7 @@ type View struct {
 
 type viewLesson struct {
 	Lesson
-	anchors []anchor
+	anchors, answers []anchor
 }
 
 // NewView returns an empty view embedding questions with emb.
@@ -61,14 +62,14 @@ func (v *View) Apply(ctx context.Context, ev events.Event) error {
 		return err
 	}
 	c, _ := events.LessonChangeOf(p)
-	var anchors []anchor
-	if state == "promoted" && c.Kind == events.LessonFact && len(c.Scope.Anchors) > 0 {
-		vecs, err := v.emb.Embed(ctx, c.Scope.Anchors)
-		if err != nil {
+	var anchors, answers []anchor
+	if state == "promoted" && c.Kind == events.LessonFact {
+		var err error
+		if anchors, err = v.embedAll(ctx, c.Scope.Anchors); err != nil {
 			return err
 		}
-		for i, t := range c.Scope.Anchors {
-			anchors = append(anchors, anchor{text: t, vec: vecs[i], nums: numbers(t)})
+		if answers, err = v.embedAll(ctx, c.Scope.Answers); err != nil {
+			return err
 		}
 	}
 	v.mu.Lock()
@@ -80,10 +81,7 @@ func (v *View) Apply(ctx context.Context, ev events.Event) error {
 	if state == "proposed" && old != nil {
 		return nil // a late proposal does not undo a later decision
 	}
-	nl := &viewLesson{Lesson: Lesson{LessonChange: c, State: state, UpdatedAt: ev.Time, Position: ev.Position}, anchors: anchors}
-	if state != "promoted" && old != nil {
-		nl.anchors = nil
-	}
+	nl := &viewLesson{Lesson: Lesson{LessonChange: c, State: state, UpdatedAt: ev.Time, Position: ev.Position}, anchors: anchors, answers: answers}
 	v.lessons[c.LessonID] = nl
 	t := c.Scope.Tenant
 	list := v.active[t][:0:0]
@@ -97,6 +95,21 @@ func (v *View) Apply(ctx context.Context, ev events.Event) error {
 	}
 	v.active[t] = list
 	return nil
+}
+
+func (v *View) embedAll(ctx context.Context, texts []string) ([]anchor, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	vecs, err := v.emb.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]anchor, len(texts))
+	for i, t := range texts {
+		out[i] = anchor{text: t, vec: vecs[i], nums: numbers(t)}
+	}
+	return out, nil
 }
 
 // Store is what Follow reads.
@@ -138,14 +151,108 @@ func (v *View) Applicable(ctx context.Context, q Query) ([]events.AppliedLesson,
 	return out, nil
 }
 
-// Reference returns the promoted fact lesson closest to q's question, if
-// any applies: its value is a reference answer for graders.
-func (v *View) Reference(ctx context.Context, q Query) (Lesson, bool, error) {
+// Revise returns the promoted fact lessons that an answer to q shows
+// apply: answer is close to one of their corrected answers (stating the
+// same numbers) and does not state their value. The gateway answers again
+// with them in the context.
+func (v *View) Revise(ctx context.Context, q Query, answer string) ([]events.AppliedLesson, error) {
+	ls, err := v.byAnswer(ctx, q, answer)
+	if err != nil {
+		return nil, err
+	}
+	var out []events.AppliedLesson
+	for _, l := range ls {
+		if len(out) == v.cfg.MaxPerRequest {
+			break
+		}
+		out = append(out, events.AppliedLesson{ID: l.LessonID, Statement: l.Statement})
+	}
+	return out, nil
+}
+
+// Reference returns the promoted fact lesson that applies to q (by its
+// question, or by answer, when given, as Revise finds them), if any: its
+// value is a reference answer for graders. An empty q.Tenant looks at
+// every tenant's lessons (the operator's regression suite belongs to no
+// tenant).
+func (v *View) Reference(ctx context.Context, q Query, answer string) (Lesson, bool, error) {
 	facts, _, err := v.matches(ctx, q)
-	if err != nil || len(facts) == 0 {
+	if err != nil {
 		return Lesson{}, false, err
 	}
-	return facts[0].Lesson, true, nil
+	if len(facts) > 0 {
+		return facts[0].Lesson, true, nil
+	}
+	if answer == "" {
+		return Lesson{}, false, nil
+	}
+	ls, err := v.byAnswer(ctx, q, answer)
+	if err != nil || len(ls) == 0 {
+		return Lesson{}, false, err
+	}
+	return ls[0].Lesson, true, nil
+}
+
+// byAnswer returns the promoted fact lessons of q's tenant and type whose
+// corrected answers answer is close to (stating the same numbers), the
+// closest first, leaving out those whose value answer states.
+func (v *View) byAnswer(ctx context.Context, q Query, answer string) ([]*viewLesson, error) {
+	cands := v.facts(q)
+	if len(cands) == 0 || answer == "" {
+		return nil, nil
+	}
+	vecs, err := v.emb.Embed(ctx, []string{answer})
+	if err != nil {
+		return nil, err
+	}
+	an := numbers(answer)
+	norm := statement.Normalize(answer)
+	sims := map[*viewLesson]float64{}
+	var out []*viewLesson
+	for _, l := range cands {
+		if statement.Contains(norm, statement.Normalize(l.Value)) {
+			continue
+		}
+		best := -1.0
+		for _, a := range l.answers {
+			if sameNumbers(a.nums, an) {
+				best = max(best, cosine(a.vec, vecs[0]))
+			}
+		}
+		if best >= v.cfg.Similarity {
+			out = append(out, l)
+			sims[l] = best
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if sims[out[i]] != sims[out[j]] {
+			return sims[out[i]] > sims[out[j]]
+		}
+		return out[i].LessonID < out[j].LessonID
+	})
+	return out, nil
+}
+
+// facts are the promoted fact lessons of q's tenant (every tenant's for
+// an empty one) and task type.
+func (v *View) facts(q Query) []*viewLesson {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var list []*viewLesson
+	if q.Tenant == "" {
+		for _, l := range v.active {
+			list = append(list, l...)
+		}
+	} else {
+		list = v.active[q.Tenant]
+	}
+	var out []*viewLesson
+	for _, l := range list {
+		if l.Kind == events.LessonFact && (q.TaskType == "" || l.Scope.TaskType == "" || q.TaskType == l.Scope.TaskType) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // matches returns the promoted fact lessons whose scope holds q's
@@ -153,6 +260,12 @@ func (v *View) Reference(ctx context.Context, q Query) (Lesson, bool, error) {
 func (v *View) matches(ctx context.Context, q Query) (facts, guidance []*viewLesson, err error) {
 	v.mu.RLock()
 	list := v.active[q.Tenant]
+	if q.Tenant == "" {
+		list = nil
+		for _, l := range v.active {
+			list = append(list, l...)
+		}
+	}
 	v.mu.RUnlock()
 	if len(list) == 0 {
 		return nil, nil, nil
