@@ -69,14 +69,14 @@ type Config struct {
 	// SuiteStableSample) in one teacher-forced pass over the base's
 	// answers, and decodes only those it may answer differently
 	// (suite.go, suiteScore).
-	Suite          []SuiteCase
-	SuiteGrade     SuiteGrade
+	Suite      []SuiteCase
+	SuiteGrade SuiteGrade
 	// SuiteAside, if set, says which suite questions a promoted lesson
 	// contradicts (its value is not in the question's expected answer):
 	// each cycle they are set aside, left out of every version's count
 	// and recorded in weights.trained suite (set_aside), so an operator
 	// can review them. The suite is not rewritten.
-	SuiteAside func(ctx context.Context, c SuiteCase) (lesson string, aside bool)
+	SuiteAside     func(ctx context.Context, c SuiteCase) (lesson string, aside bool)
 	SuiteMaxTokens int
 	// SuiteStableMargin (nats, default 2; negative: every question is
 	// screened, and the counts are exact): a suite question whose base
