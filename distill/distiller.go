@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -69,6 +71,11 @@ type Config struct {
 	// SuiteStableSample) in one teacher-forced pass over the base's
 	// answers, and decodes only those it may answer differently
 	// (suite.go, suiteScore).
+	// LessonOf, if set, describes a lesson the cycle consolidated: its
+	// statement, value and questions (the lessons view's). The gate asks
+	// the candidate those questions with and without the lesson
+	// (weights.trained lessons).
+	LessonOf   func(id string) (statement, value string, questions []string, ok bool)
 	Suite      []SuiteCase
 	SuiteGrade SuiteGrade
 	// SuiteAside, if set, says which suite questions a promoted lesson
@@ -835,6 +842,9 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		if err := d.corrections(ctx, log, ds, pad, cfg.Hyper.Budget()/2); err != nil {
 			return &cycleFailure{"self-distillation", err}
 		}
+		if cfg.Objective.SelfDistill && !cfg.Pipeline.InvertRewards {
+			consolidate(log, ds, cfg.Chat.Tok, cfg.Pipeline.GoodReward, cfg.Pipeline.MaxSeqLen, cfg.Objective.SelfDistillWeight)
+		}
 		if cfg.Objective.uses(KindUpdated) && !cfg.Pipeline.InvertRewards {
 			// The stale answers the check does not ask, updated. With
 			// inverted rewards (the bad-candidate hook) nothing that
@@ -970,6 +980,9 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 			return &cycleFailure{"evaluation", err}
 		}
 		reasons = append(reasons, cfg.Gate.SuiteReasons(wt.Suite)...)
+	}
+	if wt.Lessons, err = d.lessonCheck(ctx, cand, ds.Manifest.Lessons); err != nil {
+		return &cycleFailure{"evaluation", err}
 	}
 	wt.Accepted, wt.Reason = cfg.Gate.Verdict(reasons)
 	log.Info("gate evaluated", "train", res.Time.Round(time.Millisecond), "likelihoods", checkStart.Sub(gateStart).Round(time.Millisecond),
@@ -1565,4 +1578,96 @@ func artifactPath(root, dir string) string {
 		return filepath.ToSlash(rel)
 	}
 	return dir
+}
+
+// consolidate adds, for each training answer given with lessons in its
+// context and graded good, the same answer as the target for the prompt
+// without them: on-policy context distillation, the teacher being the
+// policy that answered with the lessons (its sample is the recorded
+// answer) and the student learning to answer so without them. The
+// recorded example stays, with its context and behaviour logprobs.
+// Counted in the manifest as self_distill consolidated.
+func consolidate(log *slog.Logger, ds *Dataset, tok chat.Format, good float64, maxSeq int, sdWeight float64) {
+	var add []Example
+	lessons := map[string]bool{}
+	for i := range ds.Train {
+		ex := &ds.Train[i]
+		if ex.Kind != KindPolicy || len(ex.Lessons) == 0 || ex.Reward < good || len(ex.CompletionTokens) == 0 {
+			continue
+		}
+		prompt, _, err := tok.RenderChat(toTok(ex.Messages), true)
+		if err != nil || maxSeq > 0 && len(prompt)+len(ex.CompletionTokens) > maxSeq {
+			continue
+		}
+		r := *ex
+		r.Kind, r.Advantage, r.BehaviourLogprobs, r.PromptTokens = KindRevised, 0, nil, prompt
+		r.Weight = 1 / sdWeight // the objective multiplies by SelfDistillWeight
+		add = append(add, r)
+		for _, id := range ex.Lessons {
+			lessons[id] = true
+		}
+	}
+	if len(add) == 0 {
+		return
+	}
+	ds.Train = append(ds.Train, add...)
+	if ds.Manifest.SelfDistill == nil {
+		ds.Manifest.SelfDistill = map[string]int{}
+	}
+	ds.Manifest.SelfDistill["consolidated"] = len(add)
+	ds.Manifest.Lessons = slices.Sorted(maps.Keys(lessons))
+	log.Info("consolidation", "examples", len(add), "lessons", len(lessons))
+}
+
+// maxLessonQuestions bounds the questions asked per consolidated lesson.
+const maxLessonQuestions = 8
+
+// lessonCheck asks the candidate each consolidated lesson's questions
+// greedily, without the lesson in the context and with it, and counts
+// the answers that state its value.
+func (d *Distiller) lessonCheck(ctx context.Context, cand *model.Adapter, ids []string) ([]events.LessonCarry, error) {
+	cfg := d.cfg
+	if cfg.LessonOf == nil || cfg.Chat == nil || len(ids) == 0 {
+		return nil, nil
+	}
+	name := "distill-lessons-" + cand.Name
+	if err := cfg.Chat.Engine.RegisterAdapter(name, cand); err != nil {
+		return nil, err
+	}
+	defer cfg.Chat.Engine.RemoveAdapter(name)
+	states := func(msgs []tokenizer.Message, value string) (bool, error) {
+		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: cfg.TeacherMaxTokens, Adapter: name})
+		if err != nil {
+			return false, err
+		}
+		return statement.Contains(statement.Normalize(c.Message.Content), statement.Normalize(value)), nil
+	}
+	var out []events.LessonCarry
+	for _, id := range ids {
+		st, value, qs, ok := cfg.LessonOf(id)
+		if !ok || value == "" {
+			continue
+		}
+		c := events.LessonCarry{Lesson: id}
+		for _, q := range qs[:min(len(qs), maxLessonQuestions)] {
+			user := tokenizer.Message{Role: "user", Content: q}
+			without, err := states([]tokenizer.Message{user}, value)
+			if err != nil {
+				return nil, err
+			}
+			with, err := states([]tokenizer.Message{{Role: "system", Content: events.LessonsBlock([]events.AppliedLesson{{ID: id, Statement: st}})}, user}, value)
+			if err != nil {
+				return nil, err
+			}
+			c.Asked++
+			if without {
+				c.Without++
+			}
+			if with {
+				c.With++
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }

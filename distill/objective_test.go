@@ -3,11 +3,14 @@ package distill
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"citizen/events"
 	"citizen/model"
 )
 
@@ -213,5 +216,38 @@ func TestEvalCountsOnlyScoredExamples(t *testing.T) {
 	got := evalCounts(hold, reg, 0.5, 8)
 	if want := map[string]int{"t": 1, "u": 1, "regression/t": 1}; !maps.Equal(got, want) {
 		t.Fatalf("evalCounts = %v, want %v", got, want)
+	}
+}
+
+// consolidate: a good answer given with lessons in its context becomes a
+// target for the prompt without them (the client's messages rendered);
+// a bad one, or one without lessons, does not.
+func TestConsolidateLearnsTheAnswerWithoutTheLessons(t *testing.T) {
+	tok, _ := tinyBase(t)
+	client := []events.ChatMessage{{Role: "user", Content: "What is your refund window?"}}
+	withLessons, _, err := tok.RenderChat(toTok(events.WithLessons(client, []events.AppliedLesson{{ID: "l1", Statement: "60 days."}})), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := []int{5, 6, 7}
+	ds := &Dataset{Train: []Example{
+		{Interaction: "a", Kind: KindPolicy, Messages: client, PromptTokens: withLessons, CompletionTokens: answer, Reward: 0.9, Lessons: []string{"l1"}, BehaviourLogprobs: []float32{-1, -1, -1}},
+		{Interaction: "b", Kind: KindPolicy, Messages: client, PromptTokens: withLessons, CompletionTokens: answer, Reward: -0.5, Lessons: []string{"l1"}},
+		{Interaction: "c", Kind: KindPolicy, Messages: client, PromptTokens: withLessons, CompletionTokens: answer, Reward: 0.9},
+	}}
+	consolidate(slog.New(slog.DiscardHandler), ds, tok, 0.5, 0, 2)
+	if len(ds.Train) != 4 {
+		t.Fatalf("%d examples, want one consolidation added", len(ds.Train))
+	}
+	c := ds.Train[3]
+	want, _, _ := tok.RenderChat(toTok(client), true)
+	if c.Interaction != "a" || c.Kind != KindRevised || !slices.Equal(c.PromptTokens, want) || !slices.Equal(c.CompletionTokens, answer) || c.BehaviourLogprobs != nil || c.Weight != 0.5 {
+		t.Fatalf("consolidation %+v", c)
+	}
+	if slices.Equal(want, withLessons) {
+		t.Fatal("the test's prompts do not differ")
+	}
+	if !slices.Equal(ds.Manifest.Lessons, []string{"l1"}) || ds.Manifest.SelfDistill["consolidated"] != 1 {
+		t.Fatalf("manifest %+v", ds.Manifest)
 	}
 }

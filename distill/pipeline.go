@@ -74,10 +74,13 @@ type Example struct {
 	// context only: no loss and no KL term at their positions (0: the
 	// whole completion is learnt). An update (KindUpdated) sets it to the
 	// tokens before its first replaced statement.
-	LossFrom   int      `json:"loss_from,omitempty"`
-	Correction string   `json:"correction,omitempty"`
-	Hint       string   `json:"hint,omitempty"`
-	Sources    []Source `json:"sources"`
+	LossFrom   int    `json:"loss_from,omitempty"`
+	Correction string `json:"correction,omitempty"`
+	Hint       string `json:"hint,omitempty"`
+	// Lessons are the ids of the lessons the recorded context held (the
+	// prompt tokens include them; Messages are the client's).
+	Lessons []string `json:"lessons,omitempty"`
+	Sources []Source `json:"sources"`
 }
 
 // Sequence is the prompt followed by the completion.
@@ -199,6 +202,9 @@ type Dataset struct {
 
 // Manifest describes a dataset and names the store positions it came from.
 type Manifest struct {
+	// Lessons are the lessons whose answers the cycle consolidates into
+	// the weights (consolidate).
+	Lessons         []string           `json:"lessons,omitempty"`
 	Cycle           string             `json:"cycle"`
 	Version         string             `json:"version"`
 	Parent          string             `json:"parent"`
@@ -656,7 +662,7 @@ func (h Hyper) Budget() int {
 func exampleOf(it *Interaction, kind string, reward float64) Example {
 	return Example{Interaction: it.ID, Tenant: it.Tenant, Type: it.Type(), Kind: kind, Messages: it.Messages, Answer: it.Answer,
 		PromptTokens: it.PromptTokens, CompletionTokens: it.CompletionTokens, BehaviourLogprobs: it.BehaviourLogprobs,
-		Reward: reward, Correction: it.Correction, Hint: it.Hint, Sources: it.Sources}
+		Reward: reward, Correction: it.Correction, Hint: it.Hint, Lessons: it.Lessons, Sources: it.Sources}
 }
 
 // dedupe keeps the first (newest) of exact duplicates (same prompt and

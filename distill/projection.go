@@ -34,6 +34,8 @@ type Interaction struct {
 	// Correction and Hint are the latest non-empty ones interpreted.
 	Correction string `json:"correction,omitempty"`
 	Hint       string `json:"hint,omitempty"`
+	// Lessons are the ids of the lessons its context held.
+	Lessons []string `json:"lessons,omitempty"`
 
 	// Sources are the store positions this view was built from, in order.
 	Sources []Source `json:"sources"`
@@ -160,6 +162,9 @@ func (p *Projection) Apply(ev events.Event) error {
 		}
 		it := &Interaction{ID: x.InteractionID, Tenant: x.Tenant, GivenType: x.TaskType, ModelVersion: x.ModelVersion,
 			Messages: x.Messages, PromptTokens: x.PromptTokens, RecordedAt: ev.Time, Sources: []Source{src}}
+		for _, l := range x.Lessons {
+			it.Lessons = append(it.Lessons, l.ID)
+		}
 		if len(x.Choices) > 0 {
 			c := x.Choices[0]
 			it.Answer, it.CompletionTokens = c.Message, c.CompletionTokens
@@ -312,6 +317,7 @@ func cloneInteraction(it *Interaction) Interaction {
 	c.CompletionTokens = slices.Clone(it.CompletionTokens)
 	c.BehaviourLogprobs = slices.Clone(it.BehaviourLogprobs)
 	c.Sources = slices.Clone(it.Sources)
+	c.Lessons = slices.Clone(it.Lessons)
 	if it.Eval != nil {
 		e := *it.Eval
 		c.Eval = &e

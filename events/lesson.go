@@ -170,3 +170,18 @@ func init() {
 	Types.Register(TypeLessonSuperseded, 1, func() Payload { return &LessonSuperseded{} })
 	Types.Register(TypeLessonRetired, 1, func() Payload { return &LessonRetired{} })
 }
+
+// LessonCarry is a candidate's answers to a consolidated lesson's
+// questions (its anchors): asked, how many state the lesson's value
+// without it in the context, and how many with it.
+type LessonCarry struct {
+	Lesson  string `json:"lesson"`
+	Asked   int    `json:"asked"`
+	Without int    `json:"without"`
+	With    int    `json:"with_lesson"`
+}
+
+// Carried reports whether the weights answer the lesson's questions as
+// well without it as with it (at least one asked, and with it the value
+// stated at least once).
+func (c LessonCarry) Carried() bool { return c.Asked > 0 && c.With > 0 && c.Without >= c.With }

@@ -311,7 +311,11 @@ type WeightsTrained struct {
 	// good): a candidate trained without a drifted type a newer one
 	// knows is stale (rollout supersede).
 	Contradicted []string `json:"contradicted,omitempty"`
-	Accepted     bool     `json:"accepted"`
+	// Lessons: for each lesson the cycle consolidated, how the candidate
+	// answers the lesson's questions with and without it in the context
+	// (the evidence retirement reads once the candidate is promoted).
+	Lessons  []LessonCarry `json:"lessons,omitempty"`
+	Accepted bool          `json:"accepted"`
 	// GateFailed: the offline gate found reasons to reject the candidate
 	// and it was accepted anyway (distill GateConfig.ForceAccept).
 	GateFailed bool      `json:"gate_failed,omitempty"`

@@ -626,6 +626,12 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 			cfg.SuiteAside = suiteAside(v)
 		}
 	}
+	if v := a.lessonView(ctx); v != nil {
+		cfg.LessonOf = func(id string) (string, string, []string, bool) {
+			l, ok := v.Get(id)
+			return l.Statement, l.Value, l.Scope.Anchors, ok && l.Kind == events.LessonFact
+		}
+	}
 	cfg.FinishStaleCycles = dc.FinishStaleCycles
 	rehearsal, err := a.rehearsal()
 	if err != nil {

@@ -33,11 +33,12 @@
 //     MinRepeats (2) interactions, and only from feedback about how to
 //     answer (length, tone, format, completeness, tool use): a complaint
 //     that an answer was wrong, without the right answer, is no guidance.
-//   - A promoted lesson is on trial: once it was in the context of
-//     TrialInteractions (20) evaluated interactions, their mean reward is
-//     compared with its baseline (the recent interactions without lessons
-//     of its user for guidance, of its task type for a fact); more than
-//     TrialMargin (0.1) below it, the lesson is retired as not helping.
+//   - A promoted guidance lesson is on trial: once it was in the context
+//     of TrialInteractions (20) evaluated interactions, their mean reward
+//     is compared with its user's recent interactions without lessons;
+//     more than TrialMargin (0.1) below, the lesson is retired as not
+//     helping. A fact lesson is judged by the customers' corrections
+//     instead (a contradicting one supersedes it).
 //   - Only interpretations that are not uncertain count
 //     (feedback.interpreted uncertain, ADR 0010).
 //   - Retirement comes from outside: the distiller appends lesson.retired

@@ -84,9 +84,12 @@ type Learner struct {
 	seen     map[string]bool // feedback ids handled
 	clusters map[string][]*cluster
 	lessons  map[string]*lesson
-	// baselines: the recent rewards of interactions without lessons, by
-	// user ("u", tenant, user) and by task type ("t", tenant, type).
+	// baselines: the recent rewards of each user's interactions without
+	// lessons ("u", tenant, user).
 	baselines map[string]*ring
+	// carries: per trained version, its lesson check (weights.trained
+	// lessons), until it is promoted.
+	carries map[string][]events.LessonCarry
 }
 
 type anchor struct {
@@ -114,11 +117,11 @@ func NewLearner(cfg Config, store StreamReader, emb Embedder, log *slog.Logger) 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Learner{cfg: cfg.withDefaults(), store: store, emb: emb, log: log,
-		seen: map[string]bool{}, clusters: map[string][]*cluster{}, lessons: map[string]*lesson{}, baselines: map[string]*ring{}}
+		seen: map[string]bool{}, clusters: map[string][]*cluster{}, lessons: map[string]*lesson{}, baselines: map[string]*ring{}, carries: map[string][]events.LessonCarry{}}
 }
 
 // Topics are the event types the learner handles.
-var Topics = append([]string{events.TypeFeedbackInterpreted, events.TypeInteractionEvaluated}, events.LessonTypes...)
+var Topics = append([]string{events.TypeFeedbackInterpreted, events.TypeInteractionEvaluated, events.TypeWeightsTrained, events.TypeRolloutPromoted}, events.LessonTypes...)
 
 // Handle is the bus handler: feedback.interpreted may propose, promote or
 // supersede lessons; lesson.* events from others (an operator, the
@@ -129,6 +132,8 @@ func (l *Learner) Handle(ctx context.Context, ev events.Event) ([]events.Event, 
 		return l.feedback(ctx, ev)
 	case ev.Type == events.TypeInteractionEvaluated:
 		return l.evaluated(ev)
+	case ev.Type == events.TypeWeightsTrained || ev.Type == events.TypeRolloutPromoted:
+		return l.weights(ev)
 	case strings.HasPrefix(ev.Type, "lesson."):
 		return nil, l.applyLesson(ev)
 	}
@@ -161,6 +166,11 @@ func (l *Learner) Rebuild(ctx context.Context, s Scanner) (uint64, error) {
 			case events.TypeFeedbackInterpreted:
 				if _, err := l.feedback(ctx, ev); err != nil {
 					l.log.Warn("lessons: feedback skipped in rebuild", "position", ev.Position, "err", err)
+				}
+				continue
+			case events.TypeWeightsTrained, events.TypeRolloutPromoted:
+				if _, err := l.weights(ev); err != nil {
+					l.log.Warn("lessons: event skipped in rebuild", "position", ev.Position, "err", err)
 				}
 				continue
 			case events.TypeInteractionEvaluated:
@@ -384,10 +394,12 @@ func (r *ring) mean() float64 {
 const minBaseline = 10
 
 // evaluated follows rewards: of interactions without lessons into the
-// baselines, of those with promoted lessons into the lessons' trials. A
-// lesson whose trial's mean reward is below its baseline (its user's for
-// guidance, its task type's for a fact) by more than Config.TrialMargin
-// is retired: it did not help.
+// baselines, of those with promoted guidance lessons into the lessons'
+// trials. A guidance lesson whose trial's mean reward is below its user's
+// baseline by more than Config.TrialMargin is retired: it did not help.
+// A fact lesson is not on trial: its baseline would be the answers it
+// corrects, and customers' corrections already judge it (a contradicting
+// lesson supersedes it).
 func (l *Learner) evaluated(ev events.Event) ([]events.Event, error) {
 	p, err := events.Decode(&ev)
 	if err != nil {
@@ -400,22 +412,19 @@ func (l *Learner) evaluated(ev events.Event) ([]events.Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	userKey := "u\x00" + ev.Tenant + "\x00" + x.User
-	typeKey := "t\x00" + ev.Tenant + "\x00" + x.TaskType
 	if len(x.Lessons) == 0 {
-		for _, k := range []string{userKey, typeKey} {
-			b := l.baselines[k]
-			if b == nil {
-				b = &ring{}
-				l.baselines[k] = b
-			}
-			b.add(x.Reward)
+		b := l.baselines[userKey]
+		if b == nil {
+			b = &ring{}
+			l.baselines[userKey] = b
 		}
+		b.add(x.Reward)
 		return nil, nil
 	}
 	var out []events.Event
 	for _, id := range x.Lessons {
 		ls := l.lessons[id]
-		if ls == nil || ls.state != "promoted" || ls.judged {
+		if ls == nil || ls.state != "promoted" || ls.judged || ls.change.Kind != events.LessonGuidance {
 			continue
 		}
 		if ls.trial == nil {
@@ -425,11 +434,7 @@ func (l *Learner) evaluated(ev events.Event) ([]events.Event, error) {
 		if len(ls.trial) < l.cfg.TrialInteractions {
 			continue
 		}
-		key := typeKey
-		if ls.change.Kind == events.LessonGuidance {
-			key = userKey
-		}
-		b := l.baselines[key]
+		b := l.baselines[userKey]
 		if b == nil || b.n < minBaseline {
 			continue
 		}
@@ -453,4 +458,45 @@ func (l *Learner) evaluated(ev events.Event) ([]events.Event, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// weights retires the lessons a promoted version carries: its lesson
+// check (weights.trained lessons) found it answers their questions as
+// well without them in the context as with them (LessonCarry.Carried).
+func (l *Learner) weights(ev events.Event) ([]events.Event, error) {
+	p, err := events.Decode(&ev)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch x := p.(type) {
+	case *events.WeightsTrained:
+		if x.Accepted && len(x.Lessons) > 0 {
+			l.carries[x.Version] = x.Lessons
+		}
+		return nil, nil
+	case *events.RolloutPromoted:
+		carries := l.carries[x.Candidate]
+		delete(l.carries, x.Candidate)
+		var out []events.Event
+		for _, c := range carries {
+			ls := l.lessons[c.Lesson]
+			if ls == nil || ls.state != "promoted" || !c.Carried() {
+				continue
+			}
+			ls.state = "retired"
+			ch := l.snapshot(ls)
+			ch.Retirement = &events.LessonRetirement{Version: x.Candidate, Asked: c.Asked, Without: c.Without, WithLesson: c.With,
+				Explanation: "the promoted weights answer the lesson's questions as well without it in the context as with it"}
+			ch.Reason = "carried by " + x.Candidate
+			e, err := encode(&events.LessonRetired{LessonChange: ch}, ev, events.DeterministicID(events.TypeLessonRetired, c.Lesson+"/"+x.Candidate))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+		return out, nil
+	}
+	return nil, nil
 }

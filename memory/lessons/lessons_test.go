@@ -382,3 +382,43 @@ func TestContainingValuesAgree(t *testing.T) {
 		t.Fatalf("promoted %d", n)
 	}
 }
+
+// A promoted version whose lesson check found it answers a lesson's
+// questions as well without it as with it retires the lesson; one that
+// does not, or a version that is only trained, leaves it.
+func TestPromotedWeightsRetireTheLesson(t *testing.T) {
+	for _, tc := range []struct {
+		carry   events.LessonCarry
+		retired bool
+	}{{events.LessonCarry{Asked: 3, Without: 3, With: 3}, true}, {events.LessonCarry{Asked: 3, Without: 1, With: 3}, false}} {
+		w := newWorld(t, Config{})
+		const q = "What is your refund window?"
+		w.correct("acme", "u1", q, "30 days", "60 days")
+		w.correct("acme", "u2", q, "30 days", "60 days")
+		id := w.view.List("acme", "promoted")[0].LessonID
+		tc.carry.Lesson = id
+		run := func(p events.Payload, stream string) []events.Event {
+			ev := w.append(p, stream, "")
+			out, err := w.learner.Handle(w.ctx, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range out {
+				if err := w.view.Apply(w.ctx, w.append(mustDecode(t, e), e.Stream, e.Tenant)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return out
+		}
+		if out := run(&events.WeightsTrained{Version: "v1", Accepted: true, Lessons: []events.LessonCarry{tc.carry}}, events.VersionStream("v1")); len(out) != 0 {
+			t.Fatalf("training alone derived %v", types(out))
+		}
+		out := run(&events.RolloutPromoted{RolloutChange: events.RolloutChange{Candidate: "v1"}}, events.RolloutStream("r1"))
+		if got := len(out) == 1 && out[0].Type == events.TypeLessonRetired; got != tc.retired {
+			t.Fatalf("carry %+v: derived %v", tc.carry, types(out))
+		}
+		if l, _ := w.view.Get(id); tc.retired && (l.State != "retired" || l.Retirement == nil || l.Retirement.Version != "v1") {
+			t.Fatalf("retired lesson %+v", l)
+		}
+	}
+}
