@@ -42,7 +42,14 @@
 //     (vector dots, zero-padded panels, Go tails), never by reading past a
 //     slice.
 //
-// See docs/benchmarks/kernels.md for the measurements. The environment
+// Quantized weights (quant.go): QMatrix holds GGUF's Q8_0, Q4_0 or Q4_1 blocks, regrouped per
+// row (half scales first, padded to groups of 8 blocks, then the quants). MatMulQ with few rows
+// quantizes each activation row to int8 per 32-block (as llama.cpp's Q8_0/Q8_1) and runs
+// integer dot products (AVX2 VPMADDUBSW/VPMADDWD, F16C for the scales, eight blocks' scales as
+// one vector; generic Go elsewhere); with more rows it dequantizes tiles and runs the float32
+// GEMM. MatMulQNN (dy·W, for LoRA training on a quantized base) dequantizes tiles too.
+//
+// See docs/benchmarks/kernels.md and docs/benchmarks/quantized.md for the measurements. The environment
 // variable CITIZEN_KERNELS=portable|avx2|avx512 forces a level at start-up.
 //
 // Threading: MatMul* split large products across up to SetThreads(n)
