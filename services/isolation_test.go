@@ -302,6 +302,14 @@ func TestTenantIsolation(t *testing.T) {
 		"GET /v1/ops/versions":         operatorOnly("GET", "/v1/ops/versions", 200),
 		"POST /v1/ops/rollout/:action": operatorOnly("POST", "/v1/ops/rollout/pause", 409),
 		"GET /v1/ops/scoreboard":       operatorOnly("GET", "/v1/ops/scoreboard", 200),
+		"POST /v1/ops/lessons/:id/retire": operatorOnly("POST", "/v1/ops/lessons/nosuch/retire", 404),
+		"GET /v1/ops/lessons": func(t *testing.T, e *tenancyEnv) {
+			code, body := e.doT(t, "GET", "/v1/ops/lessons?tenant=acme", e.beta, "")
+			if code != 200 {
+				t.Errorf("lessons: %d %s", code, body)
+			}
+			noLeak(t, "beta's lessons", code, body)
+		},
 		"GET /v1/ops/failure-modes": func(t *testing.T, e *tenancyEnv) {
 			code, body := e.doT(t, "GET", "/v1/ops/failure-modes?tenant=acme", e.beta, "")
 			if code != 200 {

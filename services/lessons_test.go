@@ -137,10 +137,48 @@ func TestLessonsEndToEnd(t *testing.T) {
 			if !ref {
 				t.Fatalf("the stale streamed answer was not graded against the lesson: %+v", staleEval)
 			}
+			retireAndForget(t, c, rec.Lessons[0].ID, ask)
 			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("evaluations missing: third %v, stale %v", ok3, staleEval != nil)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// retireAndForget: the operator sees the lesson, retires it, and answers
+// are the model's own again.
+func retireAndForget(t *testing.T, c *storyCitizen, id string, ask func(user, q string) (string, string)) {
+	t.Helper()
+	do := func(method, path string) (int, string) {
+		req, _ := http.NewRequest(method, c.base+path, nil)
+		req.Header.Set("Authorization", "Bearer sk-citizen-dev")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if code, body := do("GET", "/v1/ops/lessons?state=promoted"); code != 200 || !strings.Contains(body, id) {
+		t.Fatalf("lessons list: %d %s", code, body)
+	}
+	if code, body := do("POST", "/v1/ops/lessons/"+id+"/retire"); code != 200 {
+		t.Fatalf("retire: %d %s", code, body)
+	}
+	if code, _ := do("POST", "/v1/ops/lessons/"+id+"/retire"); code != 409 {
+		t.Fatalf("retiring twice: %d", code)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, answer := ask("u5", "What's the deadline for returns?"); strings.Contains(answer, "30 days") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the retired lesson still changes answers")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

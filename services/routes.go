@@ -27,6 +27,7 @@ func (a *App) opsRoutes(v1 *echo.Group) {
 		return c.JSON(http.StatusForbidden, map[string]any{"error": map[string]any{
 			"message": "this endpoint needs an operator key", "type": "permission_error", "param": nil, "code": "permission_denied"}})
 	}
+	a.lessonRoutes(v1, unavailable, forbidden)
 	v1.GET("/ops/scoreboard", func(c echo.Context) error {
 		if !gateway.KeyOf(c).IsOperator() {
 			return forbidden(c)
