@@ -214,9 +214,12 @@ type InteractionEvaluated struct {
 	Trainable        bool               `json:"trainable"`
 	Policy           string             `json:"policy,omitempty"` // why not trainable, etc.
 	RubricVersion    string             `json:"rubric_version"`
-	EvaluatorVersion string             `json:"evaluator_version"`
-	AnswerLength     int                `json:"answer_length"`
-	ToolCalls        int                `json:"tool_calls"`
+	// GradedAs names the rubric that graded an interaction whose own type
+	// has none (the rubric whose patterns match its question).
+	GradedAs         string `json:"graded_as,omitempty"`
+	EvaluatorVersion string `json:"evaluator_version"`
+	AnswerLength     int    `json:"answer_length"`
+	ToolCalls        int    `json:"tool_calls"`
 	// TurnToolCalls counts the model's tool calls in the user turn this
 	// interaction belongs to, before it (the assistant tool calls after
 	// the last user message of the request): for an answer, how many tool

@@ -98,7 +98,15 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 
 	// graders
 	gi := &GradeInput{Answer: answer, ToolCalls: choice.Message.ToolCalls, Tools: rec.Tools, Metadata: rec.Metadata, Correction: fb.Correction, Question: lastUser(rec.Messages)}
-	graders, _ := r.For(out.TaskType)
+	graders, ok := r.For(out.TaskType)
+	if !ok {
+		// A type the rubrics do not name (a new task family) is graded by
+		// the rubric its question matches, if any, not only the default.
+		if t := r.Infer(gi.Question); t != "" && t != out.TaskType {
+			graders, _ = r.For(t)
+			out.GradedAs = t
+		}
+	}
 	var penalty []bool // parallel to out.Graders
 	for _, g := range graders {
 		res, ok := g.Grade(gi)

@@ -221,3 +221,33 @@ func TestEvaluatePenaltyGraders(t *testing.T) {
 		t.Error("bad mode accepted")
 	}
 }
+
+// A declared type the rubrics do not name is graded by the rubric its
+// question matches (recorded as graded_as), keeping its own label; a
+// lesson's value given as the reference (References) grades like a
+// correction and is recorded as the reference check.
+func TestEvaluateUnknownTypeAndLessonReference(t *testing.T) {
+	r, cfg := DefaultRubrics(), DefaultConfig()
+	x := rec("The answer is 41.", map[string]string{"type": "multiplication"})
+	ev := Evaluate(r, cfg, x, Feedback{Correction: "42", CorrectionSource: "lesson-1"})
+	if ev.TaskType != "multiplication" || ev.GradedAs != "arithmetic" {
+		t.Fatalf("type %q graded as %q", ev.TaskType, ev.GradedAs)
+	}
+	numeric := false
+	for _, g := range ev.Graders {
+		numeric = numeric || g.Name == "answer" && g.Score == 0
+	}
+	if !numeric || ev.Reward >= 0 {
+		t.Fatalf("not graded by the arithmetic rubric against 42: %+v", ev)
+	}
+	ref := false
+	for _, c := range ev.Checks {
+		ref = ref || c.Name == "reference" && c.Label == "lesson-1"
+	}
+	if !ref {
+		t.Fatalf("no reference check: %+v", ev.Checks)
+	}
+	if ev := Evaluate(r, cfg, rec("42", map[string]string{"type": "arithmetic"}), Feedback{}); ev.GradedAs != "" {
+		t.Fatalf("a named type graded as %q", ev.GradedAs)
+	}
+}
