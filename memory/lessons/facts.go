@@ -56,6 +56,7 @@ func Answer(rec *events.InteractionRecorded) string {
 // it or that it states (number-bounded, case and spacing aside), or
 // praise of an answer that states it.
 func agrees(v vote, value string) bool {
+	value = statement.Normalize(value)
 	return statement.Contains(v.value, value) || !v.praise && statement.Contains(value, v.value)
 }
 

@@ -381,6 +381,13 @@ func TestContainingValuesAgree(t *testing.T) {
 	if n := len(w.view.List("acme", "promoted")); n != 1 {
 		t.Fatalf("promoted %d", n)
 	}
+	// Agreement goes both ways, case aside: the sentence's lesson counts
+	// both users too.
+	for _, l := range w.view.List("acme", "") {
+		if l.Value == "The refund window is 60 days." && l.Users != 2 {
+			t.Fatalf("the sentence's lesson has %d users", l.Users)
+		}
+	}
 }
 
 // A promoted version whose lesson check found it answers a lesson's
