@@ -228,27 +228,31 @@ type LearnReport struct {
 	perVersionTypes map[string]map[string][2]int `json:"-"`
 }
 
-// DriftCheck is what happened to the drifted type after one drift event.
+// DriftCheck is what happened after one drift event to the questions
+// whose right answer it changed (workplace Record changed).
 type DriftCheck struct {
 	At    int    `json:"at"`
 	Type  string `json:"type"`  // the drifted task type ("policy" for policy keys)
-	Value string `json:"value"` // the new value a fixed answer states
-	// Accuracy of the drifted type before the drift, in the first window
-	// after it, and after the recovery point.
+	Value string `json:"value"` // the new value, as the drift states it
+	// Before is the drifted type's accuracy before the drift; PostDrift
+	// and AfterRecovery are the changed questions' in the first window
+	// after it and after the recovery point.
 	Before        Ratio `json:"before"`
 	PostDrift     Ratio `json:"post_drift"`
 	AfterRecovery Ratio `json:"after_recovery"`
 	// RecoveredAt is the end of the first drift-aligned window
-	// [At+k·W, At+(k+1)·W) whose drifted-type accuracy is at least 0.9
-	// (with at least 10 answers of the type); -1 when none.
+	// [At+k·W, At+(k+1)·W) whose changed questions are answered right at
+	// least 0.9 of the time (with at least minChanged of them); -1 when
+	// none.
 	RecoveredAt   int `json:"recovered_at"`
 	RecoveryConvs int `json:"recovery_conversations"`
 	// Other types' accuracy before the drift vs after the recovery point
 	// (after the drift when there is none).
 	Others map[string]Change `json:"other_types"`
-	// First corrective feedback after the drift (on a wrong answer of the
-	// drifted type) and the first answer after it that states the new
-	// value, correctly, served by a version trained after the drift.
+	// First feedback after the drift on a changed question answered wrong,
+	// and the first changed question after it answered right (the world's
+	// checker decides, whatever the surface form) by a version trained
+	// after the drift.
 	FeedbackConv int      `json:"feedback_conversation"`
 	FixConv      int      `json:"fix_conversation"`
 	FixVersion   string   `json:"fix_version,omitempty"`
@@ -851,6 +855,10 @@ type learnFeedback struct {
 	correction, text string
 }
 
+// minChanged is the changed questions a window needs before it can count
+// as recovered.
+const minChanged = 5
+
 // driftedType maps a drift event to the task type it changes and the new
 // value a correct answer states ("" when the event changes no answer of
 // a single type: new families, user preferences).
@@ -911,19 +919,22 @@ func (rep *LearnReport) checks(c LearnConfig, drift workplace.Drift, recs []work
 		if i > 0 {
 			prev = drift[i-1].At
 		}
+		// Recovery is measured on the questions whose right answer the
+		// drift changed (workplace Record changed), not on the whole type.
 		isT := func(r workplace.Record) bool { return r.Type == typ }
+		changed := func(r workplace.Record) bool { return r.Changed }
 		dc := DriftCheck{At: d.At, Type: typ, Value: value, RecoveredAt: -1, FeedbackConv: -1, FixConv: -1, Others: map[string]Change{}}
 		dc.Before = ratioOf(recs, prev, d.At, isT)
-		dc.PostDrift = ratioOf(recs, d.At, min(d.At+win, end), isT)
+		dc.PostDrift = ratioOf(recs, d.At, min(d.At+win, end), changed)
 		after := d.At
 		for s := d.At; s < end; s += win {
-			if r := ratioOf(recs, s, min(s+win, end), isT); r.Total >= 10 && r.Rate >= 0.9 {
+			if r := ratioOf(recs, s, min(s+win, end), changed); r.Total >= minChanged && r.Rate >= 0.9 {
 				dc.RecoveredAt, dc.RecoveryConvs, after = min(s+win, end), min(s+win, end)-d.At, s
 				break
 			}
 		}
 		if dc.RecoveredAt >= 0 {
-			dc.AfterRecovery = ratioOf(recs, after, end, isT)
+			dc.AfterRecovery = ratioOf(recs, after, end, changed)
 		}
 		for _, t := range rep.types() {
 			if t == typ {
@@ -945,7 +956,7 @@ func (rep *LearnReport) checks(c LearnConfig, drift workplace.Drift, recs []work
 				continue
 			}
 			r := recs[f.conv]
-			if r.Type != typ || r.Correct || (f.correction == "" && !strings.Contains(f.text, value)) {
+			if !r.Changed || r.Correct {
 				continue
 			}
 			if fb == nil || f.t.Before(fb.t) {
@@ -955,7 +966,7 @@ func (rep *LearnReport) checks(c LearnConfig, drift workplace.Drift, recs []work
 		if fb != nil {
 			dc.FeedbackConv = fb.conv
 			for _, r := range recs {
-				if r.Index <= fb.conv || r.Index >= end || r.Type != typ || !r.Correct || !strings.Contains(r.Answer, value) {
+				if r.Index <= fb.conv || r.Index >= end || !r.Changed || !r.Correct {
 					continue
 				}
 				v := servedBy(r)

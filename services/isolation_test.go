@@ -298,10 +298,10 @@ func TestTenantIsolation(t *testing.T) {
 				t.Errorf("model: %d", code)
 			}
 		},
-		"GET /v1/ops/rollout":          operatorOnly("GET", "/v1/ops/rollout", 200),
-		"GET /v1/ops/versions":         operatorOnly("GET", "/v1/ops/versions", 200),
-		"POST /v1/ops/rollout/:action": operatorOnly("POST", "/v1/ops/rollout/pause", 409),
-		"GET /v1/ops/scoreboard":       operatorOnly("GET", "/v1/ops/scoreboard", 200),
+		"GET /v1/ops/rollout":             operatorOnly("GET", "/v1/ops/rollout", 200),
+		"GET /v1/ops/versions":            operatorOnly("GET", "/v1/ops/versions", 200),
+		"POST /v1/ops/rollout/:action":    operatorOnly("POST", "/v1/ops/rollout/pause", 409),
+		"GET /v1/ops/scoreboard":          operatorOnly("GET", "/v1/ops/scoreboard", 200),
 		"POST /v1/ops/lessons/:id/retire": operatorOnly("POST", "/v1/ops/lessons/nosuch/retire", 404),
 		"GET /v1/ops/lessons": func(t *testing.T, e *tenancyEnv) {
 			code, body := e.doT(t, "GET", "/v1/ops/lessons?tenant=acme", e.beta, "")
