@@ -28,7 +28,8 @@
 //     users who voted for another value in the cluster since its last
 //     promotion. A single customer's claim stays a proposal.
 //   - A promoted fact lesson supersedes the promoted lessons of its
-//     cluster with another value.
+//     cluster with another value (values that state one another, "60
+//     days" and "Yes, the refund window is 60 days.", agree).
 //   - A guidance lesson is promoted once its user gave the same hint on
 //     MinRepeats (2) interactions, and only from feedback about how to
 //     answer (length, tone, format, completeness, tool use): a complaint

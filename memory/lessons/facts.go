@@ -60,6 +60,13 @@ func agrees(v vote, value string) bool {
 	return statement.Contains(v.value, value) || !v.praise && statement.Contains(value, v.value)
 }
 
+// valuesAgree reports whether one value states the other ("60 days" and
+// "Yes, the refund window is 60 days."): such lessons do not contradict.
+func valuesAgree(a, b string) bool {
+	a, b = statement.Normalize(a), statement.Normalize(b)
+	return statement.Contains(a, b) || statement.Contains(b, a)
+}
+
 // findCluster returns the cluster of c's tenant and type whose question
 // or answer anchors c's are close to (Config.Similarity, stating the same
 // numbers); a correction without one starts a new cluster, praise joins
@@ -168,7 +175,7 @@ func (l *Learner) factClaim(src events.Event, c claim) ([]events.Event, error) {
 		}
 		out = append(out, e)
 		for _, other := range sortedLessons(cl.byValue) {
-			if other == cand || other.state != "promoted" {
+			if other == cand || other.state != "promoted" || valuesAgree(other.change.Value, cand.change.Value) {
 				continue
 			}
 			other.state = "superseded"

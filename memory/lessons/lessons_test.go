@@ -429,3 +429,25 @@ func TestPromotedWeightsRetireTheLesson(t *testing.T) {
 		}
 	}
 }
+
+// Agreeing values do not supersede each other; a contradicting one does.
+func TestAgreeingLessonsCoexist(t *testing.T) {
+	w := newWorld(t, Config{})
+	const q = "What is your refund window?"
+	w.correct("acme", "u1", q, "The refund window is 30 days.", "60 days")
+	w.correct("acme", "u2", q, "The refund window is 30 days.", "60 days")
+	w.correct("acme", "u3", "It's been 45 days since I got my lamp. Can I still send it back?", "No, the refund window is 30 days.", "Yes, the refund window is 60 days.")
+	w.correct("acme", "u4", "It's been 45 days since I got my lamp. Can I still send it back?", "No, the refund window is 30 days.", "Yes, the refund window is 60 days.")
+	if n := len(w.view.List("acme", "superseded")); n != 0 {
+		t.Fatalf("agreeing lessons superseded: %+v", w.view.List("acme", "superseded"))
+	}
+	if ls := w.view.List("acme", "promoted"); len(ls) != 2 || len(ls[0].Scope.Answers) != 2 {
+		t.Fatalf("want both promoted in one cluster (by their answers): %+v", ls)
+	}
+	for _, u := range []string{"u5", "u6", "u7", "u8", "u9"} {
+		w.correct("acme", u, q, "The refund window is 60 days.", "90 days")
+	}
+	if n := len(w.view.List("acme", "superseded")); n == 0 {
+		t.Fatalf("nothing superseded by 90 days: %+v", w.view.List("acme", ""))
+	}
+}
