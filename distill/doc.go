@@ -1,5 +1,5 @@
 // Package distill turns graded interactions into LoRA weight updates
-// (DESIGN.md sections 4-5). It owns:
+// (docs/architecture.md sections 4-5). It owns:
 //
 //   - the graded-chat projection (Projection): every interaction.recorded
 //     joined with its latest interaction.evaluated (highest Seq) and its

@@ -1,5 +1,5 @@
 // Package events owns citizen's system of record: the event envelope, the
-// typed events of DESIGN.md section 2 with their codec and upcasting, the
+// typed events of docs/architecture.md section 2 with their codec and upcasting, the
 // Store interface with its backends, the bus and the relay that feeds it.
 //
 // Every other component writes by appending events and reads by replaying or

@@ -3,7 +3,7 @@ package events
 import "strings"
 
 // Lesson event types: the lifecycle of a knowledge item that feedback
-// taught (DESIGN.md sections 2 and 5). Stream: lesson-<ID>.
+// taught (docs/architecture.md sections 2 and 5). Stream: lesson-<ID>.
 const (
 	TypeLessonProposed   = "lesson.proposed"
 	TypeLessonPromoted   = "lesson.promoted"

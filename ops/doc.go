@@ -1,4 +1,4 @@
-// Package ops owns what operators touch (DESIGN.md section 3): the HTTP
+// Package ops owns what operators touch (docs/architecture.md section 3): the HTTP
 // surface of the rollout (state, versions, pause, resume, promote, abort),
 // the live event stream (Server-Sent Events), the dashboard page and the
 // `citizen ops` commands. The rollout controller itself is the subpackage

@@ -1,5 +1,5 @@
 // Package bus carries citizen's events from the event store to the workers
-// (DESIGN.md section 1): the mapping between events and watermill
+// (docs/architecture.md section 1): the mapping between events and watermill
 // messages, an in-process bus with consumer groups, the relay (outbox) that
 // publishes the store to the bus, and the router setup every worker uses.
 // The Kafka adapter is in the subpackage kafka.

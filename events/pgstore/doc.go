@@ -1,7 +1,7 @@
 // Package pgstore is the events.Store backend on PostgreSQL (11 or later,
 // UTF8 database), through github.com/jackc/pgx/v5 and its pool. It owns
 // the store's schema, its migrations and the group committer; several
-// processes may share one schema (DESIGN.md section 7).
+// processes may share one schema (docs/architecture.md section 7).
 //
 // # Schema
 //

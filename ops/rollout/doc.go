@@ -1,4 +1,4 @@
-// Package rollout owns citizen's rollout controller (DESIGN.md section 6):
+// Package rollout owns citizen's rollout controller (docs/architecture.md section 6):
 // it ships each accepted weights.trained version canary-first, compares it
 // with the stable version on live evidence and appends every decision as a
 // rollout.* event with its evidence. The gateway's Router follows those
@@ -138,7 +138,7 @@
 // rollout.*), and holds no clock, so replaying the store rebuilds it
 // exactly (tested). Decisions are a pure function of the state.
 //
-// Several controllers may run (one per replica, DESIGN.md section 7): each
+// Several controllers may run (one per replica, docs/architecture.md section 7): each
 // appends its decision with the expected revision of the rollout stream
 // (NoStream for a start, Exact(last revision) otherwise) and a
 // deterministic event id (rollout id, type, step), so exactly one decision
