@@ -99,7 +99,7 @@ func NewRouter(cfg RouterConfig, logger *slog.Logger) (*message.Router, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "router")
-	r, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.CloseTimeout}, watermill.NewSlogLogger(logger))
+	r, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.CloseTimeout}, routerLogger(logger))
 	if err != nil {
 		return nil, fmt.Errorf("bus: router: %w", err)
 	}
@@ -128,6 +128,17 @@ func NewRouter(cfg RouterConfig, logger *slog.Logger) (*message.Router, error) {
 		middleware.Recoverer,
 	)
 	return r, nil
+}
+
+// routerLogger adapts logger for watermill's router, whose INFO lines are
+// lifecycle chatter (one "Adding handler" and one "Starting handler" per
+// handler at every start, "Closing router" at every stop): they go to
+// DEBUG, and its DEBUG lines to watermill's TRACE. Errors keep their level.
+func routerLogger(logger *slog.Logger) watermill.LoggerAdapter {
+	return watermill.NewSlogLoggerWithLevelMapping(logger, map[slog.Level]slog.Level{
+		slog.LevelInfo:  slog.LevelDebug,
+		slog.LevelDebug: watermill.LevelTrace,
+	})
 }
 
 type permanentError struct{ err error }
