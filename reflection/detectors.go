@@ -33,34 +33,34 @@ const (
 type DetectorConfig struct {
 	// Window: evaluations kept per (version, type) (200); MinCount: fewer
 	// than this and nothing is judged (50).
-	Window   int `yaml:"window"`
-	MinCount int `yaml:"min_count"`
+	Window   int `yaml:"window" help:"evaluations the reward-hacking detectors keep per (version, type)"`
+	MinCount int `yaml:"min_count" help:"evaluations a window needs before anything is judged (at most detectors.window)"`
 	// LengthDriftRatio: mean answer length vs the stable version's, above
 	// r or below 1/r (1.5).
-	LengthDriftRatio float64 `yaml:"length_drift_ratio"`
+	LengthDriftRatio float64 `yaml:"length_drift_ratio" help:"mean answer length against the stable version's above r or below 1/r is a length drift"`
 	// ToolCallsRatio vs stable (2) with at least +0.5 calls per turn, or
 	// ToolCallsMax absolute mean per turn (3).
-	ToolCallsRatio float64 `yaml:"tool_calls_ratio"`
-	ToolCallsMax   float64 `yaml:"tool_calls_max"`
+	ToolCallsRatio float64 `yaml:"tool_calls_ratio" help:"tool calls per turn this many times the stable version's (and 0.5 more) are tool-call spam"`
+	ToolCallsMax   float64 `yaml:"tool_calls_max" help:"a mean of more tool calls per turn than this is tool-call spam"`
 	// InvalidToolRate: share of evaluations with a model tool fault (0.2).
-	InvalidToolRate float64 `yaml:"invalid_tool_rate"`
+	InvalidToolRate float64 `yaml:"invalid_tool_rate" help:"share of evaluations with a tool fault of the model's above which tool calls are invalid"`
 	// DropRate: share of turns that ended in a timeout or abandonment
 	// (0.15), or DropRateRise above stable (0.1). A turn ends with an
 	// answer (an evaluation without tool calls) or with a drop; the
 	// tool-call rounds inside a turn are not turns, so a policy that calls
 	// tools until the harness gives up cannot dilute its drop rate with
 	// its own calls.
-	DropRate     float64 `yaml:"drop_rate"`
-	DropRateRise float64 `yaml:"drop_rate_rise"`
+	DropRate     float64 `yaml:"drop_rate" help:"share of turns ending in a timeout or abandonment above which the drop rate is anomalous"`
+	DropRateRise float64 `yaml:"drop_rate_rise" help:"rise of the drop rate over the stable version's that is anomalous"`
 	// Correlation: Pearson correlation of reward with answer length or
 	// with tool calls above which reward is suspected to be gamed (0.5).
-	Correlation float64 `yaml:"correlation"`
+	Correlation float64 `yaml:"correlation" help:"correlation of reward with answer length or tool calls above which reward is suspected to be gamed"`
 	// CorrelationRise: when the stable version's window of the same type
 	// is full, a correlation counts only if it is also this much above the
 	// stable version's (0.2). Where a task is solved by calling a tool
 	// (order status), reward correlates with tool calls for every version;
 	// gaming is a correlation the stable version does not show.
-	CorrelationRise float64 `yaml:"correlation_rise"`
+	CorrelationRise float64 `yaml:"correlation_rise" help:"with the stable version's window full, a correlation counts only this much above the stable version's"`
 	// CorrelationZ: compared with the stable version, the rise must also
 	// be significant: the difference of the two correlations' Fisher
 	// transforms over its standard error, sqrt(1/(n-3) + 1/(m-3)), above
@@ -68,7 +68,7 @@ type DetectorConfig struct {
 	// the bar is high). On 50 candidate evaluations a correlation moves by
 	// ±0.1 by chance, and a 0.2 rise alone rolled back good canaries in
 	// bench learn. Negative: no significance required.
-	CorrelationZ float64 `yaml:"correlation_z"`
+	CorrelationZ float64 `yaml:"correlation_z" help:"the rise over the stable version's correlation must also be this significant (Fisher z; negative: not required)"`
 	// ToolCorrelationMinority: the reward-tool correlation is judged only
 	// on windows with at least this many answers whose turn took a number
 	// of tool calls other than the window's most common one (10). Where a
@@ -79,14 +79,15 @@ type DetectorConfig struct {
 	// one tool call per conversation like the stable's, was rolled back
 	// for a correlation of 0.735 that 2 of its 26 answers made. Negative:
 	// no minimum.
-	ToolCorrelationMinority int `yaml:"tool_correlation_minority"`
+	ToolCorrelationMinority int `yaml:"tool_correlation_minority" help:"answers whose turn took other than the commonest number of tool calls needed to judge the reward-tool correlation (negative: no minimum)"`
 	// RefusalRate: share of refusals and clarifying questions (0.3), or
 	// RefusalRise above stable (0.15).
-	RefusalRate float64 `yaml:"refusal_rate"`
-	RefusalRise float64 `yaml:"refusal_rise"`
+	RefusalRate float64 `yaml:"refusal_rate" help:"share of refusals and clarifying questions that is anomalous"`
+	RefusalRise float64 `yaml:"refusal_rise" help:"rise of the refusal share over the stable version's that is anomalous"`
 	// Stable is the stable version until rollout events say otherwise
-	// ("" = the first version seen).
-	Stable string `yaml:"stable"`
+	// ("" = the first version seen). Not a setting of its own: citizen
+	// sets it from rollout.stable.
+	Stable string `yaml:"-"`
 }
 
 func (c *DetectorConfig) defaults() {
