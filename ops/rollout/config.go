@@ -12,42 +12,42 @@ type Config struct {
 	// Stable is the version that serves before any promotion (the
 	// gateway's stable version). If empty, a candidate's parent is taken
 	// as the stable version of its rollout.
-	Stable string `yaml:"stable"`
+	Stable string `yaml:"stable" help:"version served before any rollout event (empty: the engine's first version for routing, a candidate's parent for its rollout)"`
 	// Steps are the candidate's traffic shares, increasing, in (0,1].
 	// Default 0.05, 0.25, 0.5, 1. If the last is 1, reaching it is the
 	// promotion; the comparison ends at the step before.
-	Steps []float64 `yaml:"steps"`
+	Steps []float64 `yaml:"steps" help:"candidate traffic shares of the rollout steps, increasing in (0,1]; reaching 1 is the promotion"`
 	// MinPerArm is the number of evaluations each arm (candidate and
 	// stable) needs within the current step before the step may end
 	// (default 50).
-	MinPerArm int `yaml:"min_per_arm"`
+	MinPerArm int `yaml:"min_per_arm" help:"evaluations each arm (candidate, stable) needs within a step before it may end"`
 	// MinPerType is the number of candidate evaluations needed within the
 	// step for every task type that makes up at least TypeShare of the
 	// stable arm's evaluations in the step (defaults 10 and 0.1). Rare
 	// types do not block a step.
-	MinPerType int     `yaml:"min_per_type"`
-	TypeShare  float64 `yaml:"type_share"`
+	MinPerType int     `yaml:"min_per_type" help:"candidate evaluations a step needs of every common task type (one with at least rollout.type_share of the stable arm's)"`
+	TypeShare  float64 `yaml:"type_share" help:"share of the stable arm's evaluations that makes a task type common"`
 	// MinLook is the number of evaluations per arm (whole rollout) before
 	// any statistical decision (default 20): the test uses a normal
 	// approximation with estimated variances.
-	MinLook int `yaml:"min_look"`
+	MinLook int `yaml:"min_look" help:"evaluations per arm before any statistical decision"`
 	// MaxPerArm ends the last comparative step when both arms have this
 	// many evaluations within it and the reward test has not shown a win
 	// (default 2000); Inconclusive says what happens then.
-	MaxPerArm int `yaml:"max_per_arm"`
+	MaxPerArm int `yaml:"max_per_arm" help:"evaluations per arm after which the last comparative step ends without a reward win (see rollout.inconclusive)"`
 	// Inconclusive is "rollback" (default: stable keeps serving) or
 	// "promote" (promote a candidate whose reward interval lies above
 	// -NonInferiority; otherwise roll back).
-	Inconclusive   string  `yaml:"inconclusive"`
-	NonInferiority float64 `yaml:"non_inferiority"`
+	Inconclusive   string  `yaml:"inconclusive" help:"at rollout.max_per_arm without a win: rollback, or promote when the reward interval lies above -rollout.non_inferiority"`
+	NonInferiority float64 `yaml:"non_inferiority" help:"reward margin a candidate may trail by and still be promoted (inconclusive promote, reward_win)"`
 	// Alpha bounds the probability that the reward confidence sequence
 	// ever excludes the true difference (default 0.05): a false rollback
 	// for regression or a false win, each at most Alpha.
-	Alpha float64 `yaml:"alpha"`
+	Alpha float64 `yaml:"alpha" help:"error probability of the reward confidence sequence (a false rollback or a false win), in (0,1)"`
 	// Tau is the standard deviation of the normal mixture over the reward
 	// difference (reward units, default 0.1): the effect size the test is
 	// tuned to detect fastest.
-	Tau float64 `yaml:"tau"`
+	Tau float64 `yaml:"tau" help:"reward difference the sequential test detects fastest (mixture standard deviation, reward units)"`
 	// TypeTau, when positive (default 0.5), adds a reward test per task type (a
 	// stratified look at the same evidence): for every type that is at
 	// least TypeShare of the stable arm's evaluations (or whose facts the
@@ -66,7 +66,7 @@ type Config struct {
 	// (a changed policy) is detected per type long before the overall mean
 	// shows it. Default 0.5 (a type's mean moving by half a reward unit);
 	// a negative value disables it.
-	TypeTau float64 `yaml:"type_tau"`
+	TypeTau float64 `yaml:"type_tau" help:"the same for the per-type reward tests (negative: no per-type tests)"`
 	// HoldMargin: a step before the last comparative one ends (the
 	// candidate gets more traffic) only when the candidate shows no sign
 	// of harm: its stratified reward difference (or, without the per-type
@@ -92,10 +92,10 @@ type Config struct {
 	// suite measures the fragile types on 1,000 questions each, far more
 	// precisely than a first step's few answers per type. A negative value
 	// disables holding.
-	HoldMargin float64 `yaml:"hold_margin"`
+	HoldMargin float64 `yaml:"hold_margin" help:"a step ends only if the candidate's reward difference is not below -margin by more than a standard error (negative: never hold)"`
 	// MaxHold bounds the candidate evaluations of a held step (default
 	// 4 x MinPerArm).
-	MaxHold int `yaml:"max_hold"`
+	MaxHold int `yaml:"max_hold" help:"candidate evaluations a held step collects before the candidate is rolled back (0: 4 x rollout.min_per_arm)"`
 	// GiveWayAfter is the evidence a candidate gets in its current step
 	// before it gives way to a newer waiting candidate (rolled back)
 	// (default 2 x MinPerArm; negative: never): when held in an early
@@ -110,7 +110,7 @@ type Config struct {
 	// fix held by chance at the end of its first step (its stratified
 	// difference at 30 evaluations has a standard error near 0.1) lost
 	// its slot to the next candidate whenever cycles were frequent.
-	GiveWayAfter int `yaml:"give_way_after"`
+	GiveWayAfter int `yaml:"give_way_after" help:"evidence in its step after which a held or futile candidate gives way to a newer waiting one (0: 2 x rollout.min_per_arm; negative: never)"`
 	// Order picks the waiting candidate that starts when no rollout runs:
 	// "best" (default: among those that know every task type with a
 	// changed fact the newest knows (Supersede), the one that answers the
@@ -125,7 +125,7 @@ type Config struct {
 	// offer, and those trained after it differ: in a bench run the newest
 	// when the slot freed answered 8 of 30 fresh refund questions right,
 	// one trained three cycles earlier 22.
-	Order string `yaml:"order"`
+	Order string `yaml:"order" help:"which waiting candidate starts: best (most correction-check answers right), newest or oldest"`
 	// Supersede is "stale" (default) or "off". With "stale" a running
 	// candidate is rolled back (reason superseded) as soon as a waiting one
 	// learnt corrections (of its offline correction check's questions,
@@ -168,7 +168,7 @@ type Config struct {
 	// the tiny model repeats ("11") or one correction of an answer right
 	// elsewhere ("35") as changed facts (each superseded a canary, once a
 	// fix at 50%).
-	Supersede string `yaml:"supersede"`
+	Supersede string `yaml:"supersede" help:"stale: a running candidate gives way to a waiting one that learnt a changed fact it lacks; off: never"`
 	// UpgradeBelow: a running fix gives way to a better one in its first
 	// step (Supersede) only while it answers fewer than this share of its
 	// correction check's stale questions right (default 0.8; negative:
@@ -180,7 +180,7 @@ type Config struct {
 	// strong: its replacement, at 32 of 32, was promoted 2,064
 	// conversations after the first had started, and the drift recovered
 	// after 3,200.
-	UpgradeBelow float64 `yaml:"upgrade_below"`
+	UpgradeBelow float64 `yaml:"upgrade_below" help:"a running fix gives way to a significantly better one only while it answers fewer than this share of its stale questions right (negative: never)"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`
 }
@@ -193,27 +193,27 @@ type Config struct {
 // candidate fails at once, without a test.
 type Guardrails struct {
 	// Alpha per guardrail (default 0.01).
-	Alpha float64 `yaml:"alpha"`
+	Alpha float64 `yaml:"alpha" help:"error probability of each guardrail test, in (0,1)"`
 	// LengthDrop and LengthRise: relative change of the mean answer
 	// length (defaults 0.25 and 1.0: shorter than 75% or longer than 200%
 	// of stable).
-	LengthDrop float64 `yaml:"length_drop"`
-	LengthRise float64 `yaml:"length_rise"`
+	LengthDrop float64 `yaml:"length_drop" help:"relative fall of the mean answer length that fails the length guardrail, below 1"`
+	LengthRise float64 `yaml:"length_rise" help:"relative rise of the mean answer length that fails the length guardrail"`
 	// ToolsRise (relative, default 0.5) and ToolsAbs (calls per turn,
 	// default 0.5): tool calls per turn may exceed stable's by at most the
 	// larger of the two.
-	ToolsRise float64 `yaml:"tools_rise"`
-	ToolsAbs  float64 `yaml:"tools_abs"`
+	ToolsRise float64 `yaml:"tools_rise" help:"relative rise of tool calls per turn allowed (the larger of this and rollout.guardrails.tools_abs)"`
+	ToolsAbs  float64 `yaml:"tools_abs" help:"absolute rise of tool calls per turn allowed"`
 	// ErrorRise: absolute rise of the error rate (share of evaluations
 	// with a fault attributed to the model; default 0.05).
-	ErrorRise float64 `yaml:"error_rise"`
+	ErrorRise float64 `yaml:"error_rise" help:"absolute rise of the share of evaluations with a model fault that fails the error guardrail"`
 	// DropRise: absolute rise of the drop rate (outcome timeout or
 	// abandoned; default 0.05).
-	DropRise float64 `yaml:"drop_rise"`
+	DropRise float64 `yaml:"drop_rise" help:"absolute rise of the drop rate (timeouts, abandonments) that fails the drop guardrail"`
 	// LatencyRise: relative rise of the mean latency (default 0.5).
-	LatencyRise float64 `yaml:"latency_rise"`
+	LatencyRise float64 `yaml:"latency_rise" help:"relative rise of the mean latency that fails the latency guardrail"`
 	// AnomalyKinds that roll back; empty means every kind.
-	AnomalyKinds []string `yaml:"anomaly_kinds"`
+	AnomalyKinds []string `yaml:"anomaly_kinds" help:"anomaly kinds that roll a candidate back at once (empty: every kind)"`
 }
 
 // DefaultConfig returns the defaults.
