@@ -17,6 +17,7 @@ func init() {
 	extraCommands["keys"] = extraCommand{summary: "create, list or revoke API keys (create|list|revoke)", run: cmdKeys}
 	extraCommands["workplace"] = extraCommand{summary: "drive a running citizen with simulated users (workplace run|corpus)", run: cmdWorkplace}
 	extraCommands["ops"] = extraCommand{summary: "operate a running citizen (ops rollout status|pause|resume|promote|abort, versions, stream)", run: cmdOps}
+	extraCommands["bench"] = extraCommand{summary: "bench learn | gateway: learning with drift and faults; the per-interaction hot path against a mock upstream", run: cmdBenchAll}
 }
 
 func cmdKeys(ctx context.Context, args []string, env Env) error {

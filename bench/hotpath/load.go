@@ -17,8 +17,10 @@ import (
 
 // LoadConfig configures one closed-loop load: Conns connections, each
 // sending its next request as soon as the previous answer has been read,
-// until Requests answers (in all) or Duration has passed, whichever comes
-// first (at least one of them must be set).
+// until Requests have been sent (in all) or Duration has passed, whichever
+// comes first (at least one of them must be set). Requests in flight when
+// the load ends are answered and counted: every request sent is either
+// acknowledged or an error.
 type LoadConfig struct {
 	// URL is the chat completions endpoint.
 	URL string
@@ -104,11 +106,6 @@ func Load(ctx context.Context, client *http.Client, cfg LoadConfig) (LoadResult,
 	if client == nil {
 		client = NewClient(cfg.Conns)
 	}
-	if cfg.Duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
-		defer cancel()
-	}
 	var (
 		issued   atomic.Int64
 		mu       sync.Mutex
@@ -119,6 +116,7 @@ func Load(ctx context.Context, client *http.Client, cfg LoadConfig) (LoadResult,
 		wg       sync.WaitGroup
 	)
 	start := time.Now()
+	deadline := start.Add(cfg.Duration)
 	for range cfg.Conns {
 		wg.Add(1)
 		go func() {
@@ -130,10 +128,13 @@ func Load(ctx context.Context, client *http.Client, cfg LoadConfig) (LoadResult,
 				if cfg.Requests > 0 && issued.Add(1) > int64(cfg.Requests) {
 					break
 				}
+				if cfg.Duration > 0 && time.Now().After(deadline) {
+					break
+				}
 				l, f, err := one(ctx, client, &cfg)
 				if err != nil {
-					if ctx.Err() != nil && cfg.Duration > 0 {
-						break // the load ended mid-request: not an error
+					if ctx.Err() != nil {
+						break
 					}
 					myErrs++
 					if myFirst == "" {

@@ -544,7 +544,7 @@ func runCitizen(ctx context.Context, cfg RunConfig, mock *mockProc, target strin
 		}
 	}
 	args := []string{"--target", target, "--data-dir", data, "--gateway.listen", addr, "--log.level", "warn",
-		"--model.engine", "upstream", "--model.upstream_url", "http://" + mock.addr + "/v1", "--model.upstream_model", "mock"}
+		"--model.engine", "upstream", "--model.upstream-url", "http://" + mock.addr + "/v1", "--model.upstream-model", "mock"}
 	args = append(args, cfg.ServeArgs...)
 	p, err := start(cfg.Serve(pprofAddr, args), filepath.Join(dir, "citizen.log"), nil)
 	if err != nil {
