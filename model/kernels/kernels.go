@@ -24,11 +24,12 @@ type impl struct {
 	// gemvQ and dequant are the quantized primitives (see quant.go): len(out) rows of nb
 	// blocks against one quantized activation row; one row of nb blocks into dst.
 	gemvQ   func(t QType, out []float32, w []byte, nb int, xq []int8, xds []float32)
+	gemvQ16 func(t QType, out []float32, w []byte, nb int, xq []int16, xds []float32)
 	dequant func(t QType, dst []float32, row []byte, nb int)
 }
 
 var portable = &impl{name: "portable", mm: genericMM, dot: dotGeneric, axpy: axpyGeneric, scale: scaleGeneric,
-	gemvQ: gemvQGeneric, dequant: dequantGeneric}
+	gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, dequant: dequantGeneric}
 
 // impls lists the implementations this CPU can run, best first; the last is
 // always portable. Filled by init functions of the architecture files.

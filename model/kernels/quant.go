@@ -234,20 +234,29 @@ func halfToFloat32(h uint16) float32 {
 // integer dot products: x ≈ d·q with d = max|x|/127; s = d·Σq feeds the offset terms of Q4_0
 // (−8·d_w·s) and Q4_1 (m_w·s).
 type q8Act struct {
-	q  []int8
-	ds []float32 // per row: d of each block, then s of each block, each padded to nbp
+	q   []int8
+	q16 []int16   // the int16 form (SetQuantActBits(16)): d = max|x|/32767
+	ds  []float32 // per row: d of each block, then s of each block, each padded to nbp
 }
 
-// grow sizes a for m rows of k activations.
-func (a *q8Act) grow(m, k int) {
+// grow sizes a for m rows of k activations, as int8 or (wide) int16.
+func (a *q8Act) grow(m, k int, wide bool) {
 	n := m * 2 * roundUp(k/QBlock, 8)
-	if cap(a.q) < m*k {
-		a.q = make([]int8, m*k)
+	if wide {
+		if cap(a.q16) < m*k {
+			a.q16 = make([]int16, m*k)
+		}
+		a.q16 = a.q16[:m*k]
+	} else {
+		if cap(a.q) < m*k {
+			a.q = make([]int8, m*k)
+		}
+		a.q = a.q[:m*k]
 	}
 	if cap(a.ds) < n {
 		a.ds = make([]float32, n)
 	}
-	a.q, a.ds = a.q[:m*k], a.ds[:n]
+	a.ds = a.ds[:n]
 }
 
 // actDS is the length of one row's ds for k activations.
@@ -276,6 +285,69 @@ func quantizeAct(q []int8, ds []float32, x []float32) {
 			sum += int(r)
 		}
 		ds[b], ds[nbp+b] = d, d*float32(sum)
+	}
+}
+
+// quantizeAct16 is quantizeAct with int16 values: d = max|x|/32767, q = round(x/d).
+func quantizeAct16(q []int16, ds []float32, x []float32) {
+	nbp := len(ds) / 2
+	clear(ds)
+	for b := 0; b < len(x)/QBlock; b++ {
+		xb := x[b*QBlock : (b+1)*QBlock]
+		qb := q[b*QBlock : (b+1)*QBlock]
+		var amax float32
+		for _, v := range xb {
+			amax = max(amax, abs32(v))
+		}
+		d := amax / 32767
+		id := float32(0)
+		if d != 0 {
+			id = 1 / d
+		}
+		sum := 0
+		for j, v := range xb {
+			r := int16(max(-32767, min(32767, roundEven(v*id))))
+			qb[j] = r
+			sum += int(r)
+		}
+		ds[b], ds[nbp+b] = d, d*float32(sum)
+	}
+}
+
+// gemvQ16Generic is gemvQGeneric for int16 activations.
+func gemvQ16Generic(t QType, out []float32, w []byte, nb int, xq []int16, xds []float32) {
+	nbp := roundUp(nb, 8)
+	ns, qb := t.scales(), t.qsBytes()
+	rowBytes := 2*ns*nbp + qb*nb
+	le := binary.LittleEndian
+	for r := range out {
+		row := w[r*rowBytes : (r+1)*rowBytes]
+		qs := row[2*ns*nbp:]
+		var sum, off float32
+		for b := 0; b < nb; b++ {
+			q := qs[b*qb : (b+1)*qb]
+			x := xq[b*QBlock : (b+1)*QBlock]
+			dx, sx := xds[b], xds[nbp+b]
+			d := halfToFloat32(le.Uint16(row[2*b:]))
+			var si int32
+			switch t {
+			case Q8_0:
+				for j, v := range q {
+					si += int32(int8(v)) * int32(x[j])
+				}
+			case Q4_0, Q4_1:
+				if t == Q4_1 {
+					off += halfToFloat32(le.Uint16(row[2*(nbp+b):])) * sx
+				} else {
+					off += -8 * d * sx
+				}
+				for j, v := range q {
+					si += int32(v&15)*int32(x[j]) + int32(v>>4)*int32(x[j+16])
+				}
+			}
+			sum += d * dx * float32(si)
+		}
+		out[r] = sum + off
 	}
 }
 
@@ -364,6 +436,25 @@ func SetQuantFloatRows(n int) int {
 	return int(quantFloatRows.Swap(int64(max(n, 1))))
 }
 
+// quantActBits is the width of the integer path's activations: 16 (default) or 8.
+var quantActBits atomic.Int64
+
+func init() { quantActBits.Store(16) }
+
+// SetQuantActBits sets the width of the activations on MatMulQ's integer path, 16 or 8 (any
+// other value means 16), and returns the previous value. With 16 (the default) each 32-block
+// of a row is quantized to int16 (d = max|x|/32767): the products are the float32 products
+// with the dequantized weights to about 1e-5 relative. With 8 (ggml's Q8_0/Q8_1 activations,
+// d = max|x|/127) the rounding is 258 times coarser; on SmolLM2-135M it changes greedy
+// answers (docs/benchmarks/quantized.md). Safe for concurrent use; calls already running keep
+// their choice.
+func SetQuantActBits(bits int) int {
+	if bits != 8 {
+		bits = 16
+	}
+	return int(quantActBits.Swap(int64(bits)))
+}
+
 // Tiles: the integer path walks W in groups of qRowTile rows (a few KB, kept in L1 while every
 // row of A passes over them); the dequantizing path converts qDequantTile rows at a time.
 const (
@@ -431,10 +522,15 @@ func MatMulQ(c, a []float32, w *QMatrix, m int, acc bool) {
 	}
 	sc := qScratchPool.Get().(*qScratch)
 	defer qScratchPool.Put(sc)
-	sc.act.grow(m, k)
+	wide := quantActBits.Load() != 8
+	sc.act.grow(m, k, wide)
 	nds := actDS(k)
 	for i := 0; i < m; i++ {
-		quantizeAct(sc.act.q[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds], a[i*k:(i+1)*k])
+		if wide {
+			quantizeAct16(sc.act.q16[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds], a[i*k:(i+1)*k])
+		} else {
+			quantizeAct(sc.act.q[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds], a[i*k:(i+1)*k])
+		}
 	}
 	rb := w.rowBytes
 	parallelFor(n, qRowTile, m*k*n/4, func(lo, hi int) {
@@ -448,7 +544,11 @@ func MatMulQ(c, a []float32, w *QMatrix, m int, acc bool) {
 				if acc {
 					out = tmp[:j1-j0]
 				}
-				im.gemvQ(w.Type, out, rows, w.nb, sc.act.q[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds])
+				if wide {
+					im.gemvQ16(w.Type, out, rows, w.nb, sc.act.q16[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds])
+				} else {
+					im.gemvQ(w.Type, out, rows, w.nb, sc.act.q[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds])
+				}
 				if acc {
 					for j, v := range out {
 						dst[j] += v

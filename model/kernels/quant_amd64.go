@@ -66,3 +66,34 @@ func dequantAVX2(t QType, dst []float32, row []byte, nb int) {
 		panic("kernels: dequant: unknown type")
 	}
 }
+
+//go:noescape
+func gemvQ4_1x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)
+
+//go:noescape
+func gemvQ4_0x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)
+
+//go:noescape
+func gemvQ8_0x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)
+
+func gemvQ16AVX2(t QType, out []float32, w []byte, nb int, xq []int16, xds []float32) {
+	n := len(out)
+	if n == 0 {
+		return
+	}
+	nbp := roundUp(nb, 8)
+	rowBytes := 2*t.scales()*nbp + t.qsBytes()*nb
+	if nb == 0 || len(w) < n*rowBytes || len(xq) < nb*QBlock || len(xds) < 2*nbp {
+		panic("kernels: gemvQ16: short slices")
+	}
+	switch t {
+	case Q4_1:
+		gemvQ4_1x16AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+	case Q4_0:
+		gemvQ4_0x16AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+	case Q8_0:
+		gemvQ8_0x16AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+	default:
+		panic("kernels: gemvQ16: unknown type")
+	}
+}

@@ -406,3 +406,202 @@ dq80:
 dq80done:
 	VZEROUPPER
 	RET
+
+// The same products with int16 activations (xq holds 32 int16 a block, 64 bytes): weights
+// widened to int16, VPMADDWD on both halves of the block.
+
+// Q4DOT16: Y1 = float32 of the 8 int32 partial dots of the nibbles at q(DX) with the int16
+// activations at x(R9).
+#define Q4DOT16(q, x) \
+	VMOVDQU     q(DX), X1 \
+	VPSRLW      $4, X1, X2 \
+	VPAND       X15, X1, X1 \
+	VPAND       X15, X2, X2 \
+	VPMOVZXBW   X1, Y1 \
+	VPMOVZXBW   X2, Y2 \
+	VPMADDWD    x(R9), Y1, Y1 \
+	VPMADDWD    x+32(R9), Y2, Y2 \
+	VPADDD      Y2, Y1, Y1 \
+	VCVTDQ2PS   Y1, Y1
+
+#define Q8DOT16(q, x) \
+	VPMOVSXBW   q(DX), Y1 \
+	VPMOVSXBW   q+16(DX), Y2 \
+	VPMADDWD    x(R9), Y1, Y1 \
+	VPMADDWD    x+32(R9), Y2, Y2 \
+	VPADDD      Y2, Y1, Y1 \
+	VCVTDQ2PS   Y1, Y1
+
+#define GROUP8W(DOT, qs) \
+	DOT(0, 0) \
+	FMA_SCALE(0, Y0) \
+	DOT(qs, 64) \
+	FMA_SCALE(4, Y8) \
+	DOT(2*qs, 128) \
+	FMA_SCALE(8, Y0) \
+	DOT(3*qs, 192) \
+	FMA_SCALE(12, Y8) \
+	DOT(4*qs, 256) \
+	FMA_SCALE(16, Y0) \
+	DOT(5*qs, 320) \
+	FMA_SCALE(20, Y8) \
+	DOT(6*qs, 384) \
+	FMA_SCALE(24, Y0) \
+	DOT(7*qs, 448) \
+	FMA_SCALE(28, Y8)
+
+// func gemvQ4_1x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)
+TEXT ·gemvQ4_1x16AVX2(SB), NOSPLIT, $32-48
+	ARGS
+	CONSTS
+w41row:
+	TESTQ CX, CX
+	JZ    w41done
+	ROW_START
+	LEAQ  (SI)(AX*2), DX
+w41grp:
+	PREFETCHT0  2048(DX)
+	PREFETCHT0  2112(DX)
+	PREFETCHT0  2176(DX)
+	VCVTPH2PS   (BX), Y4
+	VMULPS      (R13), Y4, Y4
+	VMOVUPS     Y4, scale-32(SP)
+	VCVTPH2PS   (R14), Y5
+	VFMADD231PS (R15), Y5, Y7
+	CMPQ        R8, $8
+	JB          w41tail
+	GROUP8W(Q4DOT16, 16)
+	ADDQ        $128, DX
+	ADDQ        $512, R9
+	ADDQ        $16, BX
+	ADDQ        $16, R14
+	ADDQ        $32, R13
+	ADDQ        $32, R15
+	SUBQ        $8, R8
+	JNZ         w41grp
+	JMP         w41end
+w41tail:
+	XORQ        AX, AX
+w41tblk:
+	Q4DOT16(0, 0)
+	VBROADCASTSS scale-32(SP)(AX*4), Y6
+	VFMADD231PS Y6, Y1, Y0
+	ADDQ        $16, DX
+	ADDQ        $64, R9
+	INCQ        AX
+	CMPQ        AX, R8
+	JB          w41tblk
+w41end:
+	HSUM
+	HSUM7
+	VADDSS      X7, X0, X0
+	VMOVSS      X0, (DI)
+	ADDQ        $4, DI
+	MOVQ        DX, SI
+	DECQ        CX
+	JMP         w41row
+w41done:
+	VZEROUPPER
+	RET
+
+// func gemvQ4_0x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)
+TEXT ·gemvQ4_0x16AVX2(SB), NOSPLIT, $32-48
+	ARGS
+	CONSTS
+w40row:
+	TESTQ CX, CX
+	JZ    w40done
+	ROW_START
+	MOVQ  R14, DX
+w40grp:
+	PREFETCHT0  2048(DX)
+	PREFETCHT0  2112(DX)
+	PREFETCHT0  2176(DX)
+	VCVTPH2PS   (BX), Y4
+	VFMADD231PS (R15), Y4, Y7 // Σ d·s
+	VMULPS      (R13), Y4, Y4
+	VMOVUPS     Y4, scale-32(SP)
+	CMPQ        R8, $8
+	JB          w40tail
+	GROUP8W(Q4DOT16, 16)
+	ADDQ        $128, DX
+	ADDQ        $512, R9
+	ADDQ        $16, BX
+	ADDQ        $32, R13
+	ADDQ        $32, R15
+	SUBQ        $8, R8
+	JNZ         w40grp
+	JMP         w40end
+w40tail:
+	XORQ        AX, AX
+w40tblk:
+	Q4DOT16(0, 0)
+	VBROADCASTSS scale-32(SP)(AX*4), Y6
+	VFMADD231PS Y6, Y1, Y0
+	ADDQ        $16, DX
+	ADDQ        $64, R9
+	INCQ        AX
+	CMPQ        AX, R8
+	JB          w40tblk
+w40end:
+	HSUM
+	HSUM7
+	MOVL        $0xc1000000, AX // −8
+	VMOVD       AX, X2
+	VFMADD231SS X2, X7, X0
+	VMOVSS      X0, (DI)
+	ADDQ        $4, DI
+	MOVQ        DX, SI
+	DECQ        CX
+	JMP         w40row
+w40done:
+	VZEROUPPER
+	RET
+
+// func gemvQ8_0x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)
+TEXT ·gemvQ8_0x16AVX2(SB), NOSPLIT, $32-48
+	ARGS
+	CONSTS
+w80row:
+	TESTQ CX, CX
+	JZ    w80done
+	ROW_START
+	MOVQ  R14, DX
+w80grp:
+	PREFETCHT0  2048(DX)
+	PREFETCHT0  2112(DX)
+	PREFETCHT0  2176(DX)
+	VCVTPH2PS   (BX), Y4
+	VMULPS      (R13), Y4, Y4
+	VMOVUPS     Y4, scale-32(SP)
+	CMPQ        R8, $8
+	JB          w80tail
+	GROUP8W(Q8DOT16, 32)
+	ADDQ        $256, DX
+	ADDQ        $512, R9
+	ADDQ        $16, BX
+	ADDQ        $32, R13
+	SUBQ        $8, R8
+	JNZ         w80grp
+	JMP         w80end
+w80tail:
+	XORQ        AX, AX
+w80tblk:
+	Q8DOT16(0, 0)
+	VBROADCASTSS scale-32(SP)(AX*4), Y6
+	VFMADD231PS Y6, Y1, Y0
+	ADDQ        $32, DX
+	ADDQ        $64, R9
+	INCQ        AX
+	CMPQ        AX, R8
+	JB          w80tblk
+w80end:
+	HSUM
+	VMOVSS      X0, (DI)
+	ADDQ        $4, DI
+	MOVQ        DX, SI
+	DECQ        CX
+	JMP         w80row
+w80done:
+	VZEROUPPER
+	RET

@@ -75,18 +75,45 @@ func TestQuantKernels(t *testing.T) {
 				}
 				x := randSlice(r, cols)
 				var act q8Act
-				act.grow(1, cols)
-				quantizeAct(act.q, act.ds, x)
+				act.grow(1, cols, false)
+				act.grow(1, cols, true)
 				o1, o2 := make([]float32, 7), make([]float32, 7)
-				gemvQGeneric(qt, o1, w.data, w.nb, act.q, act.ds)
-				im.gemvQ(qt, o2, w.data, w.nb, act.q, act.ds)
-				for i := range o1 {
-					var mag float64
-					for j := 0; j < cols; j++ {
-						mag += math.Abs(float64(want[i*cols+j]) * float64(x[j]))
+				for _, bits := range []int{8, 16} {
+					if bits == 8 {
+						quantizeAct(act.q, act.ds, x)
+						gemvQGeneric(qt, o1, w.data, w.nb, act.q, act.ds)
+						im.gemvQ(qt, o2, w.data, w.nb, act.q, act.ds)
+					} else {
+						quantizeAct16(act.q16, act.ds, x)
+						gemvQ16Generic(qt, o1, w.data, w.nb, act.q16, act.ds)
+						im.gemvQ16(qt, o2, w.data, w.nb, act.q16, act.ds)
 					}
-					if d := math.Abs(float64(o1[i] - o2[i])); d > 1e-5*mag+1e-6 {
-						t.Fatalf("%s gemv cols=%d row %d: %g vs generic %g", qt, cols, i, o2[i], o1[i])
+					for i := range o1 {
+						// The activations' rounding moves each x_j by at most half a step
+						// (its block's max|x|/127, or /32767): bound = Σ|w_j|·step/2.
+						levels := 127.0
+						if bits == 16 {
+							levels = 32767
+						}
+						var mag, exact, bound float64
+						for j := 0; j < cols; j++ {
+							mag += math.Abs(float64(want[i*cols+j]) * float64(x[j]))
+							exact += float64(want[i*cols+j]) * float64(x[j])
+						}
+						for b := 0; b < cols/QBlock; b++ {
+							var amax, wsum float64
+							for j := b * QBlock; j < (b+1)*QBlock; j++ {
+								amax = max(amax, math.Abs(float64(x[j])))
+								wsum += math.Abs(float64(want[i*cols+j]))
+							}
+							bound += wsum * amax / levels / 2
+						}
+						if d := math.Abs(float64(o1[i] - o2[i])); d > 1e-5*mag+1e-6 {
+							t.Fatalf("%s gemv int%d cols=%d row %d: %g vs generic %g", qt, bits, cols, i, o2[i], o1[i])
+						}
+						if d := math.Abs(float64(o2[i]) - exact); d > 1.01*bound+2e-6*mag+1e-6 {
+							t.Fatalf("%s gemv int%d cols=%d row %d: %g, exact %g", qt, bits, cols, i, o2[i], exact)
+						}
 					}
 				}
 			}

@@ -87,9 +87,9 @@ func avx2OK() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 func hasAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasFMA }
 
 func (s *simd) impl(name string) *impl {
-	im := &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS, gemvQ: gemvQGeneric, dequant: dequantGeneric}
+	im := &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS, gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, dequant: dequantGeneric}
 	if quantAVX2OK() {
-		im.gemvQ, im.dequant = gemvQAVX2, dequantAVX2
+		im.gemvQ, im.gemvQ16, im.dequant = gemvQAVX2, gemvQ16AVX2, dequantAVX2
 	}
 	return im
 }
