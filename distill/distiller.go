@@ -758,9 +758,6 @@ func (d *Distiller) hyper() map[string]float64 {
 	if c.Hyper.Steps > 0 {
 		h["steps"] = float64(c.Hyper.Steps)
 	}
-	if c.Pipeline.InvertRewards {
-		h["invert_rewards"] = 1
-	}
 	if c.Revise != nil {
 		h["vetted_answers"] = 1 // Config.Revise
 	}
@@ -842,13 +839,11 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		if err := d.corrections(ctx, log, ds, pad, cfg.Hyper.Budget()/2); err != nil {
 			return &cycleFailure{"self-distillation", err}
 		}
-		if cfg.Objective.SelfDistill && !cfg.Pipeline.InvertRewards {
+		if cfg.Objective.SelfDistill {
 			consolidate(log, ds, cfg.Chat.Tok, cfg.Pipeline.GoodReward, cfg.Pipeline.MaxSeqLen, cfg.Objective.SelfDistillWeight)
 		}
-		if cfg.Objective.uses(KindUpdated) && !cfg.Pipeline.InvertRewards {
-			// The stale answers the check does not ask, updated. With
-			// inverted rewards (the bad-candidate hook) nothing that
-			// feedback says is learnt.
+		if cfg.Objective.uses(KindUpdated) {
+			// The stale answers the check does not ask, updated.
 			learn, _ := staleSplit(ds.Stale)
 			rv, err := d.newUpdateReviser(ctx, pad)
 			if err != nil {
@@ -973,7 +968,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	}
 	suiteStart := time.Now()
 	reasons := cfg.Gate.Reasons(candEval, parentEval, evalCounts(evalSet, cfg.Regression, cfg.Pipeline.GoodReward, cfg.Base.Config.MaxPositionEmbeddings), kl)
-	if len(reasons) == 0 || cfg.Gate.ForceAccept {
+	if len(reasons) == 0 {
 		// The suite costs a greedy answer per question: asked of the
 		// candidates the hold-out did not already reject.
 		if wt.Suite, err = d.suiteCheck(ctx, cand, pad, parent); err != nil {
@@ -987,8 +982,6 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	wt.Accepted, wt.Reason = cfg.Gate.Verdict(reasons)
 	log.Info("gate evaluated", "train", res.Time.Round(time.Millisecond), "likelihoods", checkStart.Sub(gateStart).Round(time.Millisecond),
 		"correction_check", suiteStart.Sub(checkStart).Round(time.Millisecond), "suite", time.Since(suiteStart).Round(time.Millisecond))
-	// Accepted with reasons to reject: the gate was forced.
-	wt.GateFailed = wt.Accepted && wt.Reason != ""
 	return nil
 }
 
@@ -1134,11 +1127,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			}
 		}
 	}
-	if !cfg.Objective.SelfDistill || cfg.Pipeline.InvertRewards {
-		// With inverted rewards a correction, feedback that the recorded
-		// answer was bad, would make it good: no revision learns the
-		// correction (the edits, at EditWeight 12, made the test hook's
-		// bad candidate good enough to leave its first step).
+	if !cfg.Objective.SelfDistill {
 		return nil
 	}
 	adapter, remove, err := d.teacher(parent)

@@ -93,8 +93,8 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("cycle: accepted=%v reason=%q eval=%v parent=%v kl=%.4f examples=%v hyper=%v", wt.Accepted, wt.Reason, wt.OfflineEval, wt.ParentEval, wt.KLToParent, wt.ExamplesPerType, wt.Hyper)
-	if !wt.Accepted || wt.GateFailed || wt.Artifact == nil {
-		t.Fatalf("candidate rejected (or accepted with gate_failed): %s", wt.Reason)
+	if !wt.Accepted || wt.Artifact == nil {
+		t.Fatalf("candidate rejected: %s", wt.Reason)
 	}
 	if got := stored(t, w.store, wt.Version); got.Version != wt.Version || got.Artifact.SHA256 != wt.Artifact.SHA256 || got.Parent != "base" ||
 		got.WindowTo == 0 || len(got.ExamplesPerType) != 3 || got.Objective != "pg+sd+anchors+kl" {
@@ -142,16 +142,32 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 	}
 }
 
+// The offline gate rejects a candidate trained to be bad: a trainer that
+// negates every policy example's reward and advantage (and trains on
+// nothing else, policy gradient only) makes a candidate that regresses
+// on the hold-out, and the regression suite, asked only of candidates
+// the hold-out passed, is not asked of it.
 func TestGateRejectsInvertedRewards(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
 	newWorldData(w, tok, base, 192, 0)
-	// A regression suite is asked only of candidates the hold-out passed
-	// (or a forced one).
 	suite := []SuiteCase{{Type: "policy", Messages: []events.ChatMessage{{Role: "user", Content: "when is support open?"}}, Expected: "9 to 5"}}
 	anyAnswer := func(SuiteCase, string) (bool, bool) { return true, true }
+	inverted := TrainerFunc(func(ctx context.Context, job *TrainJob) (TrainResult, error) {
+		ds := *job.Dataset
+		ds.Train = nil
+		for _, ex := range job.Dataset.Train {
+			if ex.Kind == KindPolicy {
+				ex.Reward, ex.Advantage = -ex.Reward, -ex.Advantage
+				ds.Train = append(ds.Train, ex)
+			}
+		}
+		j := *job
+		j.Dataset, j.Objective = &ds, Objective{PolicyGradient: true}
+		return EmbeddedTrainer{}.Train(ctx, &j)
+	})
 	d := newDistiller(t, w, func(c *Config) {
-		c.Pipeline.InvertRewards, c.Pipeline.HoldOutFraction, c.Suite, c.SuiteGrade = true, 0.3, suite, anyAnswer
+		c.Pipeline.HoldOutFraction, c.Suite, c.SuiteGrade, c.Trainer = 0.3, suite, anyAnswer, inverted
 	})
 	catchUp(t, d, w.store)
 	wt, err := d.RunCycle(context.Background())
@@ -162,30 +178,8 @@ func TestGateRejectsInvertedRewards(t *testing.T) {
 		t.Fatalf("suite asked of a candidate the hold-out rejected: %+v", wt.Suite)
 	}
 	t.Logf("inverted: accepted=%v reason=%q eval=%v parent=%v kl=%.4f", wt.Accepted, wt.Reason, wt.OfflineEval, wt.ParentEval, wt.KLToParent)
-	if wt.Accepted || !strings.Contains(wt.Reason, "regressed") || wt.Hyper["invert_rewards"] != 1 {
-		t.Fatalf("inverted-reward candidate: accepted=%v reason=%q", wt.Accepted, wt.Reason)
-	}
-	// The rollback test's hook: the same bad candidate, forced past the
-	// gate, with the gate's verdict kept in the lineage.
-	w2 := newWorld(t)
-	newWorldData(w2, tok, base, 192, 0)
-	forced := newDistiller(t, w2, func(c *Config) {
-		c.Pipeline.InvertRewards, c.Pipeline.HoldOutFraction, c.Gate.ForceAccept = true, 0.3, true
-		c.Suite, c.SuiteGrade = suite, anyAnswer
-	})
-	catchUp(t, forced, w2.store)
-	fw, err := forced.RunCycle(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !fw.Accepted || !fw.GateFailed || fw.Artifact == nil || !strings.HasPrefix(fw.Reason, "forced; gate:") || !strings.Contains(fw.Reason, "regressed") {
-		t.Fatalf("forced candidate: accepted=%v gate_failed=%v reason=%q", fw.Accepted, fw.GateFailed, fw.Reason)
-	}
-	if fw.Suite == nil || fw.Suite.Candidate["policy"] != (events.SuiteCount{N: 1, Right: 1}) {
-		t.Fatalf("forced candidate's suite check %+v", fw.Suite)
-	}
-	if wt.GateFailed {
-		t.Fatal("a rejected candidate is marked gate_failed (only forced acceptances are)")
+	if wt.Accepted || !strings.HasPrefix(wt.Reason, "gate: ") || !strings.Contains(wt.Reason, "regressed") || wt.Artifact == nil {
+		t.Fatalf("inverted-reward candidate: accepted=%v reason=%q artifact %v", wt.Accepted, wt.Reason, wt.Artifact)
 	}
 }
 
@@ -519,7 +513,6 @@ func TestCycleAbandonedForAChangedFactItsDataDoesNotKnow(t *testing.T) {
 			})
 			d := newDistiller(t, w, func(c *Config) {
 				c.CorrectionTemplate = "{correction}"
-				c.Gate.ForceAccept = true
 				c.Trainer = trainer
 				c.FinishStaleCycles = finish
 			})
@@ -541,7 +534,7 @@ func TestCycleAbandonedForAChangedFactItsDataDoesNotKnow(t *testing.T) {
 			close(release)
 			first := <-done
 			if finish {
-				if first.err != nil || len(first.wt.Contradicted) != 0 || !first.wt.Accepted {
+				if first.err != nil || len(first.wt.Contradicted) != 0 || first.wt.Artifact == nil {
 					t.Fatalf("with FinishStaleCycles: %+v, %v; want the cycle recorded without the fact", first.wt, first.err)
 				}
 				return
@@ -560,9 +553,9 @@ func TestCycleAbandonedForAChangedFactItsDataDoesNotKnow(t *testing.T) {
 				t.Fatal(err)
 			}
 			if wt.Version != first.wt.Version || wt.WindowFrom != first.wt.WindowFrom || wt.WindowTo <= first.wt.WindowTo ||
-				!slices.Equal(wt.Contradicted, []string{"policy: 30 days"}) || !wt.Accepted {
-				t.Fatalf("the cycle after: %s window (%d, %d] contradicted %q accepted %v; want %s over (%d, more] knowing policy: 30 days",
-					wt.Version, wt.WindowFrom, wt.WindowTo, wt.Contradicted, wt.Accepted, first.wt.Version, first.wt.WindowFrom)
+				!slices.Equal(wt.Contradicted, []string{"policy: 30 days"}) || wt.Artifact == nil {
+				t.Fatalf("the cycle after: %s window (%d, %d] contradicted %q trained %v; want %s over (%d, more] knowing policy: 30 days",
+					wt.Version, wt.WindowFrom, wt.WindowTo, wt.Contradicted, wt.Artifact != nil, first.wt.Version, first.wt.WindowFrom)
 			}
 		})
 	}

@@ -165,6 +165,17 @@ func TestSyncVersionsServesAccepted(t *testing.T) {
 	if got := <-a.added; got != "two<-"+wt.Version {
 		t.Fatalf("served %q", got)
 	}
+	// A rejected version with weights is served once a rollout starts it
+	// (an operator's start), not before.
+	w.append(events.VersionStream("gated"), &events.WeightsTrained{Version: "gated", Parent: wt.Version, Accepted: false, Reason: "gate", Artifact: wt.Artifact})
+	w.append(events.VersionStream("three"), &events.WeightsTrained{Version: "three", Parent: wt.Version, Accepted: true, Artifact: wt.Artifact})
+	if got := <-a.added; got != "three<-"+wt.Version {
+		t.Fatalf("served %q before any rollout of the rejected version", got)
+	}
+	w.append(events.RolloutStream("r1"), &events.RolloutStarted{RolloutChange: events.RolloutChange{RolloutID: "r1", Candidate: "gated", Stable: wt.Version, Weight: 0.05, Actor: "operator"}})
+	if got := <-a.added; got != "gated<-"+wt.Version {
+		t.Fatalf("served %q", got)
+	}
 	cancel()
 	<-done
 	evs, err := w.store.ReadAll(context.Background(), 0, events.Filter{Types: []string{events.TypeVersionUnavailable}}, 10)

@@ -359,11 +359,6 @@ type GateConfig struct {
 	// 300 questions, and a 300-question suite measures it with a standard
 	// error of about 2 points).
 	MaxSuiteLoss float64
-	// ForceAccept accepts every candidate that trained, recording what the
-	// gate would have said in the reason ("forced; gate: ..."). A test
-	// hook: the rollback test needs a bad candidate (InvertRewards) to
-	// reach the canary. Never set it in production.
-	ForceAccept bool
 }
 
 func (g *GateConfig) defaults() {
@@ -418,8 +413,7 @@ func (g GateConfig) Decide(cand, parent map[string]float64, kl float64) (bool, s
 // DecideCounts applies the gate with each key's tolerance scaled by the
 // number of examples it was scored on (counts[key]; see Tolerance; a key
 // without a count gets MaxRegression): accepted with an empty reason, or
-// the reasons for rejection; with ForceAccept, accepted with those reasons
-// ("forced; gate: ...").
+// the reasons for rejection.
 func (g GateConfig) DecideCounts(cand, parent map[string]float64, counts map[string]int, kl float64) (bool, string) {
 	return g.Verdict(g.Reasons(cand, parent, counts, kl))
 }
@@ -462,16 +456,12 @@ func (g GateConfig) Reasons(cand, parent map[string]float64, counts map[string]i
 
 // Verdict turns the reasons to reject (Reasons, SuiteReasons) into the
 // gate's decision: accepted with an empty reason when there are none, else
-// rejected with them, or with ForceAccept accepted with them ("forced;
-// gate: ...").
+// rejected with them ("gate: ...").
 func (g GateConfig) Verdict(reasons []string) (bool, string) {
 	if len(reasons) == 0 {
 		return true, ""
 	}
 	reasons = slices.Sorted(slices.Values(reasons))
-	if g.ForceAccept {
-		return true, "forced; gate: " + strings.Join(reasons, "; ")
-	}
 	return false, "gate: " + strings.Join(reasons, "; ")
 }
 

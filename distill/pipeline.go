@@ -131,12 +131,6 @@ type PipelineConfig struct {
 	// MaxSeqLen drops interactions whose prompt and completion together
 	// are longer (the model's context; the Distiller sets it). 0: no limit.
 	MaxSeqLen int
-	// InvertRewards replaces every reward r with −r in the training data
-	// (policy advantages and anchor choice; the hold-out keeps the true
-	// rewards) and turns self-distillation off (a correction says the
-	// recorded answer was bad): a test hook that trains a deliberately bad
-	// candidate, which the gate must reject.
-	InvertRewards bool
 }
 
 func (c *PipelineConfig) defaults() {
@@ -306,12 +300,6 @@ func gradedOf(list []*Interaction, to uint64) []*Interaction {
 // anchors nor hold-out answers. It fails only when the embedder fails.
 func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg PipelineConfig) (*Dataset, error) {
 	cfg.defaults()
-	reward := func(it *Interaction) float64 {
-		if cfg.InvertRewards {
-			return -it.Eval.Reward
-		}
-		return it.Eval.Reward
-	}
 	typeOK := func(t string) bool {
 		if len(cfg.Types) == 0 {
 			return true
@@ -334,7 +322,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 	all := map[string][]float64{}
 	for _, it := range graded {
 		if it.Eval.Trainable {
-			all[it.Type()] = append(all[it.Type()], reward(it))
+			all[it.Type()] = append(all[it.Type()], it.Eval.Reward)
 		}
 	}
 	baseline := map[string]float64{} // per interaction id
@@ -350,7 +338,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		} else {
 			baseline[it.ID] = mean(h[max(0, len(h)-cfg.BaselineWindow):])
 		}
-		hist[t] = append(h, reward(it))
+		hist[t] = append(h, it.Eval.Reward)
 	}
 	typeBaseline := map[string]float64{}
 	for t, h := range hist {
@@ -415,12 +403,12 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		case tooLong(it):
 			st.TooLong++
 		case !typeOK(it.Type()),
-			cfg.MinReward != nil && reward(it) < *cfg.MinReward,
-			cfg.MaxReward != nil && reward(it) > *cfg.MaxReward:
+			cfg.MinReward != nil && it.Eval.Reward < *cfg.MinReward,
+			cfg.MaxReward != nil && it.Eval.Reward > *cfg.MaxReward:
 			st.Filtered++
 		case hold[it.ID]:
 			st.HeldOut++
-		case contra[it.ID] != nil && reward(it) >= baseline[it.ID]:
+		case contra[it.ID] != nil && it.Eval.Reward >= baseline[it.ID]:
 			st.Contradicted++
 		default:
 			cands = append(cands, it)
@@ -454,8 +442,8 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		// Oldest first in the dataset.
 		for i := len(l) - 1; i >= 0; i-- {
 			it := l[i]
-			ex := exampleOf(it, KindPolicy, reward(it))
-			ex.Advantage = reward(it) - baseline[it.ID]
+			ex := exampleOf(it, KindPolicy, it.Eval.Reward)
+			ex.Advantage = it.Eval.Reward - baseline[it.ID]
 			ex.Weight = 1
 			ds.Train = append(ds.Train, ex)
 		}
@@ -468,10 +456,10 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			l := byTypeAll[t]
 			for i := len(l) - 1; i >= 0 && n < cfg.AnchorsPerType; i-- {
 				it := l[i]
-				if it.EvalPosition() > from || hold[it.ID] || contra[it.ID] != nil || reward(it) < cfg.GoodReward {
+				if it.EvalPosition() > from || hold[it.ID] || contra[it.ID] != nil || it.Eval.Reward < cfg.GoodReward {
 					continue
 				}
-				ex := exampleOf(it, KindAnchor, reward(it))
+				ex := exampleOf(it, KindAnchor, it.Eval.Reward)
 				ex.Weight = cfg.AnchorWeight
 				ds.Train = append(ds.Train, ex)
 				n++
@@ -482,10 +470,8 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 	for _, t := range sortedKeys(byTypeAll) {
 		for _, it := range byTypeAll[t] {
 			if hold[it.ID] && contra[it.ID] == nil {
-				// The gate judges by the true rewards, whatever the
-				// training signal (InvertRewards).
 				ex := exampleOf(it, KindHoldOut, it.Eval.Reward)
-				ex.Advantage = reward(it) - typeBaseline[t]
+				ex.Advantage = it.Eval.Reward - typeBaseline[t]
 				ds.HoldOut = append(ds.HoldOut, ex)
 				ds.Manifest.HoldOutPerType[t]++
 			}

@@ -228,27 +228,6 @@ func revisedDataset(t *testing.T, d *Distiller) (*Dataset, int) {
 	return ds, before
 }
 
-// With inverted rewards (the bad-candidate test hook) no revision learns a
-// correction: the correction says the recorded answer was bad, which the
-// inverted objective makes good.
-func TestInvertedRewardsLearnNoCorrection(t *testing.T) {
-	tok, base := tinyBase(t)
-	w := newWorld(t)
-	w.correctedQA(tok, base, "policy", "I bought a lamp 80 days ago. Can I still return it?", "No, the refund window is 30 days.", "60 days", "")
-	for _, invert := range []bool{false, true} {
-		d := newDistiller(t, w, func(c *Config) {
-			c.Objective = DefaultObjective()
-			c.CorrectionTemplate = "{correction}"
-			c.Pipeline.InvertRewards = invert
-		})
-		catchUp(t, d, w.store)
-		ds, before := revisedDataset(t, d)
-		if got := len(ds.Train) - before; (got == 0) != invert {
-			t.Fatalf("inverted rewards %v: %d revisions", invert, got)
-		}
-	}
-}
-
 // vetByRubrics is Config.Revise as services sets it: the default rubrics'
 // check-mode graders (for policy, the verdict must follow from the
 // question's number against the stated window).

@@ -24,7 +24,9 @@ type Fallbacker interface {
 // the store's weights.trained events from the beginning and loads each
 // accepted version's adapter (checking its sha256; relative artifact
 // paths resolve against root, the distiller's data directory) into e, so
-// the rollout controller can route traffic to a candidate. A version whose
+// the rollout controller can route traffic to a candidate. A version the
+// offline gate rejected is loaded when a rollout.started names it (an
+// operator started its canary: rollout.Start). A version whose
 // artifact cannot be loaded is never a silent gap: when e is a Fallbacker
 // it serves the version's parent (or the base) in its place, and a
 // version.unavailable event records why (once per artifact: its id is
@@ -61,26 +63,43 @@ func SyncVersions(ctx context.Context, s events.Store, e VersionAdder, root stri
 			log.Warn("cannot record version.unavailable", "version", wt.Version, "err", err)
 		}
 	}
-	return s.Subscribe(ctx, 0, events.Filter{Types: []string{events.TypeWeightsTrained}}, func(_ context.Context, ev events.Event) error {
-		p, err := events.Decode(&ev)
-		if err != nil {
-			log.Warn("undecodable weights.trained", "position", ev.Position, "err", err)
-			return nil
-		}
-		wt := p.(*events.WeightsTrained)
-		if !wt.Accepted {
-			return nil
-		}
+	load := func(wt *events.WeightsTrained) {
 		a, err := LoadVersion(*wt, root, base)
 		if err != nil {
 			unavailable(wt, err)
-			return nil
+			return
 		}
 		if err := e.AddVersion(wt.Version, wt.Parent, a); err != nil {
 			unavailable(wt, err)
+			return
+		}
+		log.Info("serving version", "version", wt.Version, "parent", wt.Parent, "accepted", wt.Accepted)
+	}
+	// The rejected versions a rollout may yet start, and the ones loaded.
+	rejected := map[string]*events.WeightsTrained{}
+	loaded := map[string]bool{}
+	f := events.Filter{Types: []string{events.TypeWeightsTrained, events.TypeRolloutStarted}}
+	return s.Subscribe(ctx, 0, f, func(_ context.Context, ev events.Event) error {
+		p, err := events.Decode(&ev)
+		if err != nil {
+			log.Warn("undecodable event", "type", ev.Type, "position", ev.Position, "err", err)
 			return nil
 		}
-		log.Info("serving version", "version", wt.Version, "parent", wt.Parent)
+		switch x := p.(type) {
+		case *events.WeightsTrained:
+			switch {
+			case x.Accepted:
+				loaded[x.Version] = true
+				load(x)
+			case x.Artifact != nil:
+				rejected[x.Version] = x
+			}
+		case *events.RolloutStarted:
+			if wt := rejected[x.Candidate]; wt != nil && !loaded[x.Candidate] {
+				loaded[x.Candidate] = true
+				load(wt)
+			}
+		}
 		return nil
 	})
 }

@@ -191,8 +191,7 @@ func TestFitBudgetPlacesUpdatesAfterRevisions(t *testing.T) {
 }
 
 // A cycle learns the stale answers the correction check does not ask,
-// updated; the check asks the newest half. With inverted
-// rewards (the bad-candidate hook) none is learnt.
+// updated; the check asks the newest half.
 func TestCycleLearnsStaleAnswersUpdated(t *testing.T) {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
@@ -209,11 +208,9 @@ func TestCycleLearnsStaleAnswersUpdated(t *testing.T) {
 		id := w.recordQA(tok, base, "arithmetic", fmt.Sprintf("what is %d plus 1?", i), fmt.Sprintf("The answer is %d.", i+1))
 		w.evaluate(id, "arithmetic", 1, 1, true)
 	}
-	for _, invert := range []bool{false, true} {
+	{
 		d := newDistiller(t, w, func(c *Config) {
 			c.CorrectionTemplate = "{correction}"
-			c.Pipeline.InvertRewards = invert
-			c.Gate.ForceAccept = true
 		})
 		catchUp(t, d, w.store)
 		wt, err := d.RunCycle(context.Background())
@@ -232,12 +229,6 @@ func TestCycleLearnsStaleAnswersUpdated(t *testing.T) {
 					t.Fatalf("update %q, LossFrom %d, weight %v", ex.Answer.Content, ex.LossFrom, ex.Weight)
 				}
 			}
-		}
-		if invert {
-			if len(updated) != 0 {
-				t.Fatalf("inverted rewards: %d updates learnt", len(updated))
-			}
-			continue
 		}
 		if !slices.Equal(updated, stale[:6]) || ds.Manifest.KindCounts[KindUpdated] != 6 || d.cfg.Objective.UpdateWeight != 6 || wt.Hyper["update_weight"] != 6 {
 			t.Fatalf("updates %v (manifest %v, weight %v); want the 6 oldest stale answers at weight 6", updated, ds.Manifest.KindCounts, d.cfg.Objective.UpdateWeight)

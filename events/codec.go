@@ -141,7 +141,7 @@ func (r *Registry) Decode(ev *Event) (Payload, error) {
 	return p, nil
 }
 
-// Types is the registry of citizen's events (DESIGN.md section 2) at their
+// Types is the registry of citizen's events (docs/architecture.md section 2) at their
 // current schema versions.
 var Types = func() *Registry {
 	r := NewRegistry()
@@ -152,7 +152,8 @@ var Types = func() *Registry {
 	r.Register(TypeInteractionEvaluated, 1, func() Payload { return &InteractionEvaluated{} })
 	r.Register(TypeFeedbackInterpreted, 1, func() Payload { return &FeedbackInterpreted{} })
 	r.Register(TypeAnomalyDetected, 1, func() Payload { return &AnomalyDetected{} })
-	r.Register(TypeWeightsTrained, 1, func() Payload { return &WeightsTrained{} })
+	r.Register(TypeWeightsTrained, 2, func() Payload { return &WeightsTrained{} })
+	r.RegisterUpcaster(TypeWeightsTrained, 1, upcastWeightsTrained1)
 	r.Register(TypeVersionUnavailable, 1, func() Payload { return &VersionUnavailable{} })
 	r.Register(TypeRolloutStarted, 1, func() Payload { return &RolloutStarted{} })
 	r.Register(TypeRolloutAdvanced, 1, func() Payload { return &RolloutAdvanced{} })

@@ -107,3 +107,41 @@ func TestRolloutChangeOf(t *testing.T) {
 		t.Fatal("feedback.received is not a rollout change")
 	}
 }
+
+// weights.trained schema 1 could say gate_failed (a candidate accepted
+// although the offline gate had reasons to reject it); schema 2 reads it
+// as rejected, keeps the gate's reason, and decodes the rest unchanged.
+func TestWeightsTrainedSchema1(t *testing.T) {
+	for _, c := range []struct {
+		data     string
+		accepted bool
+	}{
+		{`{"version":"d0001","parent":"","accepted":true,"gate_failed":true,"reason":"forced; gate: policy regressed"}`, false},
+		{`{"version":"d0001","parent":"","accepted":true,"gate_failed":false}`, true},
+		{`{"version":"d0001","parent":"","accepted":true}`, true},
+		{`{"version":"d0001","parent":"","accepted":false,"reason":"gate: policy regressed"}`, false},
+	} {
+		ev := Event{ID: NewID(), Type: TypeWeightsTrained, Stream: VersionStream("d0001"), Schema: 1, Time: nowForTest(), Data: json.RawMessage(c.data)}
+		p, err := Decode(&ev)
+		if err != nil {
+			t.Fatalf("%s: %v", c.data, err)
+		}
+		wt := p.(*WeightsTrained)
+		if wt.Version != "d0001" || wt.Accepted != c.accepted {
+			t.Fatalf("%s: %+v", c.data, wt)
+		}
+	}
+	bad := Event{ID: NewID(), Type: TypeWeightsTrained, Stream: VersionStream("d0001"), Schema: 1, Time: nowForTest(), Data: json.RawMessage(`{"version":"d0001","gate_failed":"yes"}`)}
+	if _, err := Decode(&bad); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("gate_failed not a bool: %v", err)
+	}
+	// Schema 2 knows no gate_failed.
+	now := bad
+	now.Schema, now.Data = 2, json.RawMessage(`{"version":"d0001","parent":"","accepted":true,"gate_failed":true}`)
+	if _, err := Decode(&now); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("schema 2 with gate_failed: %v", err)
+	}
+	if ev, err := Encode(&WeightsTrained{Version: "d0002"}, Meta{Stream: VersionStream("d0002")}); err != nil || ev.Schema != 2 {
+		t.Fatalf("encoded schema %d: %v", ev.Schema, err)
+	}
+}

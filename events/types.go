@@ -1,8 +1,11 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
-// Event type names (DESIGN.md section 2).
+// Event type names (docs/architecture.md section 2).
 const (
 	TypeInteractionRecorded  = "interaction.recorded"
 	TypeFeedbackReceived     = "feedback.received"
@@ -319,14 +322,37 @@ type WeightsTrained struct {
 	// (the evidence retirement reads once the candidate is promoted).
 	Lessons  []LessonCarry `json:"lessons,omitempty"`
 	Accepted bool          `json:"accepted"`
-	// GateFailed: the offline gate found reasons to reject the candidate
-	// and it was accepted anyway (distill GateConfig.ForceAccept).
-	GateFailed bool      `json:"gate_failed,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
-	Artifact   *Artifact `json:"artifact,omitempty"`
+	Reason   string        `json:"reason,omitempty"`
+	Artifact *Artifact     `json:"artifact,omitempty"`
 }
 
 func (WeightsTrained) EventType() string { return TypeWeightsTrained }
+
+// upcastWeightsTrained1 reads weights.trained schema 1, which could record
+// a candidate accepted although the offline gate had reasons to reject it
+// (gate_failed, a test hook since removed): schema 2 records the gate's
+// verdict only, so such a candidate reads as rejected (its reason keeps
+// what the gate said), and a rollout of it reads as one an operator
+// started against the gate (rollout.Start).
+func upcastWeightsTrained1(data json.RawMessage) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	raw, ok := m["gate_failed"]
+	if !ok {
+		return data, nil
+	}
+	var failed bool
+	if err := json.Unmarshal(raw, &failed); err != nil {
+		return nil, fmt.Errorf("gate_failed: %w", err)
+	}
+	delete(m, "gate_failed")
+	if failed {
+		m["accepted"] = json.RawMessage("false")
+	}
+	return json.Marshal(m)
+}
 
 // CorrectionCheck counts the hold-out examples with a customer's
 // correction (N) whose greedy answer states it, for the candidate and for

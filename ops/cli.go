@@ -31,6 +31,9 @@ commands:
   rollout status                    the running rollout, its evidence, waiting candidates, recent rollouts
   rollout pause|resume|promote|abort [--reason TEXT]
                                     operator actions on the running rollout
+  rollout start VERSION [--reason TEXT]
+                                    start the canary of a trained version (one the
+                                    offline gate rejected too: held in its first step)
   versions                          the lineage of trained versions
   stream [--type T] [--version V] [--tenant X] [--after POS]
                                     follow the operator event stream (Ctrl-C stops)
@@ -92,6 +95,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, baseURL,
 		body, _ := json.Marshal(ActionRequest{Reason: *reason})
 		if err = c.call(ctx, http.MethodPost, "/v1/ops/rollout/"+words[1], body, &ar, out); err == nil && !out.json {
 			fmt.Fprintf(stdout, "%s: appended %s at position %d\n\n", words[1], ar.Event.Type, ar.Event.Position)
+			printStatus(stdout, ar.Status)
+		}
+	case len(words) == 3 && words[0] == "rollout" && words[1] == "start":
+		var ar ActionResponse
+		body, _ := json.Marshal(StartRequest{Candidate: words[2], Reason: *reason})
+		if err = c.call(ctx, http.MethodPost, "/v1/ops/rollout/start", body, &ar, out); err == nil && !out.json {
+			fmt.Fprintf(stdout, "start: appended %s at position %d\n\n", ar.Event.Type, ar.Event.Position)
 			printStatus(stdout, ar.Status)
 		}
 	case slices.Equal(words, []string{"versions"}):

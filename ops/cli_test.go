@@ -38,6 +38,18 @@ func TestCLI(t *testing.T) {
 	if code, out, _ := run("versions"); code != 0 || !strings.Contains(out, "v2") || !strings.Contains(out, "rolled_back") {
 		t.Fatalf("versions: %d %q", code, out)
 	}
+	if code, _, errs := run("rollout", "start", "v9"); code != 1 || !strings.Contains(errs, "no such trained version") {
+		t.Fatalf("start of an unknown version: %d %q", code, errs)
+	}
+	e.append(events.VersionStream("v3"), "", &events.WeightsTrained{Version: "v3", Parent: "v1", Accepted: false, Reason: "gate: x regressed",
+		Artifact: &events.Artifact{Format: "peft-lora", Path: "weights/v3", SHA256: "00"}})
+	if code, out, errs := run("rollout", "start", "v3", "--reason", "show it"); code != 0 || !strings.Contains(out, "rollout.started") ||
+		!strings.Contains(out, "candidate  v3: step 1 of 4") {
+		t.Fatalf("start: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := run("rollout", "abort"); code != 0 || !strings.Contains(out, "rolled_back") {
+		t.Fatalf("abort: %d %q", code, out)
+	}
 	if code, _, _ := run("rollout", "explode"); code != 2 {
 		t.Fatalf("unknown command: %d", code)
 	}
@@ -52,7 +64,8 @@ func TestCLI(t *testing.T) {
 	go func() {
 		done <- Main(ctx, []string{"stream", "--type", "rollout", "--after", "0"}, pr, &errb, e.srv.URL, testKey)
 	}()
-	for _, want := range []string{events.TypeRolloutStarted, events.TypeRolloutPaused, events.TypeRolloutResumed, events.TypeRolloutRolledBack} {
+	for _, want := range []string{events.TypeRolloutStarted, events.TypeRolloutPaused, events.TypeRolloutResumed, events.TypeRolloutRolledBack,
+		events.TypeRolloutStarted, events.TypeRolloutRolledBack} {
 		if line := <-pr.lines; !strings.Contains(line, want) {
 			t.Fatalf("stream line %q, want %s", line, want)
 		}

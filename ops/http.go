@@ -84,6 +84,7 @@ type Handler struct {
 	auth      func(c echo.Context) error
 	caller    func(c echo.Context) Caller
 	proj      *rollout.Projection
+	rollout   rollout.Config
 	heartbeat time.Duration
 	log       *slog.Logger
 
@@ -103,7 +104,7 @@ func New(deps Deps) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ops: %w", err)
 	}
-	h := &Handler{store: deps.Store, auth: deps.Auth, caller: deps.Caller, proj: rollout.NewProjection(cfg, deps.Store),
+	h := &Handler{store: deps.Store, auth: deps.Auth, caller: deps.Caller, proj: rollout.NewProjection(cfg, deps.Store), rollout: cfg,
 		heartbeat: deps.Heartbeat, log: deps.Logger, maxStreams: deps.MaxStreamsPerKey, streams: map[string]int{}, closing: make(chan struct{})}
 	if h.maxStreams <= 0 {
 		h.maxStreams = 4
@@ -151,6 +152,7 @@ func (h *Handler) RegisterAPI(v1 Routes) { h.registerAPI(v1, "") }
 func (h *Handler) registerAPI(r Routes, prefix string) {
 	a, op := h.authenticate, h.operatorOnly
 	r.GET(prefix+"/ops/rollout", h.getRollout, a, op)
+	r.POST(prefix+"/ops/rollout/start", h.postStart, a, op)
 	r.POST(prefix+"/ops/rollout/:action", h.postRollout, a, op)
 	r.GET(prefix+"/ops/versions", h.getVersions, a, op)
 	r.GET(prefix+"/ops/stream", h.stream, a)
@@ -305,6 +307,58 @@ func (h *Handler) postRollout(c echo.Context) error {
 		return writeError(c, http.StatusServiceUnavailable, err.Error())
 	}
 	h.log.Info("operator action", "action", name, "rollout", ev.CorrelationID, "reason", req.Reason, "position", ev.Position)
+	st, _, err := h.proj.Sync(ctx)
+	if err != nil {
+		return writeError(c, http.StatusServiceUnavailable, err.Error())
+	}
+	return c.JSON(http.StatusOK, ActionResponse{Event: ev, Status: st})
+}
+
+// StartRequest is the body of POST /v1/ops/rollout/start.
+type StartRequest struct {
+	// Candidate is the trained version whose canary starts (required).
+	Candidate string `json:"candidate"`
+	Reason    string `json:"reason"`
+}
+
+// postStart starts the canary of a trained version (rollout.Start): 200
+// with the rollout.started event and the state after it; 400 without a
+// candidate, 404 for a version no weights.trained records, 409 while a
+// rollout runs or when the version cannot be a canary.
+func (h *Handler) postStart(c echo.Context) error {
+	var req StartRequest
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10))
+	if err != nil {
+		return writeError(c, http.StatusBadRequest, "reading the body: "+err.Error())
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return writeErrorParam(c, http.StatusBadRequest, "the body must be JSON {\"candidate\": \"VERSION\", \"reason\": \"...\"}: "+err.Error(), "candidate")
+		}
+	}
+	if req.Candidate == "" {
+		req.Candidate = c.QueryParam("candidate")
+	}
+	if req.Reason == "" {
+		req.Reason = c.QueryParam("reason")
+	}
+	if req.Candidate == "" {
+		return writeErrorParam(c, http.StatusBadRequest, "candidate is required: the trained version whose canary starts", "candidate")
+	}
+	ctx := c.Request().Context()
+	ev, err := rollout.Start(ctx, h.store, h.rollout, req.Candidate, req.Reason)
+	switch {
+	case errors.Is(err, rollout.ErrUnknownVersion):
+		return writeErrorParam(c, http.StatusNotFound, err.Error(), "candidate")
+	case errors.Is(err, rollout.ErrRunning), errors.Is(err, rollout.ErrNotServable), errors.Is(err, rollout.ErrConflict):
+		return writeError(c, http.StatusConflict, err.Error())
+	case err != nil:
+		h.log.Error("operator action", "action", "start", "err", err)
+		return writeError(c, http.StatusServiceUnavailable, err.Error())
+	}
+	h.log.Info("operator action", "action", "start", "candidate", req.Candidate, "rollout", ev.CorrelationID, "reason", req.Reason, "position", ev.Position)
 	st, _, err := h.proj.Sync(ctx)
 	if err != nil {
 		return writeError(c, http.StatusServiceUnavailable, err.Error())

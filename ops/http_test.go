@@ -190,3 +190,43 @@ func TestStreamHeartbeatAndDefaultStart(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 }
+
+// POST /v1/ops/rollout/start starts the canary of a version the offline
+// gate rejected, as the operator, with the reason; the controller then
+// holds it in its first step (rollout package tests).
+func TestStartEndpoint(t *testing.T) {
+	e := newEnv(t, bearer, 0)
+	if code := e.do(http.MethodPost, "/v1/ops/rollout/start", "", `{"candidate":"v2"}`, nil); code != http.StatusUnauthorized {
+		t.Fatalf("start without a key: %d", code)
+	}
+	if code := e.do(http.MethodPost, "/v1/ops/rollout/start", testKey, `{"candidate":"v2"}`, nil); code != http.StatusNotFound {
+		t.Fatalf("start of an unknown version: %d", code)
+	}
+	e.append(events.VersionStream("v2"), "", &events.WeightsTrained{Version: "v2", Parent: "v1", Accepted: false, Reason: "gate: policy regressed",
+		Artifact: &events.Artifact{Format: "peft-lora", Path: "weights/v2", SHA256: "00"}})
+	if err := e.ctrl.CatchUp(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{"", "{bad", `{"reason":"no candidate"}`, `{"candidate":"v2","weight":1}`} {
+		if code := e.do(http.MethodPost, "/v1/ops/rollout/start", testKey, body, nil); code != http.StatusBadRequest {
+			t.Fatalf("start with body %q: %d", body, code)
+		}
+	}
+	var ar ActionResponse
+	if code := e.do(http.MethodPost, "/v1/ops/rollout/start", testKey, `{"candidate":"v2","reason":"see it live"}`, &ar); code != http.StatusOK {
+		t.Fatalf("start: %d", code)
+	}
+	p, err := events.Decode(&ar.Event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.(*events.RolloutStarted); s.Actor != rollout.ActorOperator || s.Reason != "see it live" || s.Candidate != "v2" || s.Stable != "v1" || s.Step != 0 {
+		t.Fatalf("started %+v", s)
+	}
+	if a := ar.Status.Active; a == nil || a.Candidate != "v2" || a.Weight != 0.05 {
+		t.Fatalf("status after start %+v", ar.Status)
+	}
+	if code := e.do(http.MethodPost, "/v1/ops/rollout/start?candidate=v2", testKey, "", nil); code != http.StatusConflict {
+		t.Fatalf("start while a rollout runs: %d", code)
+	}
+}

@@ -76,12 +76,10 @@ type App struct {
 	// at /metrics; components register their own metrics on it.
 	Metrics *prometheus.Registry
 
-	// benchBad is bench learn's test hook: candidates are trained on
-	// inverted rewards and forced past the offline gate.
-	benchBad bool
-	// benchEpochs, when set, is bench learn's passes over a cycle's data
-	// (with MaxSteps it sizes the cycle's dataset: distill.Hyper.Budget).
-	benchEpochs float64
+	// WrapTrainer, when set, wraps the trainer the distiller is configured
+	// with (distill.command's, else the embedded one): how a harness such
+	// as bench learn decorates training without the distiller knowing.
+	WrapTrainer func(distill.Trainer) distill.Trainer
 }
 
 // The components, in the order they are documented. Each is a --target
@@ -582,24 +580,21 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 	dc := a.Config.Distill
 	cfg := distill.Config{
 		DataDir: filepath.Join(a.Config.DataDir, "distill"), Base: a.Embedded.Chat().Engine.Model(), Chat: a.Embedded.Chat(),
-		Hyper: distill.Hyper{LR: dc.LR, MaxSteps: dc.MaxSteps, Epochs: a.benchEpochs}, MinNewGraded: dc.MinNewGraded, Interval: dc.Interval,
+		Hyper: distill.Hyper{LR: dc.LR, MaxSteps: dc.MaxSteps, Epochs: dc.Epochs}, MinNewGraded: dc.MinNewGraded, Interval: dc.Interval,
 		Exemplars: distill.MemoryExemplars(a.Memory, a.Embedder, 2, 0.5),
 	}
 	if dc.Rank > 0 {
 		cfg.LoRA = distill.DefaultLoRA()
 		cfg.LoRA.Rank, cfg.LoRA.Alpha = dc.Rank, float64(2*dc.Rank)
 	}
-	if a.benchBad {
-		cfg.Pipeline.InvertRewards, cfg.Gate.ForceAccept = true, true
-		// The policy gradient alone on the inverted rewards: the KL term
-		// and self-distillation from corrections (which still point at the
-		// right answers) would keep the candidate close to its parent, and
-		// the check needs a candidate that is actually bad.
-		cfg.Objective = distill.Objective{PolicyGradient: true}
-		cfg.Hyper.LR, cfg.Hyper.Steps = 3e-3, 150
-	}
 	if dc.Command != "" {
 		cfg.Trainer = &distill.CommandTrainer{Command: strings.Fields(dc.Command)}
+	}
+	if a.WrapTrainer != nil {
+		if cfg.Trainer == nil {
+			cfg.Trainer = distill.EmbeddedTrainer{}
+		}
+		cfg.Trainer = a.WrapTrainer(cfg.Trainer)
 	}
 	// The rubrics the self-evaluation grades by: their check-mode graders
 	// vet what the distiller writes itself, and their reference graders

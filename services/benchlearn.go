@@ -22,6 +22,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"citizen/bench/badcandidate"
 	"citizen/distill"
 	"citizen/events"
 	"citizen/model/catalog"
@@ -51,8 +52,10 @@ type LearnConfig struct {
 	Out             string
 	DataDir         string
 	Checkpoint      string
-	// BadCandidate trains the first candidate on inverted rewards and
-	// forces it past the offline gate (a test hook for the rollback check).
+	// BadCandidate runs the rollback check (bench/badcandidate): the first
+	// candidate is trained to be bad (a trainer decorator; the distiller
+	// does not know), and once the offline gate rejects it the bench
+	// starts its canary through the operator API, as an operator would.
 	BadCandidate bool
 	// Poison runs the poisoning scenario with this many false corrections
 	// of each kind (PoisonCheck; 0: none).
@@ -158,7 +161,7 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	fs.StringVar(&c.DataDir, "data-dir", "", "citizen's data directory (default: OUT/data, emptied first)")
 	fs.StringVar(&c.Checkpoint, "checkpoint", c.Checkpoint, "the base checkpoint")
 	fs.IntVar(&c.Poison, "poison", 0, "poisoning scenario: one user repeats a false correction this many times, and another tenant's three users agree on it as often")
-	fs.BoolVar(&c.BadCandidate, "bad-candidate", false, "test hook: the first candidate is trained on inverted rewards and forced past the gate")
+	fs.BoolVar(&c.BadCandidate, "bad-candidate", false, "rollback check: the first candidate is trained on negated rewards, and once the offline gate rejects it the bench starts its canary as an operator (POST /v1/ops/rollout/start)")
 	fs.IntVar(&c.MinNewGraded, "min-new-graded", c.MinNewGraded, "graded interactions that start a training cycle")
 	fs.IntVar(&c.MaxSteps, "max-steps", c.MaxSteps, "optimizer steps per training cycle at most")
 	fs.IntVar(&c.MinPerArm, "min-per-arm", c.MinPerArm, "rollout: evaluations per arm that end a step")
@@ -293,6 +296,9 @@ type BadCandidateCheck struct {
 	DurationS      float64 `json:"duration_s"`
 	Evaluated      int     `json:"candidate_evaluations,omitempty"`
 	Candidates     int     `json:"-"`
+	// Start is how the decorated candidate reached the canary (the gate's
+	// verdict, who started it).
+	Start *badcandidate.Outcome `json:"start,omitempty"`
 }
 
 // BehaviourCheck is answer length and tool use of the promoted versions
@@ -490,7 +496,13 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 		return nil, err
 	}
 	defer logf.Close()
-	app := &App{Config: cfg, Log: NewLogger(LogConfig{Level: "info", Format: "text"}, logf), benchBad: c.BadCandidate, benchEpochs: c.Epochs}
+	cfg.Distill.Epochs = c.Epochs
+	app := &App{Config: cfg, Log: NewLogger(LogConfig{Level: "info", Format: "text"}, logf)}
+	var bad *badcandidate.Trainer
+	if c.BadCandidate {
+		bad = badcandidate.New(nil)
+		app.WrapTrainer = bad.Wrap
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -504,6 +516,7 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	if err != nil {
 		return nil, err
 	}
+	badStarted := startBadCandidate(sctx, bad, base, progress)
 
 	logPath := filepath.Join(c.Out, "workplace.jsonl")
 	wcfg := workplace.Config{Target: base, APIKey: "sk-citizen-dev", Interactions: c.Interactions, Concurrency: c.Concurrency,
@@ -546,6 +559,9 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	rep, err := analyseLearning(ctx, c, drift, recs, st)
 	if err != nil {
 		return nil, err
+	}
+	if badStarted != nil {
+		rep.badCandidateStarted(<-badStarted)
 	}
 	rep.WarmUpS = warm.Seconds()
 	if poison != nil {
@@ -1237,9 +1253,9 @@ func (rep *LearnReport) mustShow() {
 	} else if b := rep.BadCandidate; b == nil {
 		add("bad candidate rolled back", "fail", "no candidate reached the canary")
 	} else {
-		ok := b.Outcome == "rolled_back" && !b.Advanced && b.Share <= 0.05 && rep.Lost == 0
-		add("bad candidate rolled back", verdict(ok), "%s: %s during step 0=%v after %.1f s (%s); served %d of %d conversations in the rollout (%.1f%%, limit 5%%; %.1f%% in its first step); %d of %d acknowledged interactions missing from the store",
-			b.Version, b.Outcome, !b.Advanced, b.DurationS, truncate(b.Reason, 60), b.Served, b.Total, 100*b.Share, 100*b.FirstStepShare, rep.Lost, rep.Acknowledged)
+		ok := b.Outcome == "rolled_back" && !b.Advanced && b.Share <= 0.05 && rep.Lost == 0 && b.startOK()
+		add("bad candidate rolled back", verdict(ok), "%s (%s): %s during step 0=%v after %.1f s (%s); served %d of %d conversations in the rollout (%.1f%%, limit 5%%; %.1f%% in its first step); %d of %d acknowledged interactions missing from the store",
+			b.Version, b.startText(), b.Outcome, !b.Advanced, b.DurationS, truncate(b.Reason, 60), b.Served, b.Total, 100*b.Share, 100*b.FirstStepShare, rep.Lost, rep.Acknowledged)
 	}
 	// 4. Faults.
 	bh := rep.Behaviour

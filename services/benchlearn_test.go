@@ -159,16 +159,19 @@ func trainedVersions(t *testing.T, out string, rep *LearnReport) map[string]*eve
 	return wts
 }
 
-// The bad candidate (inverted rewards, forced past the gate) is never
-// promoted, never leaves its first step (a sign of harm holds it there:
-// rollout.Config.HoldMargin), serves at most 5% of the conversations, and
-// no acknowledged interaction is lost. Whether the rollback itself comes
-// before the run ends depends on how much evidence the 4% canary gathers
-// on a loaded machine; the test logs it, the report's verdict states it.
+// The bad candidate (trained on negated rewards by bench/badcandidate's
+// decorator) reaches the canary: rejected by the offline gate and started
+// through the operator API, or accepted and started by the controller. It
+// is never promoted, never leaves its first step (a sign of harm holds it
+// there: rollout.Config.HoldMargin), serves at most 5% of the
+// conversations, and no acknowledged interaction is lost. Whether the
+// rollback itself comes before the run ends depends on how much evidence
+// the 4% canary gathers on a loaded machine; the test logs it, the
+// report's verdict states it.
 //
-// The run has a regression suite (--suite 20): the forced candidate is
-// judged on all of it, through the service's wiring (distill.suite, the
-// shipped rubrics' graders), and its counts travel with the version.
+// The run has a regression suite (--suite 20): every candidate it is asked
+// of is judged on all of it, through the service's wiring (distill.suite,
+// the shipped rubrics' graders), and its counts travel with the version.
 func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	ckpt := benchCheckpoint(t)
 	out := t.TempDir()
@@ -190,6 +193,9 @@ func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 		t.Fatalf("bad candidate %s was promoted (%s)", b.Version, b.Reason)
 	}
 	t.Logf("bad candidate %s: outcome %s", b.Version, b.Outcome)
+	if s := b.Start; s == nil || s.Error != "" || s.Version != b.Version || (s.StartedBy == "operator") != (s.Gate == "rejected") {
+		t.Fatalf("bad candidate %s reached the canary as %+v", b.Version, s)
+	}
 	if b.Advanced {
 		t.Fatalf("bad candidate %s left its first step (%s)", b.Version, b.Reason)
 	}
@@ -216,23 +222,32 @@ func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	if wt == nil {
 		t.Fatalf("no weights.trained for the bad candidate %s", b.Version)
 	}
-	judged := 0
-	if wt.Suite != nil {
-		for typ, c := range wt.Suite.Candidate {
+	if wt.Accepted != (b.Start.Gate == "accepted") || wt.Artifact == nil {
+		t.Fatalf("bad candidate %s: accepted %v, artifact %v; start %+v", b.Version, wt.Accepted, wt.Artifact, b.Start)
+	}
+	asked := 0
+	for _, v := range wts {
+		if v.Suite == nil {
+			continue
+		}
+		asked++
+		judged := 0
+		for typ, c := range v.Suite.Candidate {
 			judged += c.N
-			if base := wt.Suite.Base[typ]; base.N != c.N {
-				t.Errorf("suite type %s: candidate judged on %d, base on %d", typ, c.N, base.N)
+			if base := v.Suite.Base[typ]; base.N != c.N {
+				t.Errorf("%s suite type %s: candidate judged on %d, base on %d", v.Version, typ, c.N, base.N)
 			}
 		}
+		if judged != len(suite) || len(suite) < 60 {
+			t.Fatalf("candidate %s: suite %+v judged %d of %d questions", v.Version, v.Suite, judged, len(suite))
+		}
 	}
-	if !wt.GateFailed || judged != len(suite) || len(suite) < 60 {
-		t.Fatalf("forced candidate %s: gate_failed %v, suite %+v judged %d of %d questions", b.Version, wt.GateFailed, wt.Suite, judged, len(suite))
-	}
+	t.Logf("%d of %d candidates were asked the regression suite", asked, len(wts))
 	// The service's defaults reach the distiller: the bench's allowance,
 	// the stable margin below which candidates are asked, and the
 	// rubrics' checks vetting the distiller's own answers.
 	if h := wt.Hyper; h["suite_questions"] != float64(len(suite)) || h["max_suite_loss"] != 0.02 || h["suite_stable_margin"] != 2 || h["suite_stable_sample"] != 4 || h["vetted_answers"] != 1 {
-		t.Fatalf("forced candidate %s: suite hyper-parameters %v", b.Version, h)
+		t.Fatalf("bad candidate %s: suite hyper-parameters %v", b.Version, h)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"citizen/memory/lessons"
 	"citizen/model/catalog"
 	"citizen/ops/rollout"
+	"citizen/reflection"
 
 	"gopkg.in/yaml.v3"
 )
@@ -28,21 +31,37 @@ import (
 // with dots as underscores, e.g. CITIZEN_GATEWAY_LISTEN) and flags (the
 // dotted yaml path with underscores as dashes, e.g. --gateway.listen).
 type Config struct {
-	// Target lists the components to run ("all" = every one).
-	Target  []string  `yaml:"target" help:"components to run: all, or a comma list of store,relay,gateway,reflection,feedback,memory,distiller,rollout"`
+	// Target lists the components to run ("all" = every one). Its help
+	// lists App.Modules' names ({components}).
+	Target  []string  `yaml:"target" help:"components to run: all, or a comma list of {components}"`
 	DataDir string    `yaml:"data_dir" help:"directory for the event store, checkpoints, keys and weights"`
 	Log     LogConfig `yaml:"log"`
 
 	Store   StoreConfig    `yaml:"store"`
 	Bus     BusConfig      `yaml:"bus"`
 	Gateway gateway.Config `yaml:"gateway"`
-	Distill DistillConfig  `yaml:"distill"`
+	// Reflection: the rubric file, reward weights, the timeout and
+	// abandonment policy and the detectors' thresholds.
+	Reflection reflection.Config `yaml:"reflection"`
+	Distill    DistillConfig     `yaml:"distill"`
+	// Rollout.Stable is the one stable-version setting: the gateway routes
+	// to it and the detectors compare with it before any rollout event.
 	Rollout rollout.Config `yaml:"rollout"`
 	Memory  MemoryConfig   `yaml:"memory"`
 	Model   ModelConfig    `yaml:"model"`
 
-	// ShutdownTimeout bounds how long draining may take on SIGINT/SIGTERM.
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" help:"how long to drain in-flight work on shutdown"`
+	// ShutdownTimeout bounds how long each component may take to stop on
+	// SIGINT/SIGTERM; the gateway drains in-flight requests for as long.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" help:"how long each component may take to stop on shutdown (the gateway drains in-flight requests for as long)"`
+}
+
+// removedKeys are settings that no longer exist, with what replaces them:
+// a config file or environment variable that names one is refused with
+// that hint instead of being ignored or refused as unknown
+// (docs/adr/0014-configuration.md).
+var removedKeys = []struct{ path, instead string }{
+	{"gateway.stable_version", "rollout.stable (the gateway routes to it before any rollout event)"},
+	{"gateway.shutdown_timeout", "shutdown_timeout (the gateway drains in-flight requests for as long)"},
 }
 
 // LogConfig configures the process logger.
@@ -75,6 +94,7 @@ type DistillConfig struct {
 	MinNewGraded int           `yaml:"min_new_graded" help:"new trainable graded interactions that start a cycle"`
 	Interval     time.Duration `yaml:"interval" help:"after this long any new graded interaction starts a cycle"`
 	MaxSteps     int           `yaml:"max_steps" help:"optimizer steps per cycle at most"`
+	Epochs       float64       `yaml:"epochs" help:"passes over a cycle's data (with max_steps they size its dataset; 0: the default, 4)"`
 	LR           float64       `yaml:"lr" help:"peak learning rate of a cycle"`
 	Rank         int           `yaml:"rank" help:"LoRA rank of the adapters"`
 	Command      string        `yaml:"command" help:"external trainer command (receives the dataset dir and an output dir; empty: the embedded trainer)"`
@@ -122,6 +142,7 @@ func DefaultConfig() Config {
 		Store:           StoreConfig{Backend: "embedded", PGSchema: "citizen"},
 		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5},
 		Gateway:         gateway.DefaultConfig(),
+		Reflection:      reflection.DefaultConfig(),
 		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
 		Distill:         DistillConfig{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8, MaxSuiteLoss: 0.02, SuiteStableMargin: 2},
 		Rollout:         rollout.DefaultConfig(),
@@ -130,7 +151,7 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid setting.
+// Validate reports every invalid setting.
 func (c *Config) Validate() error {
 	var errs []error
 	if c.DataDir == "" {
@@ -178,6 +199,12 @@ func (c *Config) Validate() error {
 	if err := c.Gateway.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Reflection.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("shutdown_timeout %v: want a positive duration", c.ShutdownTimeout))
+	}
 	switch c.Memory.Backend {
 	case "embedded":
 	case "qdrant":
@@ -190,18 +217,33 @@ func (c *Config) Validate() error {
 	if l := c.Distill.MaxSuiteLoss; l < 0 || l >= 1 || l != l {
 		errs = append(errs, fmt.Errorf("distill.max_suite_loss %v: want a fraction in [0, 1) (0: the default, 0.02)", l))
 	}
+	if e := c.Distill.Epochs; e < 0 || math.IsNaN(e) || math.IsInf(e, 0) {
+		errs = append(errs, fmt.Errorf("distill.epochs %v: want a number of passes over a cycle's data (0: the default, 4)", e))
+	}
 	if m := c.Distill.SuiteStableMargin; math.IsNaN(m) || math.IsInf(m, 0) {
 		errs = append(errs, fmt.Errorf("distill.suite_stable_margin %v: want a number of nats (negative: ask every question)", m))
 	}
 	for _, t := range c.Target {
-		if t != "all" && !knownComponent(t) {
-			errs = append(errs, fmt.Errorf("target %q: unknown component (known: all, %s)", t, strings.Join(componentNames(), ", ")))
+		if t != "all" && !slices.Contains(targetNames(), t) {
+			errs = append(errs, fmt.Errorf("target %q: unknown component (known: all, %s)", t, strings.Join(targetNames(), ", ")))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	return nil
+}
+
+// targetNames lists the --target values: the names of App's modules,
+// sorted. They come from App.Modules itself, so a new module is a target
+// (and is listed in --target's help) without being named twice.
+func targetNames() []string {
+	var names []string
+	for _, m := range (&App{}).Modules() {
+		names = append(names, m.Name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // field is one settable leaf of Config.
@@ -213,6 +255,11 @@ type field struct {
 }
 
 func (f field) flagName() string { return strings.ReplaceAll(f.path, "_", "-") }
+
+// usage is the field's help with its placeholders filled in.
+func (f field) usage() string {
+	return strings.ReplaceAll(f.help, "{components}", strings.Join(targetNames(), ","))
+}
 func (f field) envName() string {
 	return "CITIZEN_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(f.path))
 }
@@ -330,7 +377,7 @@ func ConfigFlags(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) func()
 	set := map[string]string{}
 	for _, f := range fields(&def) {
 		f := f
-		fs.Func(f.flagName(), fmt.Sprintf("%s (env %s, default %s)", f.help, f.envName(), formatValue(f.v)), func(s string) error {
+		fs.Func(f.flagName(), fmt.Sprintf("%s (env %s, default %s)", f.usage(), f.envName(), formatValue(f.v)), func(s string) error {
 			set[f.path] = s
 			return nil
 		})
@@ -343,6 +390,12 @@ func ConfigFlags(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) func()
 		if file != "" {
 			if err := loadYAML(file, &cfg); err != nil {
 				return Config{}, err
+			}
+		}
+		for _, k := range removedKeys {
+			env := field{path: k.path}.envName()
+			if _, ok := lookupEnv(env); ok {
+				return Config{}, fmt.Errorf("config: env %s: %s was removed: set %s", env, k.path, k.instead)
 			}
 		}
 		for _, f := range fields(&cfg) {
@@ -364,11 +417,20 @@ func ConfigFlags(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) func()
 }
 
 // loadYAML decodes file over cfg; unknown keys are an error naming the key
-// and its line.
+// and its line, and a removed key one naming what replaces it.
 func loadYAML(file string, cfg *Config) error {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("config: %s: %w", file, err)
+	}
+	for _, k := range removedKeys {
+		if line := keyLine(&doc, strings.Split(k.path, ".")); line > 0 {
+			return fmt.Errorf("config: %s: line %d: %s was removed: set %s", file, line, k.path, k.instead)
+		}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -376,6 +438,34 @@ func loadYAML(file string, cfg *Config) error {
 		return fmt.Errorf("config: %s: %w", file, err)
 	}
 	return nil
+}
+
+// keyLine returns the line of the mapping key at path in a YAML document,
+// or 0 when the document has none.
+func keyLine(n *yaml.Node, path []string) int {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	for i, name := range path {
+		if n.Kind != yaml.MappingNode {
+			return 0
+		}
+		var next *yaml.Node
+		for j := 0; j+1 < len(n.Content); j += 2 {
+			if n.Content[j].Value == name {
+				if i == len(path)-1 {
+					return n.Content[j].Line
+				}
+				next = n.Content[j+1]
+				break
+			}
+		}
+		if next == nil {
+			return 0
+		}
+		n = next
+	}
+	return 0
 }
 
 func formatValue(v reflect.Value) string {

@@ -95,6 +95,7 @@ func TestConfigRefuses(t *testing.T) {
 		{"unknown target", "", []string{"--target=gateway,toaster"}, nil, "toaster"},
 		{"upstream needs url", "", []string{"--model.engine=upstream"}, nil, "upstream_url"},
 		{"suite loss not a fraction", "", []string{"--distill.max-suite-loss=1.5"}, nil, "distill.max_suite_loss 1.5"},
+		{"negative epochs", "", []string{"--distill.epochs=-1"}, nil, "distill.epochs -1"},
 		{"suite stable margin not a number", "", []string{"--distill.suite-stable-margin=NaN"}, nil, "distill.suite_stable_margin NaN"},
 	}
 	for _, c := range cases {

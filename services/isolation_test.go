@@ -298,9 +298,22 @@ func TestTenantIsolation(t *testing.T) {
 				t.Errorf("model: %d", code)
 			}
 		},
-		"GET /v1/ops/rollout":             operatorOnly("GET", "/v1/ops/rollout", 200),
-		"GET /v1/ops/versions":            operatorOnly("GET", "/v1/ops/versions", 200),
-		"POST /v1/ops/rollout/:action":    operatorOnly("POST", "/v1/ops/rollout/pause", 409),
+		"GET /v1/ops/rollout":          operatorOnly("GET", "/v1/ops/rollout", 200),
+		"GET /v1/ops/versions":         operatorOnly("GET", "/v1/ops/versions", 200),
+		"POST /v1/ops/rollout/:action": operatorOnly("POST", "/v1/ops/rollout/pause", 409),
+		"POST /v1/ops/rollout/start": func(t *testing.T, e *tenancyEnv) {
+			// starting a canary is an operator's decision: a tenant key is
+			// refused whatever it names; the operator reaches the action
+			// (no such version here: 404)
+			for _, k := range []string{e.acme, e.beta} {
+				if code, body := e.doT(t, "POST", "/v1/ops/rollout/start", k, `{"candidate":"d0001"}`); code != 403 || !strings.Contains(body, `"permission_error"`) {
+					t.Errorf("start with a tenant key: %d %s", code, body)
+				}
+			}
+			if code, body := e.doT(t, "POST", "/v1/ops/rollout/start", e.operator, `{"candidate":"nosuch"}`); code != 404 {
+				t.Errorf("start with the operator key: %d %s", code, body)
+			}
+		},
 		"GET /v1/ops/scoreboard":          operatorOnly("GET", "/v1/ops/scoreboard", 200),
 		"POST /v1/ops/lessons/:id/retire": operatorOnly("POST", "/v1/ops/lessons/nosuch/retire", 404),
 		"GET /v1/ops/lessons": func(t *testing.T, e *tenancyEnv) {

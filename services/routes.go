@@ -16,8 +16,10 @@ import (
 // and answers 503 when it is not running here (a split deployment).
 // Tenancy: operator keys (tenant "operator", or the development key) see
 // everything; any other key sees only its own tenant's data, and the
-// cross-tenant scoreboard is for operators only. The rollout state, the
-// versions, the live stream and the dashboard come from package ops.
+// cross-tenant scoreboard is for operators only. The rollout state and
+// the operator's actions on it (pause, resume, promote, abort, and start
+// of a trained version's canary), the versions, the live stream and the
+// dashboard come from package ops.
 func (a *App) opsRoutes(v1 *echo.Group) {
 	unavailable := func(c echo.Context, what string) error {
 		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": map[string]any{

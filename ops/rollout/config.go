@@ -72,9 +72,9 @@ type Config struct {
 	// of harm: its stratified reward difference (or, without the per-type
 	// tests, the overall one) is not below -HoldMargin (default 0.02) by
 	// more than one standard error of its estimate, and the offline gate
-	// did not reject it (a candidate accepted only because the gate was
-	// forced, weights.trained gate_failed, is always held: the controller
-	// never widens its exposure itself). Otherwise the step goes on
+	// did not reject it (a rejected candidate an operator started, Start,
+	// is always held: the controller never widens its exposure itself).
+	// Otherwise the step goes on
 	// collecting evidence, at the same traffic share, until the tests
 	// decide or the step holds MaxHold candidate evaluations, or a newer
 	// candidate is waiting and the step has GiveWayAfter evaluations;
@@ -88,7 +88,7 @@ type Config struct {
 	// standard error near 0.1, while a fix moves it by a few hundredths,
 	// so a good fix at -0.05 (one type's handful of answers) would be held
 	// for a thousand conversations. A candidate the offline gate rejected
-	// (gate_failed) is held on any evidence. The offline gate's regression
+	// is held on any evidence. The offline gate's regression
 	// suite measures the fragile types on 1,000 questions each, far more
 	// precisely than a first step's few answers per type. A negative value
 	// disables holding.

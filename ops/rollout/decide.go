@@ -345,15 +345,16 @@ func (ev evidence) harmDiff() (d, se float64, what string) {
 // harmSign reports whether the candidate shows a sign of harm
 // (Config.HoldMargin): its reward difference is below -HoldMargin by more
 // than one standard error of its estimate, or the offline gate rejected
-// it and was forced (weights.trained gate_failed). Its step does not end
-// yet.
+// it (weights.trained accepted false; only an operator starts such a
+// candidate: Start). Its step does not end yet.
 func (s *State) harmSign(ev evidence) bool {
 	if s.cfg.HoldMargin < 0 || !ev.looked {
 		return false
 	}
-	if s.active.trained.gateFailed {
-		// Accepted only because the offline gate was forced: it has shown
-		// harm already, offline.
+	if s.active.trained.rejected {
+		// The offline gate rejected it: it has shown harm already,
+		// offline, and the operator who started it asked for evidence,
+		// not for more exposure.
 		return true
 	}
 	d, se, _ := ev.harmDiff()
@@ -442,13 +443,9 @@ func (s *State) superseder() (p pending, why string, ok bool) {
 
 // failedFix reports whether p was trained knowing facts changed
 // (weights.trained contradicted) and its correction check asked about
-// them but shows it did not learn them (CorrectionCheck.Learnt). A
-// candidate forced past the offline gate (gate_failed) is never one:
-// forcing it is the operator's request for its rollout (held in its
-// first step, HoldMargin), which the controller's choice among fixes does
-// not veto.
+// them but shows it did not learn them (CorrectionCheck.Learnt).
 func failedFix(p pending) bool {
-	return !p.gateFailed && len(p.facts) > 0 && p.corrections != nil && p.corrections.Asked() > 0 && !p.corrections.Learnt()
+	return len(p.facts) > 0 && p.corrections != nil && p.corrections.Asked() > 0 && !p.corrections.Learnt()
 }
 
 // staleShare is the share of check c's stale questions the candidate
@@ -665,8 +662,8 @@ func (s *State) decide() *decision {
 	if !last && s.harmSign(ev) {
 		d, se, what := ev.harmDiff()
 		why := fmt.Sprintf("the %s reward difference %.3f is below -%g by more than its standard error %.3f", what, d, cfg.HoldMargin, se)
-		if a.trained.gateFailed {
-			why = fmt.Sprintf("the offline gate rejected it (accepted only because the gate was forced; %s reward difference %.3f)", what, d)
+		if a.trained.rejected {
+			why = fmt.Sprintf("the offline gate rejected it (an operator started it; %s reward difference %.3f)", what, d)
 		}
 		switch {
 		case s.givesWay():

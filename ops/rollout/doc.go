@@ -145,7 +145,11 @@
 // lands per revision; a controller that loses gets a wrong-revision error,
 // logs it, applies the winner's event when it arrives and decides again
 // from there. The same holds for operators (Pause, Resume, Promote,
-// Abort), who append with Actor "operator".
+// Abort), who append with Actor "operator". An operator may also Start
+// the canary of any trained version with weights, one the offline gate
+// rejected included; such a candidate is held in its first step on any
+// evidence (Config.HoldMargin), which the controller derives from its
+// weights.trained, not from anything the start says.
 //
 // Every decision carries events.RolloutEvidence: counts (whole rollout and
 // current step, per arm, and requests served), means and interval bounds

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"citizen/events"
 )
@@ -19,6 +20,14 @@ var (
 	// ErrConflict: the rollout stream kept changing under the action
 	// (another writer decided); the action was not applied.
 	ErrConflict = errors.New("rollout: conflicting concurrent decision")
+	// ErrRunning: Start while a rollout is running.
+	ErrRunning = errors.New("rollout: a rollout is already running")
+	// ErrUnknownVersion: Start of a version no weights.trained records.
+	ErrUnknownVersion = errors.New("rollout: no such trained version")
+	// ErrNotServable: Start of a version that cannot be a canary: its
+	// cycle left no weights, it is the stable version, or there is no
+	// stable version to compare it with.
+	ErrNotServable = errors.New("rollout: the version cannot be started")
 )
 
 // Operator actions. Each reads the running rollout from the store's
@@ -35,6 +44,8 @@ var (
 //   - Resume: rollout.resumed with the current step and weight.
 //   - Promote: rollout.promoted; the candidate becomes stable at once.
 //   - Abort: rollout.rolled_back; stable serves everything again.
+//
+// Start begins a rollout itself; see Start.
 func Pause(ctx context.Context, store events.Store, reason string) (events.Event, error) {
 	return operate(ctx, store, events.TypeRolloutPaused, reason)
 }
@@ -161,4 +172,115 @@ func operate(ctx context.Context, store events.Store, typ, reason string) (event
 		return ev, nil
 	}
 	return events.Event{}, ErrConflict
+}
+
+// Start begins the canary of candidate, a trained version, as an operator:
+// it appends rollout.started (Actor "operator", reason, step 0 at the
+// first step's weight, stable the version that serves now) and returns
+// it. Any version whose cycle left weights may be started, a waiting one
+// ahead of its turn or one the offline gate rejected (weights.trained
+// accepted false): an operator's way to see on live traffic what the gate
+// saw offline. The controller then decides on it as on any rollout, except
+// that a candidate the gate rejected never leaves its first step on its
+// own (Config.HoldMargin: held on any evidence until the tests roll it
+// back, MaxHold runs out, or an operator promotes it).
+//
+// Errors: ErrRunning when a rollout runs, ErrUnknownVersion,
+// ErrNotServable (no weights, already stable, nothing to compare with),
+// ErrConflict when another start won. A start is one event on a new
+// stream, so it is not serialised with the controller's start of a
+// candidate that became waiting at the same moment: the projections take
+// the first in store order, and Start reports ErrConflict when that was
+// not its own. cfg is the controller's configuration (its steps and
+// stable version).
+func Start(ctx context.Context, store events.Store, cfg Config, candidate, reason string) (events.Event, error) {
+	cfg = cfg.WithDefaults()
+	for attempt := 0; attempt < 5; attempt++ {
+		st, err := lineageState(ctx, store, cfg)
+		if err != nil {
+			return events.Event{}, fmt.Errorf("rollout: reading the rollouts: %w", err)
+		}
+		if st.active != nil {
+			return events.Event{}, fmt.Errorf("%w (%s of %s)", ErrRunning, st.active.id, st.active.candidate)
+		}
+		v, p := st.versions[candidate], st.lineage[candidate]
+		if v == nil || p.version == "" {
+			return events.Event{}, fmt.Errorf("%w: %q", ErrUnknownVersion, candidate)
+		}
+		stable := st.stable
+		if stable == "" {
+			stable = v.Parent
+		}
+		switch {
+		case v.Artifact == nil:
+			return events.Event{}, fmt.Errorf("%w: %s left no weights (%s)", ErrNotServable, candidate, v.Reason)
+		case candidate == stable:
+			return events.Event{}, fmt.Errorf("%w: %s is the stable version", ErrNotServable, candidate)
+		case stable == "":
+			return events.Event{}, fmt.Errorf("%w: no stable version to compare %s with", ErrNotServable, candidate)
+		}
+		detail := "weights.trained " + candidate + " accepted by the offline gate"
+		if p.rejected {
+			detail = "weights.trained " + candidate + " rejected by the offline gate: " + v.Reason
+		}
+		if p.corrections != nil {
+			detail += "; " + checkText(p.corrections)
+		}
+		// The same state gives the same id, so two operators starting at
+		// once conflict on the stream instead of both appending.
+		id := events.DeterministicID("rollout", ActorOperator, p.eventID, strconv.FormatUint(st.pos, 10)).String()
+		if reason == "" {
+			reason = "operator start"
+		}
+		ch := events.RolloutChange{RolloutID: id, Candidate: candidate, Stable: stable, Step: 0, Weight: cfg.Steps[0],
+			Actor: ActorOperator, Reason: reason, Evidence: &events.RolloutEvidence{Detail: detail}}
+		stream := events.RolloutStream(id)
+		ev, err := events.Encode(&events.RolloutStarted{RolloutChange: ch}, events.Meta{Stream: stream, CorrelationID: id,
+			ID: events.DeterministicID(id, events.TypeRolloutStarted)})
+		if err != nil {
+			return events.Event{}, err
+		}
+		res, err := store.Append(ctx, stream, events.NoStream, ev)
+		if errors.Is(err, events.ErrWrongExpectedRevision) {
+			continue
+		}
+		if err != nil {
+			return events.Event{}, fmt.Errorf("rollout: appending rollout.started: %w", err)
+		}
+		ev.Stream, ev.Revision, ev.Position = stream, res.NextRevision, res.LastPosition
+		cur, err := runningRollout(ctx, store)
+		if err != nil {
+			return events.Event{}, fmt.Errorf("rollout: reading the rollout: %w", err)
+		}
+		if cur == nil || cur.change.RolloutID != id {
+			return events.Event{}, ErrConflict
+		}
+		return ev, nil
+	}
+	return events.Event{}, ErrConflict
+}
+
+// lineageState is the State of the rollouts and trained versions alone
+// (no evaluations: the evidence is empty), read from the store.
+func lineageState(ctx context.Context, store events.Store, cfg Config) (*State, error) {
+	st := NewState(cfg)
+	var types []string
+	for _, t := range Types {
+		if t == events.TypeWeightsTrained || isRollout(t) {
+			types = append(types, t)
+		}
+	}
+	f := events.Filter{Types: types}
+	for {
+		evs, err := store.ReadAll(ctx, st.pos, f, 1024)
+		if err != nil {
+			return nil, err
+		}
+		for i := range evs {
+			_ = st.Apply(&evs[i]) // undecodable events are skipped, as the controller does
+		}
+		if len(evs) < 1024 {
+			return st, nil
+		}
+	}
 }

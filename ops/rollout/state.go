@@ -93,8 +93,9 @@ type active struct {
 	all, cur              [2]arm // whole rollout; current step
 	evals                 map[string]obs
 	anomaly               *events.AnomalyDetected
-	// trained is what the candidate's weights.trained said (its gate was
-	// forced: Config.HoldMargin; its correction check and changed facts:
+	// trained is what the candidate's weights.trained said (the offline
+	// gate rejected it, so only an operator could start it:
+	// Config.HoldMargin; its correction check and changed facts:
 	// Config.Supersede).
 	trained pending
 	// facts are the candidate's contradicted statements when
@@ -158,11 +159,11 @@ type Version struct {
 type pending struct {
 	version, parent, eventID string
 	// corrections is the offline correction check of its weights.trained
-	// (nil without one); facts, its contradicted statements; gateFailed,
-	// that the offline gate was forced.
+	// (nil without one); facts, its contradicted statements; rejected,
+	// that the offline gate rejected it (weights.trained accepted false).
 	corrections *events.CorrectionCheck
 	facts       []string
-	gateFailed  bool
+	rejected    bool
 }
 
 // score is how Order "best" ranks a waiting candidate: the questions of
@@ -190,12 +191,15 @@ type State struct {
 	order    []string
 	history  []Finished
 	started  map[string]bool // candidates that had a rollout
+	// lineage is what each version's weights.trained said, for a rollout
+	// that starts a version no longer waiting (an operator's Start).
+	lineage map[string]pending
 }
 
 // NewState returns the empty projection for cfg (defaults applied).
 func NewState(cfg Config) *State {
 	cfg = cfg.WithDefaults()
-	return &State{cfg: cfg, stable: cfg.Stable, versions: map[string]*Version{}, started: map[string]bool{}}
+	return &State{cfg: cfg, stable: cfg.Stable, versions: map[string]*Version{}, started: map[string]bool{}, lineage: map[string]pending{}}
 }
 
 // Position is the store position of the last applied event.
@@ -395,6 +399,8 @@ func (s *State) trained(ev *events.Event, x *events.WeightsTrained) {
 		TrainedAt: ev.Time, Position: ev.Position, Status: "rejected"}
 	s.versions[x.Version] = v
 	s.order = append(s.order, x.Version)
+	p := pending{version: x.Version, parent: x.Parent, eventID: ev.ID.String(), corrections: x.Corrections, facts: x.Contradicted, rejected: !x.Accepted}
+	s.lineage[x.Version] = p
 	if !x.Accepted {
 		return
 	}
@@ -404,7 +410,7 @@ func (s *State) trained(ev *events.Event, x *events.WeightsTrained) {
 		return
 	}
 	v.Status = "waiting"
-	s.waiting = append(s.waiting, pending{version: x.Version, parent: x.Parent, eventID: ev.ID.String(), corrections: x.Corrections, facts: x.Contradicted, gateFailed: x.GateFailed})
+	s.waiting = append(s.waiting, p)
 }
 
 func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
@@ -426,6 +432,11 @@ func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
 			s.setStatus(p.version, "superseded", "")
 		}
 		s.waiting = slices.Delete(s.waiting, 0, i+1)
+	} else if p, ok := s.lineage[c.Candidate]; ok {
+		// Not waiting: an operator started it (Start), perhaps against
+		// the offline gate's verdict (p.rejected).
+		s.active.trained = p
+		s.active.facts = s.scoredFacts(p.facts)
 	}
 	if s.stable == "" {
 		s.stable = c.Stable

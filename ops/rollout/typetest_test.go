@@ -469,15 +469,25 @@ func TestOrderBestPicksCorrectionCheck(t *testing.T) {
 	}
 }
 
-// A candidate whose weights.trained says the offline gate was forced
-// (gate_failed) never leaves its first step, however good its online
-// evidence looks: held until MaxHold, then rolled back (no_advance).
-func TestGateFailedCandidateStaysInFirstStep(t *testing.T) {
+// A candidate the offline gate rejected (weights.trained accepted false)
+// is never started by the controller; one an operator starts never leaves
+// its first step, however good its online evidence looks: held until
+// MaxHold, then rolled back (no_advance). Its correction check does not
+// keep it from starting (the controller's choice among fixes, failedFix,
+// is not the operator's).
+func TestOperatorStartedRejectedCandidateStaysInFirstStep(t *testing.T) {
 	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, MinLook: 20, MinPerType: 2}.WithDefaults()
 	sim := newSimState(t, cfg)
-	sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true, GateFailed: true}, events.VersionStream("B"), 0)
-	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutStarted {
-		t.Fatalf("no start: %v", d)
+	c := &events.CorrectionCheck{N: 1, Stale: 4}
+	sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: false, Reason: "gate: policy regressed", Corrections: c,
+		Contradicted: []string{"arithmetic: the answer is 1"}}, events.VersionStream("B"), 0)
+	if d := sim.decide(); d != nil {
+		t.Fatalf("the controller started a rejected candidate: %s %s", d.payload.EventType(), d.change.Reason)
+	}
+	sim.apply(&events.RolloutStarted{RolloutChange: events.RolloutChange{RolloutID: "r1", Candidate: "B", Stable: "A", Weight: cfg.Steps[0],
+		Actor: ActorOperator, Reason: "see it live"}}, events.RolloutStream("r1"), 0)
+	if sim.st.active == nil || !sim.st.active.trained.rejected || *sim.st.active.trained.corrections != *c {
+		t.Fatalf("active %+v", sim.st.active)
 	}
 	for i := range cfg.MaxHold {
 		for _, v := range []string{"A", "B"} {
@@ -488,13 +498,28 @@ func TestGateFailedCandidateStaysInFirstStep(t *testing.T) {
 			sim.evaluated(&events.InteractionEvaluated{InteractionID: fmt.Sprint(v, i), ModelVersion: v, TaskType: "t", Reward: r, AnswerLength: 40})
 		}
 		if d := sim.decide(); d != nil {
-			if d.payload.EventType() != events.TypeRolloutRolledBack || d.change.Step != 0 || d.change.Reason != ReasonNoAdvance || i+1 < cfg.MaxHold {
-				t.Fatalf("after %d evaluations per arm: %s %s at step %d", i+1, d.payload.EventType(), d.change.Reason, d.change.Step)
+			if d.payload.EventType() != events.TypeRolloutRolledBack || d.change.Step != 0 || d.change.Reason != ReasonNoAdvance || i+1 < cfg.MaxHold ||
+				!strings.Contains(d.change.Evidence.Detail, "the offline gate rejected it") {
+				t.Fatalf("after %d evaluations per arm: %s %s at step %d (%s)", i+1, d.payload.EventType(), d.change.Reason, d.change.Step, d.change.Evidence.Detail)
 			}
 			return
 		}
 	}
 	t.Fatal("held past MaxHold without a decision")
+}
+
+// An accepted candidate an operator starts out of turn is judged as any
+// other: with the same evidence it advances.
+func TestOperatorStartedAcceptedCandidateAdvances(t *testing.T) {
+	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, MinLook: 20, MinPerType: 2}.WithDefaults()
+	sim := newSimState(t, cfg)
+	sim.train("B", "A")
+	sim.apply(&events.RolloutStarted{RolloutChange: events.RolloutChange{RolloutID: "r1", Candidate: "B", Stable: "A", Weight: cfg.Steps[0],
+		Actor: ActorOperator}}, events.RolloutStream("r1"), 0)
+	sim.feedAlternating(0, 30, 0)
+	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutAdvanced {
+		t.Fatalf("an accepted candidate started by an operator did not advance: %+v", d)
+	}
 }
 
 // Config.Supersede: a running candidate is rolled back as soon as a
@@ -677,8 +702,8 @@ func TestContradictedStatementsAreCountedNotRescored(t *testing.T) {
 // A first step whose candidate is a little below stable by chance (a
 // difference of -0.05 with a standard error of 0.26) is not held: holding
 // needs the difference below -HoldMargin by more than its standard error.
-// (A candidate the offline gate rejected, forced past it, is held on any
-// evidence: TestGateFailedCandidateStaysInFirstStep.)
+// (A candidate the offline gate rejected, started by an operator, is held
+// on any evidence: TestOperatorStartedRejectedCandidateStaysInFirstStep.)
 func TestHoldNeedsMoreThanNoise(t *testing.T) {
 	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, MinLook: 20, MinPerType: 2}.WithDefaults()
 	sim := newSimState(t, cfg)
@@ -722,15 +747,5 @@ func TestFailedFixDoesNotStart(t *testing.T) {
 		if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutStarted || d.change.Candidate != "C" {
 			t.Fatalf("C (30 of 32) did not start: %+v", d)
 		}
-	}
-	// A candidate forced past the gate starts whatever its check says
-	// (the bench's inverted-reward candidate once knew a spurious
-	// arithmetic "fact" and answered 0 of 5).
-	sim := newSimState(t, Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults())
-	c := &events.CorrectionCheck{N: 1, Stale: 4}
-	sim.apply(&events.WeightsTrained{Version: "F", Parent: "A", Accepted: true, GateFailed: true, Corrections: c,
-		Contradicted: []string{"arithmetic: the answer is 1"}}, events.VersionStream("F"), 0)
-	if d := sim.decide(); d == nil || d.change.Candidate != "F" {
-		t.Fatalf("the forced candidate F did not start: %+v", d)
 	}
 }
