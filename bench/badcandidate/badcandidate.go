@@ -23,13 +23,10 @@ import (
 	"citizen/distill"
 )
 
-// Defaults of the bad cycle's training: the policy gradient alone, at a
-// high learning rate for many steps, so the candidate moves far from its
-// parent in the wrong direction.
-const (
-	DefaultLR    = 3e-3
-	DefaultSteps = 150
-)
+// DefaultLR is the bad cycle's learning rate: with the policy gradient
+// alone, high enough that the candidate moves far from its parent in the
+// wrong direction within the cycle's own steps.
+const DefaultLR = 3e-3
 
 // Trainer wraps a distill.Trainer. The first job it trains successfully
 // is made bad (Invert); every later job goes to Next unchanged. A job
@@ -41,7 +38,10 @@ const (
 // on the true rewards).
 type Trainer struct {
 	Next distill.Trainer
-	// LR and Steps of the bad cycle (DefaultLR, DefaultSteps when zero).
+	// LR and Steps of the bad cycle (zero: DefaultLR, and the job's own
+	// steps). A rejected candidate is held in its first step whatever it
+	// does online (rollout.Config.HoldMargin), so it need not be trained
+	// longer than any other cycle.
 	LR    float64
 	Steps int
 
@@ -81,7 +81,7 @@ func (t *Trainer) Train(ctx context.Context, job *distill.TrainJob) (distill.Tra
 		lr = DefaultLR
 	}
 	if steps == 0 {
-		steps = DefaultSteps
+		steps = job.Hyper.Steps
 	}
 	res, err := t.Next.Train(ctx, Invert(job, lr, steps))
 	t.mu.Lock()
@@ -110,8 +110,9 @@ func (t *Trainer) Trained() <-chan struct{} { return t.trained }
 // example dropped (self-distilled, revised and updated answers and
 // anchors all point at good answers; rehearsal is off), the policy
 // gradient alone (no KL term to keep it near its parent) at lr for steps
-// optimizer steps. job and its dataset are not changed; the hold-out the
-// offline gate judges by keeps the true rewards.
+// optimizer steps (0: as the job's Hyper sizes them). job and its
+// dataset are not changed; the hold-out the offline gate judges by keeps
+// the true rewards.
 func Invert(job *distill.TrainJob, lr float64, steps int) *distill.TrainJob {
 	ds := *job.Dataset
 	ds.Train = make([]distill.Example, 0, len(job.Dataset.Train))

@@ -83,7 +83,7 @@ func TestTrainerInvertsTheFirstCycle(t *testing.T) {
 			t.Fatalf("example %d: %+v, want %s reward %v advantage %v", i, ex, want.id, want.r, want.adv)
 		}
 	}
-	if bad.Objective != (distill.Objective{PolicyGradient: true}) || bad.Hyper.LR != DefaultLR || bad.Hyper.Steps != DefaultSteps || bad.Hyper.MaxSteps != 50 {
+	if bad.Objective != (distill.Objective{PolicyGradient: true}) || bad.Hyper.LR != DefaultLR || bad.Hyper.Steps != 0 || bad.Hyper.MaxSteps != 50 {
 		t.Fatalf("bad objective %+v hyper %+v", bad.Objective, bad.Hyper)
 	}
 	if h := bad.Dataset.HoldOut[0]; h.Reward != 1 || h.Advantage != 0.6 {
