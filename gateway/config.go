@@ -24,10 +24,12 @@ type Config struct {
 	// Limits are the default per-key limits (a key's own limits win).
 	Limits Limits `yaml:"limits"`
 	// StableVersion is the version "citizen" routes to before any rollout
-	// event; empty means the engine's first version.
-	StableVersion string `yaml:"stable_version" help:"version the model citizen serves before any rollout event (default: the engine's first)"`
-	// ShutdownTimeout bounds the drain of in-flight requests in Run.
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" help:"how long to drain in-flight requests on shutdown"`
+	// event; empty means the engine's first version. Not a key of its
+	// own: services sets it from rollout.stable.
+	StableVersion string `yaml:"-"`
+	// ShutdownTimeout bounds the drain of in-flight requests in Run. Not
+	// a key of its own: services sets it from shutdown_timeout.
+	ShutdownTimeout time.Duration `yaml:"-"`
 	// ReadHeaderTimeout bounds the arrival of a request's headers.
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" help:"longest wait for a request's headers"`
 	// BodyReadTimeout bounds the arrival of a request's body, counted from

@@ -168,12 +168,12 @@ func TestStickyFraction(t *testing.T) {
 
 func TestConfigYAML(t *testing.T) {
 	var c Config
-	src := "listen: 0.0.0.0:9000\nmax_body_bytes: 1048576\ndev_mode: off\nkeys_file: /data/keys.json\nlimits:\n  requests_per_minute: 60\n  tokens_per_minute: 100000\nstable_version: v3\nshutdown_timeout: 5s\n"
+	src := "listen: 0.0.0.0:9000\nmax_body_bytes: 1048576\ndev_mode: off\nkeys_file: /data/keys.json\nlimits:\n  requests_per_minute: 60\n  tokens_per_minute: 100000\n"
 	if err := yaml.Unmarshal([]byte(src), &c); err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Listen: "0.0.0.0:9000", MaxBodyBytes: 1 << 20, DevMode: "off", KeysFile: "/data/keys.json",
-		Limits: Limits{RequestsPerMinute: 60, TokensPerMinute: 100000}, StableVersion: "v3", ShutdownTimeout: 5 * time.Second}
+		Limits: Limits{RequestsPerMinute: 60, TokensPerMinute: 100000}}
 	if c != want {
 		t.Fatalf("%+v", c)
 	}

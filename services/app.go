@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -63,8 +62,12 @@ type App struct {
 	Failures    *memory.FailureLog
 	// Scoreboard is reflection's live aggregate per (type, version).
 	Scoreboard *reflection.Scoreboard
-	Distiller  *distill.Distiller
-	Rollout    *rollout.Controller
+	// rubricStore holds reflection.rubrics once loaded: the evaluator
+	// grades by it and the distiller checks its own answers and grades
+	// the suite by it.
+	rubricStore *reflection.RubricStore
+	Distiller   *distill.Distiller
+	Rollout     *rollout.Controller
 
 	// Progress receives long-running start-up work's progress lines (the
 	// first fetch of a model); nil is silent.
@@ -79,29 +82,13 @@ type App struct {
 	// WrapTrainer, when set, wraps the trainer the distiller is configured
 	// with (distill.command's, else the embedded one): how a harness such
 	// as bench learn decorates training without the distiller knowing.
+	// The distiller gives the parent's directory only to a
+	// *distill.CommandTrainer it holds itself, not to one wrapped.
 	WrapTrainer func(distill.Trainer) distill.Trainer
 }
 
-// The components, in the order they are documented. Each is a --target
-// value; its dependencies start with it.
-var componentList = []string{"store", "bus", "engine", "gateway", "reflection", "feedback", "memory", "lessons", "distiller", "rollout"}
-
-func knownComponent(name string) bool {
-	for _, c := range componentList {
-		if c == name {
-			return true
-		}
-	}
-	return false
-}
-
-func componentNames() []string {
-	out := append([]string(nil), componentList...)
-	sort.Strings(out)
-	return out
-}
-
-// Modules returns the components of a. Their names are the --target values.
+// Modules returns the components of a. Their names are the --target values
+// (and the list in --target's help); a module's dependencies start with it.
 func (a *App) Modules() []Module {
 	return []Module{
 		{Name: "store", Init: a.initStore},
@@ -340,6 +327,7 @@ func (a *App) initEngine(ctx context.Context) (Service, error) {
 
 func (a *App) initGateway(ctx context.Context) (Service, error) {
 	cfg := a.Config.Gateway
+	cfg.StableVersion, cfg.ShutdownTimeout = a.Config.Rollout.Stable, a.Config.ShutdownTimeout
 	if cfg.KeysFile == "" {
 		cfg.KeysFile = filepath.Join(a.Config.DataDir, "keys.json")
 	}
@@ -460,19 +448,47 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 	return startStop{run: svc.Run, stop: stop}, nil
 }
 
+// rubrics loads reflection.rubrics (the shipped rubrics when it names no
+// file) the first time it is asked.
+func (a *App) rubrics() (*reflection.RubricStore, error) {
+	if a.rubricStore == nil {
+		s, err := a.Config.Reflection.OpenRubrics()
+		if err != nil {
+			return nil, err
+		}
+		a.rubricStore = s
+	}
+	return a.rubricStore, nil
+}
+
+// evaluator builds reflection's evaluator from reflection.*: the rubric
+// file, the reward weights and the timeout and abandonment policy.
+func (a *App) evaluator(ctx context.Context, log *slog.Logger) (*reflection.Evaluator, error) {
+	rs, err := a.rubrics()
+	if err != nil {
+		return nil, err
+	}
+	rc := a.Config.Reflection
+	ecfg := reflection.EvaluatorConfig{Reader: a.Store, Rubrics: rs, Config: &rc}
+	if a.Memory != nil {
+		ecfg.Types = memoryTypes{a.Memory, a.Embedder}
+	}
+	if v := a.lessonView(ctx); v != nil {
+		ecfg.References = viewSource{v}
+	}
+	return reflection.NewEvaluator(ecfg, log)
+}
+
 // initReflection runs the evaluator (interaction.recorded and feedback →
 // interaction.evaluated), the reward-hacking detectors (→ anomaly.detected)
 // and the scoreboard, which is rebuilt from the store first.
 func (a *App) initReflection(ctx context.Context) (Service, error) {
 	log := a.logger("reflection")
-	ecfg := reflection.EvaluatorConfig{Reader: a.Store, Types: memoryTypes{a.Memory, a.Embedder}}
-	if v := a.lessonView(ctx); v != nil {
-		ecfg.References = viewSource{v}
-	}
-	ev, err := reflection.NewEvaluator(ecfg, log)
+	ev, err := a.evaluator(ctx, log)
 	if err != nil {
 		return nil, err
 	}
+	log.Info("grading by rubrics", "version", a.rubricStore.Current().Version, "file", a.Config.Reflection.Rubrics)
 	sb := reflection.NewScoreboard()
 	err = scanAfter(ctx, a.Store, 0, events.Filter{Types: []string{events.TypeInteractionEvaluated}}, func(e events.Event) error {
 		if err := sb.Apply(e); err != nil {
@@ -484,7 +500,9 @@ func (a *App) initReflection(ctx context.Context) (Service, error) {
 		return nil, err
 	}
 	a.Scoreboard = sb
-	det := reflection.NewDetectors(reflection.DetectorConfig{})
+	dc := a.Config.Reflection.Detectors
+	dc.Stable = a.Config.Rollout.Stable
+	det := reflection.NewDetectors(dc)
 	group := a.Bus.Subscriber
 	return a.worker("reflection",
 		bus.EventHandler{Name: "evaluator", Topics: []string{bus.Topic(events.TypeInteractionRecorded), bus.Topic(events.TypeFeedbackReceived), bus.Topic(events.TypeFeedbackInterpreted)},
@@ -596,13 +614,16 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 		}
 		cfg.Trainer = a.WrapTrainer(cfg.Trainer)
 	}
-	// The rubrics the self-evaluation grades by: their check-mode graders
-	// vet what the distiller writes itself, and their reference graders
-	// judge the regression suite.
-	rubrics := reflection.DefaultRubrics()
+	// reflection.rubrics, which the evaluations grade by: their
+	// check-mode graders vet what the distiller writes itself, and their
+	// reference graders judge the regression suite.
+	rubrics, err := a.rubrics()
+	if err != nil {
+		return nil, err
+	}
 	if !dc.UnvettedAnswers {
 		cfg.Revise = func(ex distill.Example, answer string) (bool, bool) {
-			pass, checked, _ := rubrics.Check(ex.Type, ex.Question(), answer)
+			pass, checked, _ := rubrics.Current().Check(ex.Type, ex.Question(), answer)
 			return pass, checked
 		}
 	}
@@ -613,7 +634,7 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 		}
 		cfg.Suite = suite
 		cfg.SuiteGrade = func(c distill.SuiteCase, answer string) (bool, bool) {
-			return rubrics.Judge(c.Type, answer, c.Expected)
+			return rubrics.Current().Judge(c.Type, answer, c.Expected)
 		}
 		cfg.Gate.MaxSuiteLoss = dc.MaxSuiteLoss
 		cfg.SuiteStableMargin, cfg.SuiteStableSample = dc.SuiteStableMargin, dc.SuiteStableSample

@@ -99,7 +99,7 @@ Usage:
   citizen events replay                                      rebuild every projection from the store
   citizen events stats                                       counts per type, positions, streams
   citizen events repair [--yes]                              move a damaged log suffix aside (plan without --yes)
-  citizen config print [flags]                               the effective configuration
+  citizen config print [--markdown] [flags]                  the effective configuration (--markdown: the reference)
   citizen version
 `)
 	names := make([]string, 0, len(extraCommands))
@@ -161,12 +161,17 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 
 func cmdConfig(args []string, env Env) error {
 	if len(args) == 0 || args[0] != "print" {
-		return usageError{"usage: citizen config print [flags]"}
+		return usageError{"usage: citizen config print [--markdown] [flags]"}
 	}
 	fs := flag.NewFlagSet("config print", flag.ContinueOnError)
+	markdown := fs.Bool("markdown", false, "print the configuration reference (every setting's flag, environment variable, default and help) as Markdown instead of the effective configuration")
 	cfg, err := parseConfig(fs, args[1:], env)
 	if err != nil {
 		return err
+	}
+	if *markdown {
+		fmt.Fprint(env.Stdout, Reference())
+		return nil
 	}
 	fmt.Fprint(env.Stdout, cfg.Print())
 	return nil
