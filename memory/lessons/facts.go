@@ -37,6 +37,7 @@ type claim struct {
 	tenant, typ      string
 	question, answer anchor
 	value            string // the correction; empty for praise
+	comment          string // the customer's words
 	praise           bool
 	ev               events.LessonEvidence
 }
@@ -143,7 +144,7 @@ func (l *Learner) factClaim(src events.Event, c claim) ([]events.Event, error) {
 	if ls == nil {
 		id := lessonID("fact", c.tenant, c.typ, cl.questions[0].text, nv)
 		ls = &lesson{cl: cl, state: "proposed", change: events.LessonChange{
-			LessonID: id, Kind: events.LessonFact, Statement: factStatement(c.question.text, c.value), Value: c.value,
+			LessonID: id, Kind: events.LessonFact, Statement: factStatement(c.question.text, c.value, c.comment), Value: c.value,
 			Scope: events.LessonScope{Tenant: c.tenant, TaskType: c.typ},
 		}}
 		cl.byValue[nv] = ls

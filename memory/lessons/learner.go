@@ -234,7 +234,7 @@ func (l *Learner) feedback(ctx context.Context, ev events.Event) ([]events.Event
 	if seen {
 		return nil, nil
 	}
-	rec, user, err := l.interaction(ctx, ev.Stream, fi.FeedbackID)
+	rec, user, text, err := l.interaction(ctx, ev.Stream, fi.FeedbackID)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +259,7 @@ func (l *Learner) feedback(ctx context.Context, ev events.Event) ([]events.Event
 		}
 		l.seen[fi.FeedbackID] = true
 		c := claim{tenant: tenant, typ: rec.TaskType, question: anchor{text: q, vec: vecs[0], nums: numbers(q)},
-			answer: anchor{text: a, vec: vecs[1], nums: numbers(a)}, value: fi.Correction, praise: praise, ev: evidence}
+			answer: anchor{text: a, vec: vecs[1], nums: numbers(a)}, value: fi.Correction, comment: text, praise: praise, ev: evidence}
 		return l.factClaim(ev, c)
 	}
 	l.mu.Lock()
@@ -273,19 +273,19 @@ func (l *Learner) feedback(ctx context.Context, ev events.Event) ([]events.Event
 
 // interaction reads the recorded interaction of stream and the user who
 // gave feedback id (the interaction's user when the feedback names none).
-func (l *Learner) interaction(ctx context.Context, stream, feedbackID string) (*events.InteractionRecorded, string, error) {
+func (l *Learner) interaction(ctx context.Context, stream, feedbackID string) (*events.InteractionRecorded, string, string, error) {
 	evs, err := l.store.ReadStream(ctx, stream, 0, events.Forward, 10000)
 	if err != nil {
-		return nil, "", fmt.Errorf("lessons: reading %s: %w", stream, err)
+		return nil, "", "", fmt.Errorf("lessons: reading %s: %w", stream, err)
 	}
 	var rec *events.InteractionRecorded
-	user := ""
+	user, text := "", ""
 	for i := range evs {
 		switch evs[i].Type {
 		case events.TypeInteractionRecorded:
 			p, err := events.Decode(&evs[i])
 			if err != nil {
-				return nil, "", err
+				return nil, "", "", err
 			}
 			rec = p.(*events.InteractionRecorded)
 		case events.TypeFeedbackReceived:
@@ -294,17 +294,17 @@ func (l *Learner) interaction(ctx context.Context, stream, feedbackID string) (*
 				continue
 			}
 			if fr := p.(*events.FeedbackReceived); fr.FeedbackID == feedbackID {
-				user = fr.User
+				user, text = fr.User, fr.Text
 			}
 		}
 	}
 	if rec == nil {
-		return nil, "", errors.New("lessons: " + stream + " has no interaction.recorded")
+		return nil, "", "", errors.New("lessons: " + stream + " has no interaction.recorded")
 	}
 	if user == "" {
 		user = rec.User
 	}
-	return rec, user, nil
+	return rec, user, text, nil
 }
 
 func (l *Learner) guidanceClaim(src events.Event, tenant, hint string, ev events.LessonEvidence) ([]events.Event, error) {

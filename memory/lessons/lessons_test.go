@@ -451,3 +451,14 @@ func TestAgreeingLessonsCoexist(t *testing.T) {
 		t.Fatalf("nothing superseded by 90 days: %+v", w.view.List("acme", ""))
 	}
 }
+
+// A fact lesson's statement quotes the customer's words when they differ
+// from the value's canonical form.
+func TestStatementQuotesTheCustomer(t *testing.T) {
+	if got := factStatement("When is support open?", "08:00-17:00", "no - it's 8am to 5pm now"); got != `For "When is support open?": the right answer is 08:00-17:00 (a customer wrote: "no - it's 8am to 5pm now").` {
+		t.Fatalf("statement %q", got)
+	}
+	if got := factStatement("Q?", "60 days", "60 days."); got != `For "Q?": the right answer is 60 days.` {
+		t.Fatalf("statement %q", got)
+	}
+}

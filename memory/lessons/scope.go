@@ -77,11 +77,21 @@ func lessonID(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// factStatement is a fact lesson's statement.
-func factStatement(question, value string) string {
-	q := question
-	if r := []rune(q); len(r) > 200 {
-		q = string(r[:200]) + "…"
+// factStatement is a fact lesson's statement: the question, the value,
+// and the words of the customer who first claimed it when they differ
+// from the value (the value is in the graders' canonical form, "08:00-17:00";
+// the customer wrote "it's 8am to 5pm now").
+func factStatement(question, value, comment string) string {
+	s := "For \"" + clip(question, 200) + "\": the right answer is " + strings.TrimSuffix(strings.TrimSpace(value), ".")
+	if c := strings.TrimSpace(comment); c != "" && !strings.EqualFold(normValue(c), normValue(value)) {
+		s += " (a customer wrote: \"" + clip(c, 160) + "\")"
 	}
-	return "For \"" + q + "\": the right answer is " + strings.TrimSuffix(strings.TrimSpace(value), ".") + "."
+	return s + "."
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
