@@ -423,6 +423,12 @@ func loadYAML(file string, cfg *Config) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	return decodeYAML(file, b, cfg)
+}
+
+// decodeYAML decodes the config file named file, whose contents are b,
+// over cfg.
+func decodeYAML(file string, b []byte, cfg *Config) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return fmt.Errorf("config: %s: %w", file, err)

@@ -14,6 +14,8 @@ import (
 	"citizen/events"
 	"citizen/events/memstore"
 	"citizen/reflection"
+
+	"gopkg.in/yaml.v3"
 )
 
 func envMap(m map[string]string) func(string) (string, bool) {
@@ -327,4 +329,34 @@ func TestConfigBadRubricsFailStart(t *testing.T) {
 			t.Errorf("%s: rc %d\n%s", path, rc, errs)
 		}
 	}
+}
+
+// Any config file decodes to a configuration or an error, never a panic;
+// one that names a removed key is refused whatever else it holds.
+func FuzzConfigYAML(f *testing.F) {
+	for _, seed := range []string{
+		"data_dir: /d\ngateway:\n  listen: x:1\nreflection:\n  rubrics: r.yaml\n  reward: {outcome: 3}\n",
+		"gateway:\n  stable_version: v3\n",
+		"gateway: [1, 2]\n",
+		"rollout:\n  steps: [0.1, 1]\n  guardrails: {anomaly_kinds: [length_drift]}\n",
+		"- a\n- b\n",
+		"&a [*a]\n",
+		"",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		cfg := DefaultConfig()
+		err := decodeYAML("fuzz.yaml", []byte(doc), &cfg)
+		if err == nil {
+			_ = cfg.Validate()
+			_ = cfg.Print()
+			if strings.Contains(doc, "stable_version") {
+				var n yaml.Node
+				if yaml.Unmarshal([]byte(doc), &n) == nil && keyLine(&n, []string{"gateway", "stable_version"}) > 0 {
+					t.Fatalf("a removed key was accepted:\n%s", doc)
+				}
+			}
+		}
+	})
 }
