@@ -56,6 +56,12 @@ type Config struct {
 	// negative: no retry). Retrying is safe even when the failed commit
 	// may have succeeded: the events' ids make the retry idempotent.
 	RetryTimeout time.Duration
+	// LeaseInterval is how often a lease holder checks its connection and
+	// a candidate tries to take a held lease (default 1 s): a holder whose
+	// process dies loses its lease at once (the server ends its session),
+	// and a candidate takes it within about this long. A holder cut off
+	// from the server notices within about two intervals.
+	LeaseInterval time.Duration
 	// Logger reports lost connections and recoveries (default
 	// slog.Default()).
 	Logger *slog.Logger
@@ -73,8 +79,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("events: pgstore: schema %q: want 1-48 of a-z, 0-9 and '_', not starting with a digit or pg_", c.Schema)
 	case c.MaxConns < 2:
 		return fmt.Errorf("events: pgstore: MaxConns %d: need at least 2", c.MaxConns)
-	case c.MaxGroup < 1 || c.ReadBatch < 1 || c.PollInterval <= 0:
-		return errors.New("events: pgstore: MaxGroup, ReadBatch and PollInterval must be positive")
+	case c.MaxGroup < 1 || c.ReadBatch < 1 || c.PollInterval <= 0 || c.LeaseInterval <= 0:
+		return errors.New("events: pgstore: MaxGroup, ReadBatch, PollInterval and LeaseInterval must be positive")
 	}
 	switch c.SynchronousCommit {
 	case "on", "off", "local", "remote_write", "remote_apply":
@@ -102,6 +108,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReadBatch == 0 {
 		c.ReadBatch = 512
+	}
+	if c.LeaseInterval == 0 {
+		c.LeaseInterval = time.Second
 	}
 	if c.RetryTimeout == 0 {
 		c.RetryTimeout = 5 * time.Second
