@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	"citizen/model/kernels"
@@ -59,8 +60,77 @@ type collection struct {
 	slots    map[string]int32
 	vecs     []float32 // slot*dim
 	payloads []Payload
+	// postings[field][value] lists, ascending, the slots whose payload
+	// holds value in that Keyword field. Dead slots stay listed (ids[slot]
+	// is "" for them), as their vectors stay in vecs. A filtered search
+	// walks the shortest list its equality conditions name instead of
+	// every slot: the memory's own uses filter on fields (tenant,
+	// label_source) that a growing collection may match in few points or
+	// none, and a scan of every payload made each search's cost grow with
+	// the collection.
+	postings map[string]map[string][]int32
 	graph    *hnsw
 	cfg      EmbeddedConfig
+}
+
+// post adds slot to the posting lists of p's Keyword fields. Caller holds
+// c.mu.
+func (c *collection) post(slot int32, p Payload) {
+	for field, kind := range c.schema.Fields {
+		if kind != Keyword {
+			continue
+		}
+		v, ok := p[field].(string)
+		if !ok {
+			continue
+		}
+		byValue := c.postings[field]
+		if byValue == nil {
+			byValue = map[string][]int32{}
+			c.postings[field] = byValue
+		}
+		byValue[v] = append(byValue[v], slot)
+	}
+}
+
+// candidates returns the slots that may match f, ascending, from the
+// posting lists of its most selective equality condition; ok is false
+// when f has no equality condition (every slot is a candidate). Caller
+// holds c.mu (read).
+func (c *collection) candidates(f Filter) (slots []int32, ok bool) {
+	best := -1
+	var lists [][]int32
+	for _, cond := range f.Must {
+		if len(cond.Equals) == 0 || c.schema.Fields[cond.Field] != Keyword {
+			continue
+		}
+		n := 0
+		var ls [][]int32
+		for _, v := range cond.Equals {
+			if l := c.postings[cond.Field][v]; len(l) > 0 {
+				ls = append(ls, l)
+				n += len(l)
+			}
+		}
+		if best < 0 || n < best {
+			best, lists = n, ls
+		}
+	}
+	switch {
+	case best < 0:
+		return nil, false
+	case len(lists) == 0:
+		return nil, true
+	case len(lists) == 1:
+		return lists[0], true
+	}
+	// Several values of one field: their lists are disjoint.
+	out := make([]int32, 0, best)
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	slices.Sort(out)
+	return out, true
 }
 
 func (c *collection) vec(slot int32) []float32 {
@@ -83,7 +153,8 @@ func (e *Embedded) EnsureCollection(_ context.Context, name string, s Schema) er
 		}
 		return nil
 	}
-	e.cols[name] = &collection{schema: Schema{Dim: s.Dim, Fields: maps.Clone(s.Fields)}, slots: map[string]int32{}, cfg: e.cfg}
+	e.cols[name] = &collection{schema: Schema{Dim: s.Dim, Fields: maps.Clone(s.Fields)}, slots: map[string]int32{},
+		postings: map[string]map[string][]int32{}, cfg: e.cfg}
 	return nil
 }
 
@@ -124,6 +195,7 @@ func (e *Embedded) Upsert(_ context.Context, collection string, pts []Point) err
 		c.vecs = append(c.vecs, norm[i]...)
 		c.payloads = append(c.payloads, maps.Clone(p.Payload))
 		c.slots[p.ID] = slot
+		c.post(slot, p.Payload)
 		if c.graph != nil {
 			c.graph.insert(slot)
 		}
@@ -178,7 +250,11 @@ func (e *Embedded) Search(ctx context.Context, collection string, v []float32, k
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var best []cand
-	if c.graph != nil {
+	ef := max(c.cfg.EfSearch, k)
+	if cands, ok := c.candidates(f); ok && len(cands) <= 4*ef {
+		// Few candidates: the exact answer costs less than a graph walk.
+		best = c.scanSlots(q, k, f, cands)
+	} else if c.graph != nil {
 		ef := max(c.cfg.EfSearch, k)
 		top := newTopK(k)
 		for _, cd := range c.graph.search(q, ef) {
@@ -204,6 +280,9 @@ func (e *Embedded) Search(ctx context.Context, collection string, v []float32, k
 
 // scan is the exact search. Caller holds c.mu (read).
 func (c *collection) scan(q []float32, k int, f Filter) []cand {
+	if cands, ok := c.candidates(f); ok {
+		return c.scanSlots(q, k, f, cands)
+	}
 	top := newTopK(k)
 	all := len(f.Must) == 0
 	for slot, id := range c.ids {
@@ -211,6 +290,19 @@ func (c *collection) scan(q []float32, k int, f Filter) []cand {
 			continue
 		}
 		top.offer(1-kernels.Dot(q, c.vec(int32(slot))), int32(slot))
+	}
+	return top.sorted()
+}
+
+// scanSlots is the exact search over the candidate slots (ascending, as
+// scan visits them). Caller holds c.mu (read).
+func (c *collection) scanSlots(q []float32, k int, f Filter, slots []int32) []cand {
+	top := newTopK(k)
+	for _, slot := range slots {
+		if c.ids[slot] == "" || !f.Match(c.payloads[slot]) {
+			continue
+		}
+		top.offer(1-kernels.Dot(q, c.vec(slot)), slot)
 	}
 	return top.sorted()
 }
@@ -230,6 +322,14 @@ func (e *Embedded) Count(_ context.Context, collection string, f Filter) (int, e
 		return len(c.slots), nil
 	}
 	n := 0
+	if cands, ok := c.candidates(f); ok {
+		for _, slot := range cands {
+			if c.ids[slot] != "" && f.Match(c.payloads[slot]) {
+				n++
+			}
+		}
+		return n, nil
+	}
 	for slot, id := range c.ids {
 		if id != "" && f.Match(c.payloads[slot]) {
 			n++
