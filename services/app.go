@@ -68,6 +68,9 @@ type App struct {
 	rubricStore *reflection.RubricStore
 	Distiller   *distill.Distiller
 	Rollout     *rollout.Controller
+	// localLeaser elects within this process when the store offers no
+	// lease of its own (leaser).
+	localLeaser *events.LocalLeaser
 
 	// Progress receives long-running start-up work's progress lines (the
 	// first fetch of a model); nil is silent.
@@ -94,8 +97,9 @@ func (a *App) Modules() []Module {
 		{Name: "store", Init: a.initStore},
 		{Name: "bus", Deps: []string{"store"}, Init: a.initBus},
 		{Name: "engine", Deps: []string{"store"}, Init: a.initEngine},
-		{Name: "gateway", Deps: []string{"store", "engine"}, Init: a.initGateway},
-		{Name: "reflection", Deps: []string{"store", "bus", "memory"}, Init: a.initReflection},
+		{Name: "gateway", Deps: []string{"store", "engine", "scoreboard"}, Init: a.initGateway},
+		{Name: "scoreboard", Deps: []string{"store"}, Init: a.initScoreboard},
+		{Name: "reflection", Deps: []string{"store", "bus", "memory", "scoreboard"}, Init: a.initReflection},
 		{Name: "feedback", Deps: []string{"store", "bus"}, Init: a.initFeedback},
 		{Name: "memory", Deps: []string{"store", "bus"}, Init: a.initMemory},
 		{Name: "lessons", Deps: []string{"store", "bus"}, Init: a.initLessons},
@@ -125,9 +129,12 @@ func (a *App) metrics() *prometheus.Registry {
 }
 
 func (a *App) initStore(ctx context.Context) (Service, error) {
+	if err := a.checkDeployment(); err != nil {
+		return nil, err
+	}
 	st, err := OpenStore(a.Config, a.logger("store"))
 	if err != nil {
-		return nil, err
+		return nil, explainStoreOpen(a.Config, err)
 	}
 	a.Store = st
 	return closer{close: st.Close}, nil
@@ -179,12 +186,15 @@ type kafkaBus struct {
 	pub     *kafka.Publisher
 	brokers []string
 	log     *slog.Logger
+	sub     kafka.SubscriberConfig // Brokers, Consumers, timeouts and Topic
 	subs    []*kafka.Subscriber
 }
 
 func (b *kafkaBus) Publisher() message.Publisher { return b.pub }
 func (b *kafkaBus) Subscriber(group string) message.Subscriber {
-	s, err := kafka.NewSubscriber(kafka.SubscriberConfig{Brokers: b.brokers, Group: group}, b.log)
+	cfg := b.sub
+	cfg.Group = group
+	s, err := kafka.NewSubscriber(cfg, b.log)
 	if err != nil {
 		return failingSubscriber{err}
 	}
@@ -209,30 +219,39 @@ func (f failingSubscriber) Subscribe(context.Context, string) (<-chan *message.M
 func (f failingSubscriber) Close() error { return nil }
 
 // initBus starts the bus (in-process, or Kafka) and the relay that feeds
-// it from the store (its checkpoint is "relay").
+// it from the store (its checkpoint is "relay"). The relay runs only
+// while this process holds the relay lease: one relay per store.
 func (a *App) initBus(ctx context.Context) (Service, error) {
 	log := a.logger("bus")
-	switch a.Config.Bus.Backend {
+	switch bc := a.Config.Bus; bc.Backend {
 	case "kafka":
-		pub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: a.Config.Bus.KafkaBrokers}, log)
+		topic := kafka.TopicConfig{Partitions: bc.KafkaPartitions}
+		pub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: bc.KafkaBrokers, Topic: topic}, log)
 		if err != nil {
 			return nil, err
 		}
-		a.Bus = &kafkaBus{pub: pub, brokers: a.Config.Bus.KafkaBrokers, log: log}
+		a.Bus = &kafkaBus{pub: pub, brokers: bc.KafkaBrokers, log: log, sub: kafka.SubscriberConfig{Brokers: bc.KafkaBrokers,
+			Consumers: bc.KafkaConsumers, SessionTimeout: bc.KafkaSessionTimeout, RebalanceTimeout: bc.KafkaSessionTimeout, Topic: topic}}
 	default:
 		a.Bus = inprocessBus{bus.NewInProcess(bus.InProcessConfig{}, log)}
 	}
-	relay, err := bus.NewRelay(a.Store, a.Bus.Publisher(), bus.RelayConfig{}, log)
+	relay, err := bus.NewRelay(a.Store, a.Bus.Publisher(), bus.RelayConfig{Name: leaseRelay}, log)
 	if err != nil {
 		return nil, err
 	}
-	return &relayService{relay: relay, bus: a.Bus, started: make(chan struct{})}, nil
+	l, err := a.leaser()
+	if err != nil {
+		return nil, err
+	}
+	return &relayService{bus: a.Bus, started: make(chan struct{}), run: func(ctx context.Context) error {
+		return events.RunLeased(ctx, l, leaseRelay, log, relay.Run)
+	}}, nil
 }
 
 // relayService runs the relay once every module is initialised (every
 // worker has reserved its consumer group), and closes the bus on Stop.
 type relayService struct {
-	relay   *bus.Relay
+	run     func(ctx context.Context) error // the relay, elected
 	bus     Bus
 	started chan struct{}
 	once    sync.Once
@@ -246,7 +265,7 @@ func (s *relayService) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
-	return s.relay.Run(ctx)
+	return s.run(ctx)
 }
 
 func (s *relayService) Stop(context.Context) error { return s.bus.Close() }
@@ -427,13 +446,23 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 		return nil, fmt.Errorf("memory: rebuilding from the store: %w", err)
 	}
 	log.Info("memory caught up with the store", "from", after, "to", pos, "interactions", n)
-	sub := a.Bus.Subscriber("memory")
-	svc, err := a.worker("memory", bus.EventHandler{
-		Name: "memory", Topics: []string{bus.Topic(events.TypeInteractionRecorded), bus.Topic(events.TypeInteractionEvaluated), bus.Topic(events.TypeFeedbackInterpreted)},
-		Subscriber: sub, Store: a.Store, Handle: idx.Handle,
-	})
-	if err != nil {
-		return nil, err
+	types := []string{events.TypeInteractionRecorded, events.TypeInteractionEvaluated, events.TypeFeedbackInterpreted}
+	var svc Service
+	if emb != nil {
+		// The embedded index is this process's own projection: it follows
+		// the store (a consumer group would share the events among the
+		// processes, each index getting a part).
+		svc = ServiceFunc(func(ctx context.Context) error { return followStore(ctx, a.Store, pos, types, idx.Handle, log) })
+	} else {
+		topics := make([]string, len(types))
+		for i, t := range types {
+			topics[i] = bus.Topic(t)
+		}
+		svc, err = a.worker("memory", bus.EventHandler{Name: "memory", Topics: topics,
+			Subscriber: a.Bus.Subscriber("memory"), Store: a.Store, Handle: idx.Handle})
+		if err != nil {
+			return nil, err
+		}
 	}
 	stop := func(context.Context) error {
 		if emb != nil {
@@ -489,17 +518,6 @@ func (a *App) initReflection(ctx context.Context) (Service, error) {
 		return nil, err
 	}
 	log.Info("grading by rubrics", "version", a.rubricStore.Current().Version, "file", a.Config.Reflection.Rubrics)
-	sb := reflection.NewScoreboard()
-	err = scanAfter(ctx, a.Store, 0, events.Filter{Types: []string{events.TypeInteractionEvaluated}}, func(e events.Event) error {
-		if err := sb.Apply(e); err != nil {
-			log.Warn("scoreboard skipped an event", "position", e.Position, "err", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	a.Scoreboard = sb
 	dc := a.Config.Reflection.Detectors
 	dc.Stable = a.Config.Rollout.Stable
 	det := reflection.NewDetectors(dc)
@@ -509,9 +527,41 @@ func (a *App) initReflection(ctx context.Context) (Service, error) {
 			Subscriber: group("reflection"), Store: a.Store, Handle: ev.Handle},
 		bus.EventHandler{Name: "detectors", Topics: []string{bus.Topic(events.TypeInteractionEvaluated), bus.Topic(events.TypeRolloutStarted), bus.Topic(events.TypeRolloutPromoted)},
 			Subscriber: group("detectors"), Store: a.Store, Handle: det.Handle},
-		bus.EventHandler{Name: "scoreboard", Topics: []string{bus.Topic(events.TypeInteractionEvaluated)},
-			Subscriber: group("scoreboard"), Store: a.Store, Handle: sb.Handle},
 	)
+}
+
+// initScoreboard builds reflection's scoreboard, a projection every
+// process that serves it keeps for itself: rebuilt from the store, then
+// following the store (not a consumer group, which processes would
+// share).
+func (a *App) initScoreboard(ctx context.Context) (Service, error) {
+	log := a.logger("scoreboard")
+	sb := reflection.NewScoreboard()
+	f := events.Filter{Types: []string{events.TypeInteractionEvaluated}}
+	var pos uint64
+	err := scanAfter(ctx, a.Store, 0, f, func(e events.Event) error {
+		if err := sb.Apply(e); err != nil {
+			log.Warn("scoreboard skipped an event", "position", e.Position, "err", err)
+		}
+		pos = e.Position
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.Scoreboard = sb
+	return ServiceFunc(func(ctx context.Context) error {
+		err := a.Store.Subscribe(ctx, pos, f, func(_ context.Context, e events.Event) error {
+			if err := sb.Apply(e); err != nil {
+				log.Warn("scoreboard skipped an event", "position", e.Position, "err", err)
+			}
+			return nil
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}), nil
 }
 
 // memoryTypes infers an unlabelled interaction's type from its nearest
@@ -659,13 +709,13 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 		return nil, err
 	}
 	a.Distiller = d
-	return ServiceFunc(func(ctx context.Context) error {
+	return a.elected(leaseDistiller, ServiceFunc(func(ctx context.Context) error {
 		err := d.Run(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
-	}), nil
+	}))
 }
 
 // initRollout runs the rollout controller: canaries for accepted versions,
@@ -679,11 +729,11 @@ func (a *App) initRollout(ctx context.Context) (Service, error) {
 	if err := c.Register(a.metrics()); err != nil {
 		return nil, err
 	}
-	return ServiceFunc(func(ctx context.Context) error {
+	return a.elected(leaseRollout, ServiceFunc(func(ctx context.Context) error {
 		err := c.Run(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
-	}), nil
+	}))
 }

@@ -87,6 +87,13 @@ type BusConfig struct {
 	Backend      string   `yaml:"backend" help:"inprocess or kafka"`
 	KafkaBrokers []string `yaml:"kafka_brokers" help:"Kafka bootstrap brokers (backend kafka)"`
 	MaxAttempts  int      `yaml:"max_attempts" help:"handler attempts before a message goes to the poison topic"`
+	// KafkaPartitions: see kafka.TopicConfig.Partitions. The partitions
+	// bound how many processes share a worker role's consumer group.
+	KafkaPartitions int `yaml:"kafka_partitions" help:"partitions of each topic citizen creates (backend kafka): how many consumers a worker role's group can use at once"`
+	// KafkaConsumers: see kafka.SubscriberConfig.Consumers.
+	KafkaConsumers int `yaml:"kafka_consumers" help:"consumer-group members per topic a worker process runs (backend kafka): messages of that many partitions in flight at once"`
+	// KafkaSessionTimeout: see kafka.SubscriberConfig.SessionTimeout.
+	KafkaSessionTimeout time.Duration `yaml:"kafka_session_timeout" help:"how long a consumer of a dead process keeps its partitions before the group hands them to the others (backend kafka; the broker allows 6s to 5m by default)"`
 }
 
 // DistillConfig configures the distiller's training cycles.
@@ -140,7 +147,7 @@ func DefaultConfig() Config {
 		DataDir:         "./data",
 		Log:             LogConfig{Level: "info", Format: "text"},
 		Store:           StoreConfig{Backend: "embedded", PGSchema: "citizen"},
-		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5},
+		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5, KafkaPartitions: 8, KafkaConsumers: 4, KafkaSessionTimeout: 10 * time.Second},
 		Gateway:         gateway.DefaultConfig(),
 		Reflection:      reflection.DefaultConfig(),
 		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
@@ -175,6 +182,12 @@ func (c *Config) Validate() error {
 	case "kafka":
 		if len(c.Bus.KafkaBrokers) == 0 {
 			errs = append(errs, errors.New("bus.kafka_brokers is required with bus.backend=kafka"))
+		}
+		if c.Bus.KafkaPartitions < 1 || c.Bus.KafkaConsumers < 1 {
+			errs = append(errs, fmt.Errorf("bus.kafka_partitions %d and bus.kafka_consumers %d: want at least 1", c.Bus.KafkaPartitions, c.Bus.KafkaConsumers))
+		}
+		if c.Bus.KafkaSessionTimeout < 0 {
+			errs = append(errs, fmt.Errorf("bus.kafka_session_timeout %v: want a positive duration (0: kafka-go's 30s)", c.Bus.KafkaSessionTimeout))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("bus.backend %q: want inprocess or kafka", c.Bus.Backend))
