@@ -188,18 +188,19 @@ type kafkaBus struct {
 	log     *slog.Logger
 	sub     kafka.SubscriberConfig // Brokers, Consumers, timeouts and Topic
 	subs    []*kafka.Subscriber
+	ns      string // bus.kafka_namespace
 }
 
-func (b *kafkaBus) Publisher() message.Publisher { return b.pub }
+func (b *kafkaBus) Publisher() message.Publisher { return namespacedPublisher{b.pub, b.ns} }
 func (b *kafkaBus) Subscriber(group string) message.Subscriber {
 	cfg := b.sub
-	cfg.Group = group
+	cfg.Group = b.ns + group
 	s, err := kafka.NewSubscriber(cfg, b.log)
 	if err != nil {
 		return failingSubscriber{err}
 	}
 	b.subs = append(b.subs, s)
-	return s
+	return namespacedSubscriber{s, b.ns}
 }
 func (b *kafkaBus) Close() error {
 	errs := []error{b.pub.Close()}
@@ -230,7 +231,7 @@ func (a *App) initBus(ctx context.Context) (Service, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.Bus = &kafkaBus{pub: pub, brokers: bc.KafkaBrokers, log: log, sub: kafka.SubscriberConfig{Brokers: bc.KafkaBrokers,
+		a.Bus = &kafkaBus{pub: pub, brokers: bc.KafkaBrokers, log: log, ns: bc.KafkaNamespace, sub: kafka.SubscriberConfig{Brokers: bc.KafkaBrokers,
 			Consumers: bc.KafkaConsumers, SessionTimeout: bc.KafkaSessionTimeout, RebalanceTimeout: bc.KafkaSessionTimeout, Topic: topic}}
 	default:
 		a.Bus = inprocessBus{bus.NewInProcess(bus.InProcessConfig{}, log)}

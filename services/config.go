@@ -87,6 +87,9 @@ type BusConfig struct {
 	Backend      string   `yaml:"backend" help:"inprocess or kafka"`
 	KafkaBrokers []string `yaml:"kafka_brokers" help:"Kafka bootstrap brokers (backend kafka)"`
 	MaxAttempts  int      `yaml:"max_attempts" help:"handler attempts before a message goes to the poison topic"`
+	// KafkaNamespace prefixes citizen's topic and consumer-group names,
+	// so that several deployments can share one Kafka cluster.
+	KafkaNamespace string `yaml:"kafka_namespace" help:"prefix of citizen's topic and consumer-group names on the brokers (backend kafka): deployments sharing a cluster each need their own; empty: none"`
 	// KafkaPartitions: see kafka.TopicConfig.Partitions. The partitions
 	// bound how many processes share a worker role's consumer group.
 	KafkaPartitions int `yaml:"kafka_partitions" help:"partitions of each topic citizen creates (backend kafka): how many consumers a worker role's group can use at once"`
