@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -75,8 +76,10 @@ type InProcess struct {
 
 type entry struct {
 	msg *message.Message
-	key string
-	pos uint64 // the event's store position (MetaPosition), 0 if none
+	// carried is the event msg was made from (see carried), if any.
+	carried *carried
+	key     string
+	pos     uint64 // the event's store position (MetaPosition), 0 if none
 }
 
 type topic struct {
@@ -224,7 +227,11 @@ func (b *InProcess) publish(name string, msgs []*message.Message) error {
 			c.Metadata.Set(k, v)
 		}
 		pos, _ := strconv.ParseUint(c.Metadata.Get(MetaPosition), 10, 64)
-		t.log = append(t.log, entry{msg: c, key: c.Metadata.Get(b.cfg.OrderingKey), pos: pos})
+		var cv *carried
+		if x := carriedOf(m); x != nil && bytes.Equal(x.payload, c.Payload) {
+			cv = x
+		}
+		t.log = append(t.log, entry{msg: c, carried: cv, key: c.Metadata.Get(b.cfg.OrderingKey), pos: pos})
 		if len(t.log) > b.cfg.MaxBacklog {
 			b.dropLocked(t, len(t.log)-b.cfg.MaxBacklog)
 		}
@@ -500,7 +507,11 @@ func (s *inprocSubscriber) member(ctx context.Context, t *topic, g *group, out c
 		}
 		m := e.msg.Copy()
 		mctx, cancel := context.WithCancel(ctx)
-		m.SetContext(mctx)
+		if e.carried != nil {
+			m.SetContext(context.WithValue(mctx, carriedKey{}, e.carried))
+		} else {
+			m.SetContext(mctx)
+		}
 		acked, stop := false, false
 		select {
 		case out <- m:
