@@ -2,14 +2,30 @@ package services
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"citizen/events"
 	"citizen/events/eventlog"
 	"citizen/events/memstore"
+	"citizen/events/pgstore"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // A deployment whose processes could not see each other's events is
@@ -103,4 +119,308 @@ func TestNoLeaseAcrossProcessesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls.Release(context.Background())
+}
+
+// proc is one citizen process of a scale-out deployment.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	base string // "" when it runs no gateway
+	logs *syncBuffer
+	done chan struct{}
+}
+
+func (p *proc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+func (p *proc) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.done
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestScaleOut runs citizen as a deployment of five processes on one
+// PostgreSQL store and one Kafka cluster: two gateways, two workers
+// (reflection, feedback, memory) and a trainer (distiller, rollout).
+// Completions and feedback go to both gateways (feedback often to the
+// other one). Under load it kills -9 one gateway and the relay's
+// holder; a new relay must be elected within 10 s, nothing acknowledged
+// may be lost, and every interaction must end evaluated once in effect
+// (one evaluation per cause), with the same scoreboard in both gateways.
+func TestScaleOut(t *testing.T) {
+	pgURL, brokers := os.Getenv("CITIZEN_PG_URL"), os.Getenv("KAFKA_BROKERS")
+	if pgURL == "" || brokers == "" {
+		t.Skip("CITIZEN_PG_URL and KAFKA_BROKERS must both be set: export CITIZEN_PG_URL=$(events/pgstore/testdata/start-postgres.sh) KAFKA_BROKERS=$(events/bus/kafka/testdata/start-kafka.sh)")
+	}
+	if testing.Short() {
+		t.Skip("-short: five citizen processes on PostgreSQL and Kafka")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var rnd [6]byte
+	crand.Read(rnd[:])
+	ns := "t_" + hex.EncodeToString(rnd[:])
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), pgURL)
+		if err == nil {
+			conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+ns+" CASCADE")
+			conn.Close(context.Background())
+		}
+	})
+	common := []string{"serve", "--model.engine=stub", "--log.level=info",
+		"--store.backend=postgres", "--store.pg-url=" + pgURL, "--store.pg-schema=" + ns,
+		"--bus.backend=kafka", "--bus.kafka-brokers=" + brokers, "--bus.kafka-namespace=" + ns + ".",
+		"--bus.kafka-partitions=4", "--bus.kafka-consumers=2", "--bus.kafka-session-timeout=6s"}
+	var procs []*proc
+	start := func(name, target string) *proc {
+		t.Helper()
+		args := append(append([]string(nil), common...), "--target="+target, "--data-dir", t.TempDir())
+		p := &proc{name: name, logs: newSyncBuffer(), done: make(chan struct{})}
+		if strings.Contains(target, "gateway") {
+			addr := freeAddr(t)
+			args = append(args, "--gateway.listen", addr)
+			p.base = "http://" + addr
+		}
+		p.cmd = exec.Command(os.Args[0], args...)
+		p.cmd.Env = append(os.Environ(), "CITIZEN_TEST_MAIN=1")
+		p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { p.cmd.Wait(); close(p.done) }()
+		procs = append(procs, p)
+		if p.base != "" {
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				if resp, err := http.Get(p.base + "/readyz"); err == nil {
+					resp.Body.Close()
+					if resp.StatusCode == 200 {
+						break
+					}
+				}
+				if p.exited() || time.Now().After(deadline) {
+					t.Fatalf("%s not ready; logs:\n%s", name, p.logs)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		return p
+	}
+	defer func() {
+		for _, p := range procs {
+			if !p.exited() {
+				p.stop()
+			}
+		}
+		if t.Failed() {
+			for _, p := range procs {
+				t.Logf("--- %s logs:\n%s", p.name, lastLines(p.logs.String(), 40))
+			}
+		}
+	}()
+	began := time.Now()
+	workers := []*proc{start("worker-1", "reflection,feedback,memory"), start("worker-2", "reflection,feedback,memory"),
+		start("trainer", "distiller,rollout")}
+	g1, g2 := start("gateway-1", "gateway"), start("gateway-2", "gateway")
+	t.Logf("five processes started in %v", time.Since(began).Round(time.Millisecond))
+
+	st, err := pgstore.Open(ctx, pgstore.Config{URL: pgURL, Schema: ns, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	holderProc := func() *proc {
+		h, ok, err := st.LeaseHolder(ctx, leaseRelay)
+		if err != nil || !ok {
+			return nil
+		}
+		for _, p := range workers {
+			if p.cmd.Process != nil && strings.HasSuffix(h, ":"+strconv.Itoa(p.cmd.Process.Pid)) {
+				return p
+			}
+		}
+		t.Fatalf("the relay lease is held by %q, none of the workers", h)
+		return nil
+	}
+
+	// load: completions to both gateways, feedback on every other one,
+	// often through the other gateway
+	client := &http.Client{Timeout: 10 * time.Second}
+	post := func(base, path, body string) (int, []byte) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer sk-citizen-dev")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	var mu sync.Mutex
+	acked := map[string]int{} // completion id -> feedbacks acknowledged
+	via := map[int]int{}      // gateway index -> completions acknowledged
+	gws := []*proc{g1, g2}
+	load, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; load.Err() == nil; i++ {
+				gi := (w + i) % 2
+				code, body := post(gws[gi].base, "/v1/chat/completions", fmt.Sprintf(
+					`{"model":"citizen","messages":[{"role":"user","content":"worker %d item %d"}],"metadata":{"type":"policy"}}`, w, i))
+				if code != 200 {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				var comp struct{ ID string }
+				json.Unmarshal(body, &comp)
+				mu.Lock()
+				acked[comp.ID] += 0
+				via[gi]++
+				mu.Unlock()
+				if i%2 == 0 {
+					fi := (gi + i/2) % 2 // the same or the other gateway
+					if code, _ := post(gws[fi].base, "/v1/feedback", fmt.Sprintf(`{"interaction_id":%q,"text":"wrong, it is 60 days","feedback_id":"f"}`, comp.ID)); code == 200 {
+						mu.Lock()
+						acked[comp.ID] = 1
+						mu.Unlock()
+					}
+				}
+			}
+		}()
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	waitCond(t, ctx, 60*time.Second, "load flowing", func() bool { return count() >= 300 })
+
+	// kill -9 a gateway and the relay's holder, under load
+	var holder *proc
+	waitCond(t, ctx, 30*time.Second, "a relay elected", func() bool { holder = holderProc(); return holder != nil })
+	g1.kill()
+	holder.kill()
+	killed := time.Now()
+	var successor *proc
+	waitCond(t, ctx, 30*time.Second, "a new relay", func() bool {
+		successor = holderProc()
+		return successor != nil && successor != holder
+	})
+	takeover := time.Since(killed)
+	t.Logf("killed gateway-1 and the relay holder %s; %s holds the relay %v later", holder.name, successor.name, takeover.Round(time.Millisecond))
+	if takeover > 10*time.Second {
+		t.Errorf("a new relay took %v (want within 10 s)", takeover)
+	}
+	n0 := count()
+	waitCond(t, ctx, 60*time.Second, "load flowing after the kills", func() bool { return count() >= n0+300 })
+	stopLoad()
+	wg.Wait()
+	if via[0] == 0 || via[1] == 0 {
+		t.Fatalf("completions acknowledged per gateway: %v", via)
+	}
+
+	// every acknowledged interaction recorded; every recorded one graded
+	// once in effect: one evaluation of the interaction and one of each
+	// feedback and interpretation, one interpretation per feedback
+	g3 := start("gateway-3", "gateway") // stands in for gateway-1
+	drain := time.Now()
+	var perStream map[string]map[string]int
+	var perCause map[string]int
+	waitCond(t, ctx, 90*time.Second, "every interaction graded", func() bool {
+		all, err := st.ReadAll(ctx, 0, events.Filter{}, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perStream, perCause = map[string]map[string]int{}, map[string]int{}
+		for _, ev := range all {
+			if perStream[ev.CorrelationID] == nil {
+				perStream[ev.CorrelationID] = map[string]int{}
+			}
+			perStream[ev.CorrelationID][ev.Type]++
+			if ev.CausationID != "" && (ev.Type == events.TypeInteractionEvaluated || ev.Type == events.TypeFeedbackInterpreted) {
+				perCause[ev.Type+"/"+ev.CausationID]++
+			}
+		}
+		for _, n := range perStream {
+			fb := n[events.TypeFeedbackReceived]
+			if n[events.TypeInteractionRecorded] == 1 && (n[events.TypeFeedbackInterpreted] != fb || n[events.TypeInteractionEvaluated] != 1+2*fb) {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("%d acknowledged interactions (per gateway %v), all graded %v after the load", len(acked), via, time.Since(drain).Round(time.Millisecond))
+	recorded := 0
+	for _, n := range perStream {
+		recorded += n[events.TypeInteractionRecorded]
+	}
+	mu.Lock()
+	for cid, fb := range acked {
+		id := strings.TrimPrefix(cid, "chatcmpl-")
+		if perStream[id][events.TypeInteractionRecorded] != 1 {
+			t.Errorf("acknowledged completion %s is not recorded once: %v", id, perStream[id])
+		}
+		if fb == 1 && perStream[id][events.TypeFeedbackReceived] != 1 {
+			t.Errorf("acknowledged feedback on %s is not recorded once: %v", id, perStream[id])
+		}
+	}
+	mu.Unlock()
+	for k, n := range perCause {
+		if n != 1 {
+			t.Errorf("%s: %d events for one cause", k, n)
+		}
+	}
+
+	// the scoreboard agrees in both gateways and counts every interaction
+	// once
+	var boards [2]string
+	waitCond(t, ctx, 30*time.Second, "the gateways' scoreboards agree", func() bool {
+		for i, g := range []*proc{g2, g3} {
+			var sb struct {
+				Rows []struct {
+					Count int `json:"count"`
+				} `json:"rows"`
+			}
+			getJSON(t, g.base+"/v1/ops/scoreboard", &sb)
+			total := 0
+			for _, r := range sb.Rows {
+				total += r.Count
+			}
+			b, _ := json.Marshal(sb)
+			boards[i] = fmt.Sprintf("%d %s", total, b)
+			if total != recorded {
+				return false
+			}
+		}
+		return boards[0] == boards[1]
+	})
+	t.Logf("scoreboards agree on %d interactions; whole run %v", recorded, time.Since(began).Round(time.Second))
+}
+
+// waitCond polls cond every 50 ms for up to d.
+func waitCond(t *testing.T, ctx context.Context, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
