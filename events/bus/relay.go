@@ -15,7 +15,11 @@ import (
 // RelayConfig configures a Relay. Zero fields take the defaults noted.
 type RelayConfig struct {
 	// Name of the relay's durable checkpoint in the store (default
-	// "relay"). Two relays with the same name must not run at once.
+	// "relay"). Two relays with the same name must not run at once:
+	// where several processes share a store, run Run under a lease
+	// (events.RunLeased with the store's events.Leaser). Two that overlap
+	// briefly (a holder that has not yet noticed it lost its lease) only
+	// publish some events twice.
 	Name string
 	// Filter selects the events to publish (default: all).
 	Filter events.Filter
