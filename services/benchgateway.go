@@ -44,7 +44,7 @@ func cmdBenchGateway(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet("bench gateway", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	var c hotpath.RunConfig
-	targets := fs.String("targets", "direct,all,gateway", "what to measure besides peers: direct (to the mock), all (citizen serve), gateway (citizen serve --target=gateway)")
+	targets := fs.String("targets", "direct,all", "what to measure besides peers: direct (to the mock), all (citizen serve), gateway (citizen serve --target=gateway; needs --gateway-store-args)")
 	fs.IntVar(&c.Rounds, "rounds", 3, "interleaved rounds; the report gives medians")
 	fs.IntVar(&c.Serial, "serial", 1000, "requests of each concurrency-1 load (non-streaming, then streaming)")
 	fs.IntVar(&c.Warmup, "warmup", 200, "warm-up requests at 4 connections before each target's loads")
@@ -57,6 +57,7 @@ func cmdBenchGateway(ctx context.Context, args []string, env Env) error {
 	peerKey := fs.String("peer-key", "", "bearer token sent to peers")
 	peerModel := fs.String("peer-model", "mock", "model name sent to peers")
 	serveArgs := fs.String("serve-args", "", "extra flags for every citizen serve, space separated")
+	gatewayArgs := fs.String("gateway-store-args", "", "store flags of the gateway target, space separated: a gateway-only process needs a shared store, e.g. \"--store.backend=postgres --store.pg-url=postgres://...\"")
 	fs.StringVar(&c.ProfileDir, "profile", "", "directory for CPU profiles of citizen under the concurrent load (costs CPU: not for the figures)")
 	out := fs.String("out", "bench-gateway", "directory for report.json, report.md and the processes' logs")
 	keep := fs.Bool("keep", false, "keep the data directories under OUT/work")
@@ -76,6 +77,7 @@ func cmdBenchGateway(ctx context.Context, args []string, env Env) error {
 		c.Peers = append(c.Peers, p)
 	}
 	c.ServeArgs = strings.Fields(*serveArgs)
+	c.StoreArgs = map[string][]string{hotpath.TargetGateway: strings.Fields(*gatewayArgs)}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding this binary: %w", err)

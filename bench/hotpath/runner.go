@@ -71,8 +71,12 @@ type RunConfig struct {
 	// Drain bounds the wait, after the concurrent load, for reflection to
 	// have evaluated every recorded interaction (default 60 s).
 	Drain time.Duration
-	// ServeArgs are added to every `citizen serve`.
+	// ServeArgs are added to every `citizen serve`; StoreArgs[target] to
+	// that target's `citizen serve` and to the commands that read its
+	// store afterwards (a gateway-only process must share a store that
+	// other processes can open: --store.backend=postgres --store.pg-url=...).
 	ServeArgs []string
+	StoreArgs map[string][]string
 	// WorkDir holds the data directories and logs (default: a temporary
 	// directory, removed after the run).
 	WorkDir string
@@ -525,11 +529,12 @@ func runCitizen(ctx context.Context, cfg RunConfig, mock *mockProc, target strin
 		return TargetRun{}, err
 	}
 	data := filepath.Join(dir, "data")
-	key, err := citizenOutput(ctx, cfg, "keys", "create", "--tenant", "bench", "--name", "bench", "--data-dir", data)
+	storeArgs := append([]string{"--data-dir", data}, cfg.StoreArgs[target]...)
+	key, err := citizenOutput(ctx, cfg, append([]string{"keys", "create", "--tenant", "bench", "--name", "bench"}, storeArgs...)...)
 	if err != nil {
 		return TargetRun{}, err
 	}
-	opKey, err := citizenOutput(ctx, cfg, "keys", "create", "--tenant", "operator", "--name", "bench-operator", "--data-dir", data)
+	opKey, err := citizenOutput(ctx, cfg, append([]string{"keys", "create", "--tenant", "operator", "--name", "bench-operator"}, storeArgs...)...)
 	if err != nil {
 		return TargetRun{}, err
 	}
@@ -546,6 +551,7 @@ func runCitizen(ctx context.Context, cfg RunConfig, mock *mockProc, target strin
 	args := []string{"--target", target, "--data-dir", data, "--gateway.listen", addr, "--log.level", "warn",
 		"--model.engine", "upstream", "--model.upstream-url", "http://" + mock.addr + "/v1", "--model.upstream-model", "mock"}
 	args = append(args, cfg.ServeArgs...)
+	args = append(args, cfg.StoreArgs[target]...)
 	p, err := start(cfg.Serve(pprofAddr, args), filepath.Join(dir, "citizen.log"), nil)
 	if err != nil {
 		return TargetRun{}, fmt.Errorf("starting citizen: %w", err)
@@ -597,7 +603,7 @@ func runCitizen(ctx context.Context, cfg RunConfig, mock *mockProc, target strin
 	if err := p.stop(); err != nil {
 		return tr, fmt.Errorf("citizen exited with %v: %s", err, p.tail())
 	}
-	out, err := citizenOutput(ctx, cfg, "events", "stats", "--json", "--data-dir", data)
+	out, err := citizenOutput(ctx, cfg, append([]string{"events", "stats", "--json"}, storeArgs...)...)
 	if err != nil {
 		return tr, err
 	}
@@ -609,7 +615,7 @@ func runCitizen(ctx context.Context, cfg RunConfig, mock *mockProc, target strin
 	}
 	tr.Recorded = st.ByType["interaction.recorded"]
 	if target == TargetAll {
-		tr.Evaluated, err = evaluatedInteractions(ctx, cfg, data)
+		tr.Evaluated, err = evaluatedInteractions(ctx, cfg, storeArgs)
 		if err != nil {
 			return tr, err
 		}
@@ -619,8 +625,8 @@ func runCitizen(ctx context.Context, cfg RunConfig, mock *mockProc, target strin
 
 // evaluatedInteractions counts the distinct interactions the store holds
 // an interaction.evaluated for (feedback re-grades one more than once).
-func evaluatedInteractions(ctx context.Context, cfg RunConfig, data string) (int, error) {
-	out, err := citizenOutput(ctx, cfg, "events", "tail", "--type", "interaction.evaluated", "--data-dir", data)
+func evaluatedInteractions(ctx context.Context, cfg RunConfig, storeArgs []string) (int, error) {
+	out, err := citizenOutput(ctx, cfg, append([]string{"events", "tail", "--type", "interaction.evaluated"}, storeArgs...)...)
 	if err != nil {
 		return 0, err
 	}
