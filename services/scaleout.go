@@ -45,8 +45,12 @@ var ErrInconsistentDeployment = errors.New("deployment cannot be consistent")
 // checkDeployment refuses a process that runs only some of citizen's
 // roles (a split --target) where the other processes could never see its
 // events:
-//   - with store.backend=embedded: the log under data_dir is this
-//     process's own (another process can neither open it nor see it);
+//   - with store.backend=embedded while it runs the relay or a worker: the
+//     log under data_dir is this process's own (another process can
+//     neither open it nor see it). A gateway alone is accepted with a
+//     warning: nothing else runs on its store meanwhile, and a later
+//     process with every role on the same data_dir grades what it
+//     recorded;
 //   - with bus.backend=inprocess while this process runs the relay or a
 //     worker: the in-process bus carries events only to this process's
 //     workers, and only one process's relay (the elected one) publishes.
@@ -62,8 +66,19 @@ func (a *App) checkDeployment() error {
 		return nil // every role in this process
 	}
 	target := "--target=" + strings.Join(cfg.Target, ",")
+	bm := a.busModules(order)
 	switch cfg.Store.Backend {
 	case "embedded":
+		if len(bm) == 0 && a.Log != nil {
+			a.Log.Warn("this process records interactions that nothing grades while it runs: store.backend=embedded serves one process; "+
+				"a later `citizen serve` (every role) on this data_dir catches up", "target", strings.Join(cfg.Target, ","))
+		}
+		if len(bm) == 0 {
+			// A gateway alone: nothing else can open this store while it
+			// runs (the directory lock), and a later process with every
+			// role on this data_dir grades what it recorded.
+			return nil
+		}
 		return fmt.Errorf("%w: %s runs only part of citizen, but store.backend=embedded is a log only this process can open "+
 			"(the processes running the other roles could never see its events): run every role in one process (--target=all), "+
 			"or share one store between the processes: store.backend=postgres with the same store.pg_url in each (see deploy/compose.yaml)",
@@ -71,7 +86,7 @@ func (a *App) checkDeployment() error {
 	case "memory":
 		return nil
 	}
-	if bm := a.busModules(order); len(bm) > 0 && cfg.Bus.Backend == "inprocess" {
+	if len(bm) > 0 && cfg.Bus.Backend == "inprocess" {
 		return fmt.Errorf("%w: %s runs %s, but bus.backend=inprocess carries events only within one process "+
 			"(the elected relay publishes to its own process alone): use bus.backend=kafka with bus.kafka_brokers in every process, "+
 			"or run every role in one process (--target=all)",

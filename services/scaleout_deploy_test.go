@@ -1,6 +1,7 @@
 package services
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,7 +86,7 @@ func TestComposeFileNamesRealRolesAndSettings(t *testing.T) {
 			t.Errorf("service %s: %v", name, err)
 			continue
 		}
-		a := &App{Config: cfg}
+		a := &App{Config: cfg, Log: slog.New(slog.DiscardHandler)}
 		if err := a.checkDeployment(); err != nil {
 			t.Errorf("service %s: %v", name, err)
 		}

@@ -36,8 +36,8 @@ func TestInconsistentDeploymentsRefused(t *testing.T) {
 		args []string
 		want []string // in the error output
 	}{
-		{"split target on the embedded store", []string{"--target=gateway"},
-			[]string{"--target=gateway runs only part of citizen", "store.backend=embedded", "store.backend=postgres", "--target=all"}},
+		{"split workers on the embedded store", []string{"--target=reflection"},
+			[]string{"--target=reflection runs only part of citizen", "store.backend=embedded", "store.backend=postgres", "--target=all"}},
 		{"split workers on the in-process bus", []string{"--target=reflection,feedback", "--store.backend=postgres", "--store.pg-url=postgres://nobody@127.0.0.1:1/none"},
 			[]string{"bus.backend=inprocess", "bus.backend=kafka", "runs bus, reflection, feedback, memory"}},
 	} {
@@ -84,6 +84,7 @@ func TestConsistentDeploymentsAccepted(t *testing.T) {
 		mut  func(*Config)
 	}{
 		{"all embedded", func(*Config) {}},
+		{"gateway alone embedded (a later full process grades its interactions)", func(c *Config) { c.Target = []string{"gateway"} }},
 		{"gateway on postgres", func(c *Config) { c.Target, c.Store.Backend = []string{"gateway"}, "postgres" }},
 		{"workers on postgres and kafka", func(c *Config) {
 			c.Target, c.Store.Backend, c.Bus.Backend = []string{"reflection", "feedback", "memory"}, "postgres", "kafka"

@@ -28,7 +28,7 @@ func TestServedAccuracyMatchesOffline(t *testing.T) {
 	done := make(chan int, 1)
 	logs := newSyncBuffer()
 	go func() {
-		done <- Main(ctx, []string{"serve", "--data-dir", t.TempDir(), "--target", "gateway", "--store.backend=memory", "--gateway.listen", addr,
+		done <- Main(ctx, []string{"serve", "--data-dir", t.TempDir(), "--target", "gateway", "--gateway.listen", addr,
 			"--model.checkpoint", "../model/base"}, Env{Stdout: io.Discard, Stderr: logs})
 	}()
 	base := "http://" + addr
