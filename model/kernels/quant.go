@@ -443,8 +443,8 @@ func init() { quantActBits.Store(16) }
 
 // SetQuantActBits sets the width of the activations on MatMulQ's integer path, 16 or 8 (any
 // other value means 16), and returns the previous value. With 16 (the default) each 32-block
-// of a row is quantized to int16 (d = max|x|/32767): the products are the float32 products
-// with the dequantized weights to about 1e-5 relative. With 8 (ggml's Q8_0/Q8_1 activations,
+// of a row is quantized to int16 (d = max|x|/32767): each value moves by at most 2⁻¹⁶ of its
+// block's largest magnitude. With 8 (ggml's Q8_0/Q8_1 activations,
 // d = max|x|/127) the rounding is 258 times coarser; on SmolLM2-135M it changes greedy
 // answers (docs/benchmarks/quantized.md). Safe for concurrent use; calls already running keep
 // their choice.
@@ -481,10 +481,11 @@ func checkQ(op string, c, a []float32, w *QMatrix, m, k, n int) {
 // MatMulQ computes C[m×n] = A[m×k]·Wᵀ with W a [n×k] QMatrix (n = w.Rows, k = w.Cols), or adds
 // the product into C when acc is true: the forward linear layer on quantized weights.
 //
-// With few rows (decode) each row of A is quantized per 32-block to int8 (d = max|x|/127) and
-// multiplied with integer dot products, as llama.cpp does: besides the weights' own rounding,
-// the result carries the activations' (relative error about 2⁻⁸ of each block's largest
-// magnitude, averaging out over k). With more rows, W is dequantized tile by tile and the
+// With few rows (decode) each row of A is quantized per 32-block to int16 (d = max|x|/32767;
+// int8 with d = max|x|/127, as llama.cpp does, after SetQuantActBits(8)) and multiplied with
+// integer dot products: besides the weights' own rounding, the result carries the
+// activations' (each value moves by at most half a step, 2⁻¹⁶ of its block's largest magnitude
+// for int16, 2⁻⁸ for int8). With more rows, W is dequantized tile by tile and the
 // float32 GEMM runs: the result is then the float32 product with the dequantized weights. The
 // shared contract of MatMulNT applies otherwise (c must not overlap a; deterministic for a
 // given implementation, shape and SetThreads value). Safe for concurrent use.

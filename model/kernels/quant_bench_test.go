@@ -62,3 +62,31 @@ func BenchmarkDequantize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMatMulQAct compares the integer path's activation widths (SetQuantActBits) on one
+// row (decode) at one thread, at SmolLM2-135M's layer shapes (in cache) and at its output
+// head's (49152 × 576 Q8_0, 28 MB: streamed from memory).
+func BenchmarkMatMulQAct(b *testing.B) {
+	defer SetThreads(Threads())
+	SetThreads(1)
+	defer SetQuantActBits(SetQuantActBits(16))
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, sh := range []struct {
+		qt   QType
+		n, k int
+	}{{Q4_1, 1536, 576}, {Q4_1, 576, 1536}, {Q8_0, 49152, 576}} {
+		w := randQMatrix(r, sh.qt, sh.n, sh.k)
+		a := randSlice(r, sh.k)
+		c := make([]float32, sh.n)
+		for _, bits := range []int{8, 16} {
+			b.Run(fmt.Sprintf("type=%s/n=%d/k=%d/act=int%d", sh.qt, sh.n, sh.k, bits), func(b *testing.B) {
+				SetQuantActBits(bits)
+				b.SetBytes(int64(w.Bytes()))
+				for range b.N {
+					MatMulQ(c, a, w, 1, false)
+				}
+				b.ReportMetric(float64(sh.n*sh.k)*2*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
