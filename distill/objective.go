@@ -90,7 +90,7 @@ type Objective struct {
 	// refund questions right: without updates 0, 23, 124 and 236; with
 	// 7-31 updates at 6: 230, 230, 250, 257; at 2: 226, 172, 235, 256.
 	// Arithmetic 266 against 261 of 1,200, unit conversion 726 against
-	// 714 (docs/benchmarks/learn.md, "Thirteenth session").
+	// 714 (measured with bench learn; the runs are in the git history of docs/benchmarks/learn.md).
 	UpdateWeight float64
 	// UpdateTotal bounds the weight of a cycle's updates together
 	// (default 48): n of them weigh min(UpdateWeight, UpdateTotal/n) each.
@@ -119,8 +119,8 @@ type Objective struct {
 	// default) 237.5 and 598.5, the near-ties at weight 3 about the
 	// same as 1.5 for the other types but undid fixes learnt from few
 	// corrections (70 of 300 refund answers right against 192), as every
-	// conversation at weight 10 did (docs/benchmarks/learn.md, "Eighth
-	// session").
+	// conversation at weight 10 did (measured with bench learn; the runs are in the
+	// git history of docs/benchmarks/learn.md).
 	Rehearsal       bool
 	RehearsalWeight float64
 	RehearsalMargin float64
@@ -129,7 +129,7 @@ type Objective struct {
 	// 0.5) works against exactly the tokens the revisions teach; replaying
 	// bench learn's first cycle with post-drift corrections, the candidate
 	// answered 7-14 of 40 refund questions with the new 60 days with it,
-	// 34-35 without (docs/benchmarks/learn.md).
+	// 34-35 without (measured with bench learn).
 	KLOnCorrected bool
 }
 
