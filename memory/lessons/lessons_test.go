@@ -61,13 +61,19 @@ func (w *world) feedback(id, tenant, user string, fi events.FeedbackInterpreted)
 	fi.InteractionID, fi.FeedbackID = id, fmt.Sprintf("fb-%d", w.n)
 	w.append(&events.FeedbackReceived{InteractionID: id, FeedbackID: fi.FeedbackID, Source: "customer", User: user}, events.InteractionStream(id), tenant)
 	ev := w.append(&fi, events.InteractionStream(id), tenant)
+	return w.handle(ev)
+}
+
+// handle runs the learner on a stored event; what it derives is stored
+// and applied to the view, as the bus and the view's follower would.
+func (w *world) handle(ev events.Event) []events.Event {
+	w.t.Helper()
 	out, err := w.learner.Handle(w.ctx, ev)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	for _, e := range out {
-		stored := w.append(mustDecode(w.t, e), e.Stream, e.Tenant)
-		if err := w.view.Apply(w.ctx, stored); err != nil {
+		if err := w.view.Apply(w.ctx, w.append(mustDecode(w.t, e), e.Stream, e.Tenant)); err != nil {
 			w.t.Fatal(err)
 		}
 	}
@@ -286,17 +292,7 @@ func (w *world) evaluate(id, tenant, user string, reward float64, lessons ...str
 	w.t.Helper()
 	ev := w.append(&events.InteractionEvaluated{InteractionID: id, Seq: 1, TaskType: "policy", User: user, Lessons: lessons,
 		Reward: reward, RewardTerms: map[string]float64{"graders": reward}}, events.InteractionStream(id), tenant)
-	out, err := w.learner.Handle(w.ctx, ev)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	for _, e := range out {
-		stored := w.append(mustDecode(w.t, e), e.Stream, e.Tenant)
-		if err := w.view.Apply(w.ctx, stored); err != nil {
-			w.t.Fatal(err)
-		}
-	}
-	return out
+	return w.handle(ev)
 }
 
 func TestLessonThatHurtsIsRetired(t *testing.T) {
@@ -404,19 +400,7 @@ func TestPromotedWeightsRetireTheLesson(t *testing.T) {
 		w.correct("acme", "u2", q, "30 days", "60 days")
 		id := w.view.List("acme", "promoted")[0].LessonID
 		tc.carry.Lesson = id
-		run := func(p events.Payload, stream string) []events.Event {
-			ev := w.append(p, stream, "")
-			out, err := w.learner.Handle(w.ctx, ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range out {
-				if err := w.view.Apply(w.ctx, w.append(mustDecode(t, e), e.Stream, e.Tenant)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return out
-		}
+		run := func(p events.Payload, stream string) []events.Event { return w.handle(w.append(p, stream, "")) }
 		if out := run(&events.WeightsTrained{Version: "v1", Accepted: true, Lessons: []events.LessonCarry{tc.carry}}, events.VersionStream("v1")); len(out) != 0 {
 			t.Fatalf("training alone derived %v", types(out))
 		}
