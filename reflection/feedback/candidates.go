@@ -95,6 +95,7 @@ type answerInfo struct {
 	names     []string // names in the answer, folded
 	qnums     map[string]bool
 	qnames    map[string]bool
+	qwords    map[string]bool // the question's content words (four letters or more), folded
 	hasText   bool
 }
 
@@ -170,6 +171,12 @@ func analyzeAnswer(answer, question string) answerInfo {
 	ai.qnames = map[string]bool{}
 	for _, n := range namesIn(qt, false, guessLang(qt)) {
 		ai.qnames[n] = true
+	}
+	ai.qwords = map[string]bool{}
+	for _, t := range qt {
+		if t.kind == tWord && len(t.low) >= 4 && !t.upper {
+			ai.qwords[t.low] = true
+		}
 	}
 	return ai
 }
@@ -812,6 +819,31 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 			}
 		}
 	}
+	// the answer's own names (not the question's): the slot a name
+	// correction fills
+	ansSlot := false
+	for _, n := range ai.names {
+		if !ai.qnames[n] {
+			ansSlot = true
+		}
+	}
+	isNewName := func(f string) bool {
+		if ai.qnames[f] {
+			return false
+		}
+		for _, n := range ai.names {
+			if n == f || wordsContain(n, f) || wordsContain(f, n) {
+				return false
+			}
+		}
+		return true
+	}
+	newNames := map[string]bool{}
+	for _, sp := range spans {
+		if f := fold(sp.text); isNewName(f) {
+			newNames[f] = true
+		}
+	}
 	for _, sp := range spans {
 		overlap := false
 		for k := sp.lo; k < sp.hi; k++ {
@@ -824,6 +856,22 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 		}
 		ex := []string{}
 		f := fold(sp.text)
+		if isNewName(f) {
+			if len(newNames) == 1 {
+				ex = append(ex, "new&only")
+			}
+			if ansSlot {
+				ex = append(ex, "new&ansslot")
+			}
+			// the name's sentence speaks of the question's subject ("the
+			// capital is Brasilia")
+			for k := 0; k < len(c.toks); k++ {
+				if c.toks[k].sent == c.toks[sp.lo].sent && (k < sp.lo || k >= sp.hi) && ai.qwords[c.toks[k].low] {
+					ex = append(ex, "new&qword")
+					break
+				}
+			}
+		}
 		for _, n := range ai.names {
 			if n == f {
 				ex = append(ex, "eqname")

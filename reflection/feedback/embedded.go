@@ -15,7 +15,7 @@ import (
 // lexicons and trained weights (testdata/model.json). Bump it whenever
 // any of them changes, so that re-interpretation of history can be told
 // apart.
-const EmbeddedVersion = "embedded-2"
+const EmbeddedVersion = "embedded-3"
 
 // MaxTextBytes bounds the feedback text an interpreter reads. Longer text is
 // not interpreted (low-confidence neutral, Note "too-large").

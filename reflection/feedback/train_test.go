@@ -737,3 +737,56 @@ func TestDevCV(t *testing.T) {
 		}
 	}
 }
+
+// TestDevGateBins (development, train only): the out-of-fold best
+// candidate's score by value kind against whether it is the correction.
+func TestDevGateBins(t *testing.T) {
+	if *devFlag != "bins" {
+		t.Skip("dev only")
+	}
+	exs := loadTrainExamples(t, defaultTrainOpts)
+	_, rep := trainAll(exs, defaultTrainOpts)
+	var gen []*texample
+	for _, e := range exs {
+		if e.general {
+			gen = append(gen, e)
+		}
+	}
+	type cell struct{ right, wrong, none int }
+	bins := map[string]*[10]cell{}
+	for i, e := range gen {
+		if len(rep.scores[i]) == 0 {
+			continue
+		}
+		b := 0
+		for k := range rep.scores[i] {
+			if rep.scores[i][k] > rep.scores[i][b] {
+				b = k
+			}
+		}
+		c := e.a.cands[b]
+		g := "value"
+		if c.kind == vName {
+			g = "name"
+		} else if c.kind == vYesNo {
+			g = "yesno"
+		}
+		if bins[g] == nil {
+			bins[g] = &[10]cell{}
+		}
+		bi := min(int(rep.scores[i][b]*10), 9)
+		switch {
+		case e.corr == "":
+			bins[g][bi].none++
+		case NormalizeCorrection(c.canon) == e.corr:
+			bins[g][bi].right++
+		default:
+			bins[g][bi].wrong++
+		}
+	}
+	for g, bs := range bins {
+		for i, c := range bs {
+			fmt.Printf("%-6s [%.1f) right %3d wrong %3d none %3d\n", g, float64(i)/10, c.right, c.wrong, c.none)
+		}
+	}
+}

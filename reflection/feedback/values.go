@@ -173,7 +173,9 @@ func (v value) canon() string {
 		return fmtNum(v.a) + " " + v.unit
 	case vNumRange:
 		return fmtNum(v.a) + "-" + fmtNum(v.b)
-	case vStatus, vYesNo, vName, vText:
+	case vName:
+		return englishPlace(v.text)
+	case vStatus, vYesNo, vText:
 		return v.text
 	}
 	return ""
