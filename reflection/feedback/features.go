@@ -205,6 +205,14 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 		}
 		f["v:"+v.kind.String()] = 1
 	}
+	// words conditioned on what the values say: evidence words ("steht
+	// auch auf", "that's what ... said") confirm beside the answer's own
+	// value and correct beside a different one
+	if state := valueState(eq, diff); state != "" {
+		for _, w := range ws {
+			f["w:"+state+"|"+w] = 1
+		}
+	}
 	has := func(c lclass) bool {
 		for _, h := range hits {
 			if h.cl&c != 0 && !h.neg {
@@ -601,4 +609,16 @@ func clauseBreak(toks []tok, a, b int) bool {
 		}
 	}
 	return false
+}
+
+// valueState names what a comment's values say about the answer's: "E"
+// (only the answer's own values), "D" (a different one) or "" (none).
+func valueState(eq, diff bool) string {
+	switch {
+	case diff:
+		return "D"
+	case eq:
+		return "E"
+	}
+	return ""
 }

@@ -790,3 +790,23 @@ func TestDevGateBins(t *testing.T) {
 		}
 	}
 }
+
+// TestDevFeature (development, train only): the labels of the train
+// comments that have the polarity feature FB_FEAT.
+func TestDevFeature(t *testing.T) {
+	name := os.Getenv("FB_FEAT")
+	if *devFlag != "feat" || name == "" {
+		t.Skip("dev only")
+	}
+	recs := loadGeneral(t, "testdata/general/train.jsonl")
+	count := map[int]int{}
+	for _, r := range recs {
+		a := analyze(Input{Text: r.Text, AnswerText: r.Answer, PromptText: r.Question})
+		if a.pf[name] == 0 {
+			continue
+		}
+		count[r.Polarity]++
+		fmt.Printf("%+d %-22s %q | %s\n", r.Polarity, r.Kind, r.Correction, trunc(r.Text, 140))
+	}
+	fmt.Println(name, count)
+}
