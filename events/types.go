@@ -248,9 +248,30 @@ type FeedbackInterpreted struct {
 	// memory); its polarity still enters the reward weighted by Confidence.
 	Uncertain          bool   `json:"uncertain,omitempty"`
 	InterpreterVersion string `json:"interpreter_version"`
+	// Agreement is set when a second interpreter judged the same feedback
+	// (an LLM judge beside the embedded interpreter): how the two agreed.
+	Agreement *InterpreterAgreement `json:"agreement,omitempty"`
 }
 
 func (FeedbackInterpreted) EventType() string { return TypeFeedbackInterpreted }
+
+// InterpreterAgreement records how a judge's votes and a reference
+// interpreter agreed on one feedback.
+type InterpreterAgreement struct {
+	// Votes asked of the judge, and how many gave a usable answer.
+	Votes int `json:"votes"`
+	Valid int `json:"valid"`
+	// Share of the valid votes that agree with the judge's majority.
+	Share float64 `json:"share"`
+	// Reference is the other interpreter's version and its reading.
+	Reference           string  `json:"reference"`
+	ReferencePolarity   float64 `json:"reference_polarity"`
+	ReferenceCorrection string  `json:"reference_correction,omitempty"`
+	// Polarity and Correction: whether the judge's majority and the
+	// reference agree on the polarity's sign and on the correction.
+	Polarity   bool `json:"polarity"`
+	Correction bool `json:"correction"`
+}
 
 // AnomalyDetected is a reward-hacking or health detector tripping.
 // Stream: version-<V>.
