@@ -250,6 +250,9 @@ func TestRelayFailover(t *testing.T) {
 	waitUntil(t, ctx, "relay b publishing everything", func() bool { return maxPos(plog.snapshot()) >= uint64(n) })
 	killed := time.Now()
 	killHolder(t, ctx, url, schema, "relay")
+	// The holder's process dies with its session: left running, b would
+	// compete again and might win the lease back before c.
+	b.cancel()
 	extra := 50
 	for i := n; i < n+extra; i++ {
 		if _, err := writer.Append(ctx, "after", events.Any, eventstest.Feedback(t, fmt.Sprintf("e%d", i))); err != nil {
@@ -281,7 +284,6 @@ func TestRelayFailover(t *testing.T) {
 	if dups > 3*16+extra {
 		t.Errorf("%d events published twice: more than the unsaved tail of a checkpoint", dups)
 	}
-	b.cancel()
 	c.cancel()
 	for _, p := range []*proc{b, c} {
 		if err := <-p.done; err != nil {
