@@ -4,10 +4,15 @@
 // correction or hint, a calibrated confidence, an uncertain mark and the
 // interpreter's version.
 //
-// Interpreters: Embedded (the default; no dependencies) and LLM (an
-// OpenAI-compatible upstream asked for a JSON object under a JSON schema,
-// validated strictly, with a recorded low-confidence "unparsable" result
-// when the model's answer cannot be used). Bad input (empty, over
+// Interpreters: Embedded (the default; no dependencies), LLM (an
+// OpenAI-compatible upstream given a rubric and asked for a JSON object
+// under a JSON schema, validated strictly, with a recorded low-confidence
+// "unparsable" result when the model's answer cannot be used) and Judge
+// (the LLM path: N votes of the LLM combined with the embedded
+// interpreter, their agreement recorded on every feedback.interpreted);
+// NewInterpreter(Config) picks the Judge when an upstream is configured.
+// Reinterpreter re-reads recorded feedback with the current embedded
+// interpreter and counts what changed (citizen events replay). Bad input (empty, over
 // MaxTextBytes, binary, a script other than Latin) is never an error: it
 // gives a neutral, low-confidence interpretation.
 //

@@ -90,6 +90,11 @@ func (in *Ingester) Handle(ctx context.Context, ev events.Event) ([]events.Event
 	if got.Note != "" {
 		version += ";" + got.Note
 	}
+	var agreement *events.InterpreterAgreement
+	if a := got.Agreement; a != nil {
+		agreement = &events.InterpreterAgreement{Votes: a.Votes, Valid: a.Valid, Share: a.Share, Reference: a.Reference,
+			ReferencePolarity: a.ReferencePolarity, ReferenceCorrection: a.ReferenceCorrection, Polarity: a.Polarity, Correction: a.Correction}
+	}
 	out, err := events.Encode(&events.FeedbackInterpreted{
 		InteractionID:      interaction,
 		FeedbackID:         fr.FeedbackID,
@@ -101,6 +106,7 @@ func (in *Ingester) Handle(ctx context.Context, ev events.Event) ([]events.Event
 		Uncertain:          got.Uncertain,
 		Confidence:         clamp(got.Confidence, 0, 1),
 		InterpreterVersion: version,
+		Agreement:          agreement,
 	}, events.Meta{
 		Stream:        ev.Stream,
 		ID:            events.DeterministicID(ev.ID.String(), events.TypeFeedbackInterpreted),

@@ -61,10 +61,9 @@ type Interpretation struct {
 	// Confidence in [0, 1] of the interpreter in this interpretation. Bad
 	// input (empty, huge, binary, not English) gives a low confidence.
 	Confidence float64
-	// Version identifies the interpreter ("embedded-2", "llm-1(model)").
-	// The ingester records it, followed by ";"+Note when Note is set
-	// ("llm-1(model);unparsable") and otherwise by ";uncertain" when
-	// Uncertain is set ("embedded-2;uncertain").
+	// Version identifies the interpreter ("embedded-3", "llm-2(model)",
+	// "llm-2(model)+embedded-3" for a Judge). The ingester records it,
+	// followed by ";"+Note when Note is set ("llm-2(model);unparsable").
 	Version string
 	// Note says why the confidence is low, if it is ("empty", "too-large",
 	// "binary", "unsupported-language", "unparsable"); empty otherwise.
@@ -74,6 +73,9 @@ type Interpretation struct {
 	// one). Consumers that turn feedback into rewards or lessons should
 	// skip uncertain interpretations; they are recorded, never dropped.
 	Uncertain bool
+	// Agreement is set by a Judge: how its votes and its reference
+	// interpreter agreed.
+	Agreement *Agreement
 }
 
 // Interpreter turns free-text feedback into signals. Implementations must be

@@ -14,8 +14,9 @@ import (
 	"unicode/utf8"
 )
 
-// LLMVersion identifies the prompt and schema of the LLM interpreter.
-const LLMVersion = "llm-1"
+// LLMVersion identifies the prompt (the rubric) and schema of the LLM
+// interpreter.
+const LLMVersion = "llm-2"
 
 // ErrUpstream: the upstream model could not be reached or answered with an
 // HTTP error. A retry may succeed.
@@ -34,6 +35,9 @@ type LLMConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxTokens bounds the answer (default 400).
 	MaxTokens int `yaml:"max_tokens"`
+	// Temperature of a single reading (default 0). Votes (Judge) sample
+	// at their own temperature.
+	Temperature float64 `yaml:"temperature"`
 	// HTTPClient, if set, is used instead of a default client.
 	HTTPClient *http.Client `yaml:"-"`
 }
@@ -60,6 +64,9 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = 400
 	}
+	if math.IsNaN(cfg.Temperature) || cfg.Temperature < 0 || cfg.Temperature > 2 {
+		return nil, fmt.Errorf("feedback: llm temperature %v must be in [0, 2]", cfg.Temperature)
+	}
 	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, fmt.Errorf("feedback: llm base_url %q must be an http(s) URL", cfg.BaseURL)
@@ -80,14 +87,35 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 // version is the recorded interpreter version.
 func (l *LLM) version() string { return LLMVersion + "(" + l.cfg.Model + ")" }
 
-const llmSystemPrompt = `You interpret a customer's feedback on an AI assistant's answer.
+// llmSystemPrompt is the rubric: the rules of testdata/general/GUIDE.md
+// in short, so that the model labels feedback as the labelled sets do.
+const llmSystemPrompt = `You interpret a customer's feedback on an AI assistant's answer, given the question and the answer.
 Return only a JSON object with these fields:
-- polarity: number in [-1, 1]; negative means the customer is dissatisfied, 0 neutral or unclear.
-  Read negation ("not helpful"), contrast (the clause after "but"/"though"/"however" dominates) and sarcasm ("great, another wrong answer") carefully.
+- polarity: number in [-1, 1], the customer's judgement OF THE ANSWER (not their mood, nor their opinion of the company or a policy).
+  +1: accepts the answer as right or useful: praise, evaluative thanks ("thanks, that helped"), a confirmation ("matches my receipt"),
+      a negated complaint ("not bad", "can't fault it"), a complaint retracted in the same comment ("wrong - oh wait, you're right").
+  -1: says or implies the answer is wrong, incomplete, unhelpful, too long or short, badly toned or unusable; doubts it ("are you sure?");
+      corrects it in any way, also politely, as a question ("isn't it 60 days?") or buried in a story; praises it sarcastically.
+      Praise plus a correction is -1.
+   0: no judgement: greetings, tests, bare thanks ("thanks", "merci"), "ok", "got it", a request for another format that does not
+      judge the answer ("can you put it in a table?"), a follow-up question that implies no error, off-topic remarks, and complaints
+      about a policy or price that accept the answer as correct.
+  Read negation, contrast (the clause after "but" usually decides), sarcasm, capitals, emoji, typos and any language carefully.
 - strength: number in [0, 1], how strongly the verdict is expressed.
 - aspects: the aspects the feedback is about, from: correctness, completeness, length, tone, format, speed, tool_use.
-- correction: the right answer if the feedback states it ("no - it's 60 days now" gives "60 days"), else "".
-- hint: one short instruction that would help the assistant answer better next time ("The refund window is now 60 days.", "Be more concise."), else "".
+- correction: the value the customer says or clearly implies is the right answer, else "". Compute it when the comment does
+  ("double that" under "30 days" gives "60 days"; "an hour earlier" under "10:00" gives "09:00"; "you forgot the 8% tax").
+  When one part of the answer is disputed, give only that part; when one end of a range is corrected, give the whole new range.
+  A yes/no answer that is plainly denied gives the other one ("yes"/"no"). No correction from praise, confirmations, retractions,
+  doubt without a value, numbers that are not a claim about the answer (order numbers, what another shop charges, waiting times).
+  Canonical English forms: numbers as digits with "." decimals ("6912", "4.54"); money with the symbol first ("$5", "€4.99", "£35",
+  other currencies "CHF 12"); "30%"; times "09:00", ranges "09:00-17:00"; weekdays lower case ("thursday", "monday-saturday");
+  dates "2024-05-15"; durations "60 days", "1 business day", "3-5 business days" (the customer's unit is kept); quantities
+  "2.54 cm", "62 mph", "37.8 °C"; statuses from: processing, shipped, in transit, out for delivery, delivered, cancelled, pending,
+  refunded, returned, open, in progress, resolved, closed, on hold, lost; names as the customer gives them, with the English name
+  of a place ("Bern", "Brasília").
+- hint: one short instruction that would help the assistant answer better next time ("The refund window is now 60 days.",
+  "Be more concise."), else "".
 - confidence: number in [0, 1], your confidence in this reading.`
 
 // feedbackSchema is the JSON schema the answer must follow.
@@ -126,8 +154,13 @@ func truncateRunes(s string, n int) string {
 	return string([]rune(s)[:n])
 }
 
-// Interpret implements Interpreter.
+// Interpret implements Interpreter: one reading at cfg.Temperature.
 func (l *LLM) Interpret(ctx context.Context, in Input) (Interpretation, error) {
+	return l.read(ctx, in, l.cfg.Temperature, nil)
+}
+
+// read asks the model once at temperature, with seed when it is set.
+func (l *LLM) read(ctx context.Context, in Input, temperature float64, seed *int) (Interpretation, error) {
 	// Bad text is not sent upstream: the rules handle it (and any rating
 	// or outcome) and the version records that.
 	if strings.TrimSpace(in.Text) == "" || len(in.Text) > MaxTextBytes || looksBinary(in.Text) {
@@ -152,13 +185,13 @@ func (l *LLM) Interpret(ctx context.Context, in Input) (Interpretation, error) {
 		user["answer"] = truncateRunes(in.AnswerText, 2000)
 	}
 	userJSON, _ := json.Marshal(user)
-	body, err := json.Marshal(map[string]any{
+	reqBody := map[string]any{
 		"model": l.cfg.Model,
 		"messages": []map[string]string{
 			{"role": "system", "content": llmSystemPrompt},
 			{"role": "user", "content": string(userJSON)},
 		},
-		"temperature": 0,
+		"temperature": temperature,
 		"max_tokens":  l.cfg.MaxTokens,
 		"response_format": map[string]any{
 			"type": "json_schema",
@@ -168,7 +201,11 @@ func (l *LLM) Interpret(ctx context.Context, in Input) (Interpretation, error) {
 				"schema": feedbackSchema,
 			},
 		},
-	})
+	}
+	if seed != nil {
+		reqBody["seed"] = *seed
+	}
+	body, err := json.Marshal(reqBody)
 	if err != nil {
 		return Interpretation{}, fmt.Errorf("feedback: encoding llm request: %w", err)
 	}
