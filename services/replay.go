@@ -13,6 +13,7 @@ import (
 	"citizen/distill"
 	"citizen/events"
 	"citizen/ops/rollout"
+	"citizen/reflection/feedback"
 )
 
 // StoreStats summarises an event store.
@@ -146,12 +147,37 @@ func Replay(ctx context.Context, st events.Store) (ReplayResult, error) {
 
 // NewProjections returns fresh instances of every projection citizen
 // keeps; replay and the live components use the same constructors: the
-// distiller's graded-chat projection (versions and lineage) and the
-// rollout controller's state (stable version, running rollout, history).
+// distiller's graded-chat projection (versions and lineage), the
+// rollout controller's state (stable version, running rollout, history)
+// and the feedback re-reading (what the current interpreter would change).
 var NewProjections = func() []Projection {
 	return []Projection{&DistillReplay{P: distill.NewProjection(distill.Retention{})},
-		&RolloutReplay{S: rollout.NewState(rollout.DefaultConfig())}}
+		&RolloutReplay{S: rollout.NewState(rollout.DefaultConfig())},
+		&FeedbackReplay{R: feedback.NewReinterpreter()}}
 }
+
+// FeedbackReplay re-reads every recorded feedback with the current
+// embedded interpreter and reports how many interpretations were written
+// by another version and how many would change (polarity sign,
+// correction), with examples. Events it cannot read are counted.
+type FeedbackReplay struct {
+	R       *feedback.Reinterpreter
+	Skipped int
+}
+
+// Name is "feedback".
+func (f *FeedbackReplay) Name() string { return "feedback" }
+
+// Apply folds ev into the reinterpreter.
+func (f *FeedbackReplay) Apply(ev events.Event) error {
+	if err := f.R.Apply(ev); err != nil {
+		f.Skipped++
+	}
+	return nil
+}
+
+// Summary is the reinterpreter's summary.
+func (f *FeedbackReplay) Summary() any { return f.R.Summary() }
 
 // DistillReplay adapts the distiller's projection to Projection. Events
 // the projection refuses (already applied, undecodable) are counted, as
