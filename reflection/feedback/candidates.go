@@ -1255,6 +1255,35 @@ func yesNoFeats(cd *cand, c docInfo, ai answerInfo) {
 	if c.words <= 3 {
 		cd.set("yn:terse")
 	}
+	// the comment restates the answer's predicate, negated or not: under
+	// "No, we do not accept PayPal", "no PayPal in this day and age" and
+	// "shame you don't price match" agree with the answer
+	ansWords := map[string]bool{}
+	for _, t := range ai.toks {
+		if t.kind == tWord && len(t.low) >= 4 && lexWords[t.low]&(lNegator|lYes|lNo) == 0 {
+			ansWords[normWord(t.low)] = true
+		}
+	}
+	for i, t := range c.toks {
+		if t.kind != tWord || !ansWords[normWord(t.low)] {
+			continue
+		}
+		cd.set("yn:answord")
+		for k := i - 1; k >= 0 && k >= i-3 && c.toks[k].sent == t.sent; k-- {
+			if isNegWord(c.toks[k]) || strings.HasSuffix(c.toks[k].low, "n't") {
+				cd.set("yn:negans:" + ai.yesno)
+			}
+		}
+	}
+	for i := range c.toks {
+		cl, _ := lexMatch(c.toks, i)
+		if cl&lPolicy != 0 {
+			cd.set("yn:policy")
+		}
+		if cl&lRequest != 0 {
+			cd.set("yn:request")
+		}
+	}
 }
 
 // computed adds the candidates computed from the answer's values and
