@@ -48,6 +48,6 @@
 //
 //	go test ./reflection/feedback -run TestTrainModel -update   # retrain, write testdata/model.json
 //	go test ./reflection/feedback -run TestTrainModel -v        # cross-validated figures on train
-//	go test ./reflection/feedback -run TestGeneralSet -v        # train and held-out tables, calibration
+//	go test ./reflection/feedback -run TestGeneralSet -v        # train and held-out tables, calibration (RESULTS.md)
 //	go test ./reflection/feedback -run XXX -bench BenchmarkInterpretLatency -cpu 1
 package feedback
