@@ -404,7 +404,11 @@ func (s routerService) Run(ctx context.Context) error {
 }
 
 func (a *App) initFeedback(ctx context.Context) (Service, error) {
-	in := feedback.NewIngester(feedback.IngesterConfig{Reader: a.Store}, a.logger("feedback"))
+	interp, err := feedback.NewInterpreter(a.Config.Feedback)
+	if err != nil {
+		return nil, fmt.Errorf("feedback: %w", err)
+	}
+	in := feedback.NewIngester(feedback.IngesterConfig{Reader: a.Store, Interpreter: interp}, a.logger("feedback"))
 	return a.worker("feedback", bus.EventHandler{
 		Name: "feedback", Topics: []string{bus.Topic(events.TypeFeedbackReceived)},
 		Subscriber: a.Bus.Subscriber("feedback"), Store: a.Store, Handle: in.Handle,

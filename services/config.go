@@ -21,6 +21,7 @@ import (
 	"citizen/model/catalog"
 	"citizen/ops/rollout"
 	"citizen/reflection"
+	"citizen/reflection/feedback"
 
 	"gopkg.in/yaml.v3"
 )
@@ -48,7 +49,10 @@ type Config struct {
 	// to it and the detectors compare with it before any rollout event.
 	Rollout rollout.Config `yaml:"rollout"`
 	Memory  MemoryConfig   `yaml:"memory"`
-	Model   ModelConfig    `yaml:"model"`
+	// Feedback: the feedback interpreter (the embedded one, or with an
+	// LLM judge beside it).
+	Feedback feedback.Config `yaml:"feedback"`
+	Model    ModelConfig     `yaml:"model"`
 
 	// ShutdownTimeout bounds how long each component may take to stop on
 	// SIGINT/SIGTERM; the gateway drains in-flight requests for as long.
@@ -154,6 +158,7 @@ func DefaultConfig() Config {
 		Gateway:         gateway.DefaultConfig(),
 		Reflection:      reflection.DefaultConfig(),
 		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
+		Feedback:        feedback.DefaultConfig(),
 		Distill:         DistillConfig{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8, MaxSuiteLoss: 0.02, SuiteStableMargin: 2},
 		Rollout:         rollout.DefaultConfig(),
 		Model:           ModelConfig{Engine: "embedded", Name: catalog.Default},

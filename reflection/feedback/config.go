@@ -19,12 +19,12 @@ type Config struct {
 
 // JudgeFlags are the LLM path's settings.
 type JudgeFlags struct {
-	BaseURL     string        `yaml:"base_url"`
-	APIKey      string        `yaml:"api_key"`
-	Model       string        `yaml:"model"`
-	Votes       int           `yaml:"votes"`
-	Temperature float64       `yaml:"temperature"`
-	Timeout     time.Duration `yaml:"timeout"`
+	BaseURL     string        `yaml:"base_url" help:"OpenAI-compatible server of the LLM feedback judge; empty keeps the embedded interpreter alone"`
+	APIKey      string        `yaml:"api_key" secret:"true" help:"bearer token for the LLM feedback judge"`
+	Model       string        `yaml:"model" help:"model name of the LLM feedback judge (required with judge.base_url)"`
+	Votes       int           `yaml:"votes" help:"readings asked of the LLM feedback judge per feedback (1-15)"`
+	Temperature float64       `yaml:"temperature" help:"sampling temperature of each vote when judge.votes > 1 (0-2)"`
+	Timeout     time.Duration `yaml:"timeout" help:"time limit of one LLM judge request"`
 }
 
 // DefaultConfig is the embedded interpreter alone.
