@@ -17,7 +17,7 @@ func LessonStream(id string) string { return "lesson-" + id }
 // Lesson kinds: what a statement is.
 const (
 	// LessonFact: the right answer to a kind of question ("The right
-	// answer is 60 days."), from customers' corrections.
+	// answer is 9am."), from customers' corrections.
 	LessonFact = "fact"
 	// LessonGuidance: how to answer (a preference, a format rule or a
 	// method), from the hints customers' comments carry.

@@ -332,8 +332,8 @@ type WeightsTrained struct {
 	// operator's fixed regression suite, per task type (absent without a
 	// suite, or when the hold-out already rejected the candidate).
 	Suite *SuiteCheck `json:"suite,omitempty"`
-	// Contradicted are the changed facts its data knew, sorted ("policy:
-	// 30 days": a statement at least two and half of its type's
+	// Contradicted are the changed facts its data knew, sorted ("TYPE:
+	// SPAN": a statement at least two and half of its type's
 	// corrections replaced, whose answers the self-evaluation had graded
 	// good): a candidate trained without a drifted type a newer one
 	// knows is stale (rollout supersede).

@@ -32,8 +32,8 @@ type QuizCheck struct {
 	First          map[string]QuizType `json:"first_types,omitempty"`
 }
 
-// quizFirst is the earlier sessions' quiz size, reported beside a larger
-// quiz's result.
+// quizFirst is the size of the smaller quiz reported beside a larger
+// quiz's result, so that results of either size compare.
 const quizFirst = 500
 
 // quizParallel is how many quiz questions are asked at once (the engine

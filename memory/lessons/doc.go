@@ -7,8 +7,8 @@
 // A lesson is a statement with a scope and evidence. Two kinds:
 //
 //   - fact: from customers' corrections. The statement is the question it
-//     was taught on and the value the customers say is right ("For "What
-//     is the refund window?": the right answer is 60 days."). Its scope is
+//     was taught on and the value the customers say is right ("For "When
+//     does the museum open?": the right answer is 9am."). Its scope is
 //     a tenant, a task type and a memory cluster: the questions whose
 //     embedding is close to one of the lesson's anchors (the questions of
 //     the feedback that taught it) and that state no number the anchor
@@ -28,8 +28,8 @@
 //     users who voted for another value in the cluster since its last
 //     promotion. A single customer's claim stays a proposal.
 //   - A promoted fact lesson supersedes the promoted lessons of its
-//     cluster with another value (values that state one another, "60
-//     days" and "Yes, the refund window is 60 days.", agree).
+//     cluster with another value (values that state one another, "9am"
+//     and "Yes, the museum opens at 9am.", agree).
 //   - A guidance lesson is promoted once its user gave the same hint on
 //     MinRepeats (2) interactions, and only from feedback about how to
 //     answer (length, tone, format, completeness, tool use): a complaint

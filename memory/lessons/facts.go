@@ -61,8 +61,8 @@ func agrees(v vote, value string) bool {
 	return statement.Contains(v.value, value) || !v.praise && statement.Contains(value, v.value)
 }
 
-// valuesAgree reports whether one value states the other ("60 days" and
-// "Yes, the refund window is 60 days."): such lessons do not contradict.
+// valuesAgree reports whether one value states the other ("9am" and
+// "Yes, the museum opens at 9am."): such lessons do not contradict.
 func valuesAgree(a, b string) bool {
 	a, b = statement.Normalize(a), statement.Normalize(b)
 	return statement.Contains(a, b) || statement.Contains(b, a)
