@@ -224,63 +224,64 @@ func (v *View) byAnswer(ctx context.Context, q Query, answer string) ([]*viewLes
 			sims[l] = best
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if sims[out[i]] != sims[out[j]] {
-			return sims[out[i]] > sims[out[j]]
-		}
-		return out[i].LessonID < out[j].LessonID
-	})
+	byCloseness(out, sims)
 	return out, nil
 }
 
 // facts are the promoted fact lessons of q's tenant (every tenant's for
 // an empty one) and task type.
 func (v *View) facts(q Query) []*viewLesson {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	var list []*viewLesson
-	if q.Tenant == "" {
-		for _, l := range v.active {
-			list = append(list, l...)
-		}
-	} else {
-		list = v.active[q.Tenant]
-	}
 	var out []*viewLesson
-	for _, l := range list {
-		if l.Kind == events.LessonFact && (q.TaskType == "" || l.Scope.TaskType == "" || q.TaskType == l.Scope.TaskType) {
+	for _, l := range v.promoted(q.Tenant) {
+		if isFactFor(l, q) {
 			out = append(out, l)
 		}
 	}
 	return out
 }
 
+// promoted are the promoted lessons of tenant (every tenant's for "").
+func (v *View) promoted(tenant string) []*viewLesson {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if tenant != "" {
+		return v.active[tenant]
+	}
+	var out []*viewLesson
+	for _, l := range v.active {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// isFactFor reports whether l is a fact lesson of q's task type (either
+// may name none).
+func isFactFor(l *viewLesson, q Query) bool {
+	return l.Kind == events.LessonFact && (q.TaskType == "" || l.Scope.TaskType == "" || q.TaskType == l.Scope.TaskType)
+}
+
+// byCloseness sorts ls by similarity, the closest first (lesson id breaks
+// ties).
+func byCloseness(ls []*viewLesson, sims map[*viewLesson]float64) {
+	sort.Slice(ls, func(i, j int) bool {
+		if sims[ls[i]] != sims[ls[j]] {
+			return sims[ls[i]] > sims[ls[j]]
+		}
+		return ls[i].LessonID < ls[j].LessonID
+	})
+}
+
 // matches returns the promoted fact lessons whose scope holds q's
 // question, closest first, and the user's guidance lessons.
 func (v *View) matches(ctx context.Context, q Query) (facts, guidance []*viewLesson, err error) {
-	v.mu.RLock()
-	list := v.active[q.Tenant]
-	if q.Tenant == "" {
-		list = nil
-		for _, l := range v.active {
-			list = append(list, l...)
-		}
-	}
-	v.mu.RUnlock()
-	if len(list) == 0 {
-		return nil, nil, nil
-	}
+	list := v.promoted(q.Tenant)
 	var cands []*viewLesson
 	for _, l := range list {
-		switch l.Kind {
-		case events.LessonGuidance:
-			if l.Scope.User != "" && l.Scope.User == q.User {
-				guidance = append(guidance, l)
-			}
-		case events.LessonFact:
-			if q.TaskType == "" || l.Scope.TaskType == "" || q.TaskType == l.Scope.TaskType {
-				cands = append(cands, l)
-			}
+		switch {
+		case l.Kind == events.LessonGuidance && l.Scope.User != "" && l.Scope.User == q.User:
+			guidance = append(guidance, l)
+		case isFactFor(l, q):
+			cands = append(cands, l)
 		}
 	}
 	sort.Slice(guidance, func(i, j int) bool { return guidance[i].LessonID < guidance[j].LessonID })
@@ -306,12 +307,7 @@ func (v *View) matches(ctx context.Context, q Query) (facts, guidance []*viewLes
 			sims[l] = best
 		}
 	}
-	sort.Slice(facts, func(i, j int) bool {
-		if sims[facts[i]] != sims[facts[j]] {
-			return sims[facts[i]] > sims[facts[j]]
-		}
-		return facts[i].LessonID < facts[j].LessonID
-	})
+	byCloseness(facts, sims)
 	return facts, guidance, nil
 }
 
