@@ -61,9 +61,9 @@ type Interpretation struct {
 	// Confidence in [0, 1] of the interpreter in this interpretation. Bad
 	// input (empty, huge, binary, not English) gives a low confidence.
 	Confidence float64
-	// Version identifies the interpreter ("embedded-4", "llm-2(model)",
-	// "llm-2(model)+embedded-4" for a Judge). The ingester records it,
-	// followed by ";"+Note when Note is set ("llm-2(model);unparsable").
+	// Version identifies the interpreter ("embedded-4", "llm-3(model)",
+	// "llm-3(model)+embedded-4" for a Judge). The ingester records it,
+	// followed by ";"+Note when Note is set ("llm-3(model);unparsable").
 	Version string
 	// Note says why the confidence is low, if it is ("empty", "too-large",
 	// "binary", "unsupported-language", "unparsable"); empty otherwise.

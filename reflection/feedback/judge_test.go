@@ -85,7 +85,7 @@ func TestJudgeAgreesWithEmbedded(t *testing.T) {
 		t.Fatalf("agreement %+v", a)
 	}
 	if got.Polarity >= 0 || NormalizeCorrection(got.Correction) != "60 days" || got.Uncertain || got.Confidence < ref.Confidence ||
-		got.Version != "llm-2(judge-7b)+"+EmbeddedVersion {
+		got.Version != "llm-3(judge-7b)+"+EmbeddedVersion {
 		t.Errorf("got %+v", got)
 	}
 	// three requests, each a vote with its own seed at the vote
@@ -185,7 +185,7 @@ func TestIngesterRecordsAgreement(t *testing.T) {
 		t.Fatal(err)
 	}
 	fi := p.(*events.FeedbackInterpreted)
-	if fi.Agreement == nil || fi.Agreement.Votes != 3 || fi.Agreement.Valid != 3 || !strings.HasPrefix(fi.InterpreterVersion, "llm-2(judge-7b)+") ||
+	if fi.Agreement == nil || fi.Agreement.Votes != 3 || fi.Agreement.Valid != 3 || !strings.HasPrefix(fi.InterpreterVersion, "llm-3(judge-7b)+") ||
 		fi.Agreement.Reference != EmbeddedVersion {
 		t.Errorf("payload %+v (agreement %+v)", fi, fi.Agreement)
 	}

@@ -16,7 +16,7 @@ import (
 
 // LLMVersion identifies the prompt (the rubric) and schema of the LLM
 // interpreter.
-const LLMVersion = "llm-2"
+const LLMVersion = "llm-3"
 
 // ErrUpstream: the upstream model could not be reached or answered with an
 // HTTP error. A retry may succeed.
@@ -95,7 +95,7 @@ Return only a JSON object with these fields:
   +1: accepts the answer as right or useful: praise, evaluative thanks ("thanks, that helped"), a confirmation ("matches my receipt"),
       a negated complaint ("not bad", "can't fault it"), a complaint retracted in the same comment ("wrong - oh wait, you're right").
   -1: says or implies the answer is wrong, incomplete, unhelpful, too long or short, badly toned or unusable; doubts it ("are you sure?");
-      corrects it in any way, also politely, as a question ("isn't it 60 days?") or buried in a story; praises it sarcastically.
+      corrects it in any way, also politely, as a question ("isn't it 45 minutes?") or buried in a story; praises it sarcastically.
       Praise plus a correction is -1.
    0: no judgement: greetings, tests, bare thanks ("thanks", "merci"), "ok", "got it", a request for another format that does not
       judge the answer ("can you put it in a table?"), a follow-up question that implies no error, off-topic remarks, and complaints
@@ -104,17 +104,17 @@ Return only a JSON object with these fields:
 - strength: number in [0, 1], how strongly the verdict is expressed.
 - aspects: the aspects the feedback is about, from: correctness, completeness, length, tone, format, speed, tool_use.
 - correction: the value the customer says or clearly implies is the right answer, else "". Compute it when the comment does
-  ("double that" under "30 days" gives "60 days"; "an hour earlier" under "10:00" gives "09:00"; "you forgot the 8% tax").
+  ("double that" under "3 hours" gives "6 hours"; "an hour earlier" under "10:00" gives "09:00"; "you forgot the 8% tax").
   When one part of the answer is disputed, give only that part; when one end of a range is corrected, give the whole new range.
   A yes/no answer that is plainly denied gives the other one ("yes"/"no"). No correction from praise, confirmations, retractions,
   doubt without a value, numbers that are not a claim about the answer (order numbers, what another shop charges, waiting times).
   Canonical English forms: numbers as digits with "." decimals ("6912", "4.54"); money with the symbol first ("$5", "€4.99", "£35",
   other currencies "CHF 12"); "30%"; times "09:00", ranges "09:00-17:00"; weekdays lower case ("thursday", "monday-saturday");
-  dates "2024-05-15"; durations "60 days", "1 business day", "3-5 business days" (the customer's unit is kept); quantities
+  dates "2024-05-15"; durations "45 minutes", "1 business day", "3-5 business days" (the customer's unit is kept); quantities
   "2.54 cm", "62 mph", "37.8 °C"; statuses from: processing, shipped, in transit, out for delivery, delivered, cancelled, pending,
   refunded, returned, open, in progress, resolved, closed, on hold, lost; names as the customer gives them, with the English name
   of a place ("Bern", "Brasília").
-- hint: one short instruction that would help the assistant answer better next time ("The refund window is now 60 days.",
+- hint: one short instruction that would help the assistant answer better next time ("The store now opens at 9am.",
   "Be more concise."), else "".
 - confidence: number in [0, 1], your confidence in this reading.`
 

@@ -70,7 +70,7 @@ func TestLLMValidAnswer(t *testing.T) {
 		}
 		if got.Polarity != -0.8 || got.Strength != 0.7 || got.Correction != "60 days" || got.Confidence != 0.9 ||
 			strings.Join(got.Aspects, ",") != "correctness,length" || got.Hint != "The refund window is now 60 days." ||
-			got.Version != "llm-2(judge-7b)" || got.Note != "" {
+			got.Version != "llm-3(judge-7b)" || got.Note != "" {
 			t.Errorf("got %+v", got)
 		}
 		// the request asks for the schema and carries the feedback
@@ -112,7 +112,7 @@ func TestLLMUnparsable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Note != "unparsable" || got.Polarity != 0 || got.Confidence > 0.1 || got.Version != "llm-2(judge-7b)" {
+			if got.Note != "unparsable" || got.Polarity != 0 || got.Confidence > 0.1 || got.Version != "llm-3(judge-7b)" {
 				t.Errorf("got %+v", got)
 			}
 		})
@@ -149,7 +149,7 @@ func TestLLMBadInputNotSent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Polarity != -1 || got.Version != "llm-2(judge-7b)+"+EmbeddedVersion {
+		if got.Polarity != -1 || got.Version != "llm-3(judge-7b)+"+EmbeddedVersion {
 			t.Errorf("got %+v", got)
 		}
 	}
