@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -71,10 +70,20 @@ type Config struct {
 	// SuiteStableSample) in one teacher-forced pass over the base's
 	// answers, and decodes only those it may answer differently
 	// (suite.go, suiteScore).
+	// Lesson, if set, returns the promoted fact lesson that covers an
+	// interaction's question or answer (services: the lessons view's
+	// Reference). An answer in a lesson's scope that does not state its
+	// value is stale (Dataset.Stale): it is no positive example, anchor
+	// or hold-out answer; the cycle consolidates the lesson into the
+	// answers of the older stale questions and asks the newest
+	// (lessonCheck). A correction that states the lesson's value is
+	// learnt at the self-distillation weights, any other at
+	// Objective.OneOffWeight.
+	Lesson func(ctx context.Context, it *Interaction) (LessonRef, bool)
 	// LessonOf, if set, describes a lesson the cycle consolidated: its
-	// statement, value and questions (the lessons view's). The gate asks
-	// the candidate those questions with and without the lesson
-	// (weights.trained lessons).
+	// statement, value and questions (the lessons view's). The lesson
+	// check asks those questions when the lesson has no held-out stale
+	// ones.
 	LessonOf   func(id string) (statement, value string, questions []string, ok bool)
 	Suite      []SuiteCase
 	SuiteGrade SuiteGrade
@@ -117,21 +126,12 @@ type Config struct {
 	// Revise vets an answer the distiller writes itself for ex's question
 	// where a grader can (services: the type's check-mode graders,
 	// reflection.Rubrics.Check): pass is false when a check fails,
-	// checked is whether any applied. It vets the teacher's revisions,
-	// the edits of corrected answers and the updated stale answers
-	// (staleUpdates), and what the correction check counts as right; a
+	// checked is whether any applied. It vets the teacher's revisions
+	// and its answers with a lesson in the context (consolidateStale); a
 	// hint's revision is made only for answers it checks (unless
 	// UncheckedHints). nil: nothing is vetted beyond the
 	// correction-contained test, and no revisions from hints unless
 	// UncheckedHints.
-	//
-	// An edit or update keeps the recorded answer's other words, and
-	// where a changed fact decides them they go stale with it: "No, the
-	// refund window is 30 days." edited with the correction "60 days" for
-	// an item bought 45 days ago says "No, the refund window is 60
-	// days.". A rejected edit or update is given to the teacher, whose
-	// revision replaces it when it passes; else it is learnt only from
-	// the corrected span on (Example.LossFrom).
 	Revise func(ex Example, answer string) (pass, checked bool)
 	// UncheckedHints keeps the teacher's revisions of answers that drew a
 	// hint without a correction when no Revise grader checks them. Off by
@@ -143,11 +143,9 @@ type Config struct {
 	// nats/token, so the gate rejected the candidate; without them it was
 	// accepted (-0.11).
 	UncheckedHints bool
-	// CorrectionTemplate renders a correction as an answer; "{correction}"
-	// is replaced (default "{correction}"). With the default, a correction
-	// that has the shape of a span of the recorded answer replaces that
-	// span instead ("60 days" in "The refund window is 30 days."; see
-	// editAnswer): a whole answer to learn, not a fragment.
+	// CorrectionTemplate renders a correction as an answer (the
+	// correction fallback, Objective.CorrectionFallback); "{correction}"
+	// is replaced (default "{correction}").
 	CorrectionTemplate string
 	// TeacherMaxTokens bounds a revised answer (default 96).
 	TeacherMaxTokens int
@@ -164,15 +162,13 @@ type Config struct {
 	Interval     time.Duration
 	// CycleTimeout bounds a cycle's training (default 5 minutes).
 	CycleTimeout time.Duration
-	// FinishStaleCycles keeps a running cycle going when the store comes
-	// to know a changed fact its data does not (Projection.ChangedFacts:
-	// customers' corrections have contradicted a statement since the
+	// FinishStaleCycles keeps a running cycle going when a fact lesson is
+	// promoted that its data does not know (lesson.promoted after the
 	// cycle's window ended). By default such a cycle is abandoned before
 	// it is recorded and starts again at once on the longer window (at
-	// most once per window): its candidate could not have fixed what
-	// changed, and the fix would otherwise wait for the cycle after it (in
-	// bench learn a cycle takes 250-350 conversations, so that wait is a
-	// whole cycle).
+	// most once per window): its candidate could not carry the lesson,
+	// and the lesson would otherwise wait a whole cycle to reach the
+	// weights.
 	FinishStaleCycles bool
 	// VersionPrefix names versions "<prefix><cycle number>" (default "d").
 	VersionPrefix string
@@ -307,29 +303,29 @@ type Distiller struct {
 	// rehearsalReady: rehearsal holds what is rehearsed (the first
 	// rehearsing cycle selects it: prepareRehearsal).
 	rehearsalReady bool
-	// The running cycle while it may still be abandoned for a changed
-	// fact its data does not know (Config.FinishStaleCycles): its window's
-	// end and the facts its data knows (knowsFacts false until its data is
+	// The running cycle while it may still be abandoned for a lesson its
+	// data does not know (Config.FinishStaleCycles): its window's end and
+	// the lessons its data knows (knowsLessons false until its data is
 	// built), and how to stop it. restartedFrom is the window start of the
 	// last abandoned cycle: a window is abandoned at most once.
 	running struct {
-		stop       context.CancelCauseFunc
-		to         uint64
-		facts      []string
-		knowsFacts bool
+		stop         context.CancelCauseFunc
+		to           uint64
+		lessons      []string
+		knowsLessons bool
 	}
 	restartedFrom *uint64
 	abandoned     int // Status.Abandoned
 }
 
 // ErrCycleAbandoned: RunCycle abandoned the cycle, recording nothing,
-// because the store came to know a changed fact its data does not
+// because a fact lesson was promoted that its data does not know
 // (Config.FinishStaleCycles); the next cycle runs its window again.
-var ErrCycleAbandoned = errors.New("distill: cycle abandoned for a changed fact its data does not know")
+var ErrCycleAbandoned = errors.New("distill: cycle abandoned for a lesson its data does not know")
 
-// errStaleCycle is the cause of a cycle abandoned because the store came
-// to know a changed fact its data does not (Config.FinishStaleCycles).
-var errStaleCycle = errors.New("a changed fact arrived that the cycle's data does not know")
+// errStaleCycle is the cause of a cycle abandoned because a fact lesson
+// was promoted that its data does not know (Config.FinishStaleCycles).
+var errStaleCycle = errors.New("a lesson was promoted that the cycle's data does not know")
 
 // New returns a Distiller reading and appending to store. logger may be
 // nil (discard).
@@ -378,7 +374,7 @@ func (d *Distiller) Apply(ev events.Event) error {
 	if errors.Is(err, ErrOutOfOrder) {
 		return nil
 	}
-	if err == nil && ev.Type == events.TypeFeedbackInterpreted {
+	if err == nil && ev.Type == events.TypeLessonPromoted {
 		d.abandonIfStale(&ev)
 	}
 	select {
@@ -388,58 +384,29 @@ func (d *Distiller) Apply(ev events.Event) error {
 	return err
 }
 
-// abandonIfStale stops the running cycle when the store now knows a
-// changed fact its data does not (Config.FinishStaleCycles). It looks
-// when a customer's correction arrives (fb, a feedback.interpreted with a
-// correction; the cycle's own start looks without one): facts are what
-// corrections replaced, and the look reads the whole buffer (about 27 ms
-// for a full buffer at the default retention, BenchmarkChangedFacts),
-// while only one interpreted feedback in 16 carried a correction in
-// bench learn.
-func (d *Distiller) abandonIfStale(fb *events.Event) {
+// abandonIfStale stops the running cycle when a fact lesson was promoted
+// (ev, a lesson.promoted) that its data does not know
+// (Config.FinishStaleCycles).
+func (d *Distiller) abandonIfStale(ev *events.Event) {
 	d.mu.Lock()
 	r := d.running
 	d.mu.Unlock()
-	if r.stop == nil || !r.knowsFacts {
+	if r.stop == nil || !r.knowsLessons {
 		return
 	}
-	if fb != nil {
-		pl, err := events.Decode(fb)
-		if x, ok := pl.(*events.FeedbackInterpreted); err != nil || !ok || x.Correction == "" {
-			return
-		}
+	pl, err := events.Decode(ev)
+	x, ok := pl.(*events.LessonPromoted)
+	if err != nil || !ok || x.Kind != events.LessonFact || slices.Contains(r.lessons, x.LessonID) {
+		return
 	}
-	for _, f := range d.proj.ChangedFacts(d.cfg.Pipeline) {
-		if !knowsFact(r.facts, f) {
-			d.mu.Lock()
-			stop := d.running.stop
-			d.running.stop = nil // stopped once
-			d.mu.Unlock()
-			if stop != nil {
-				d.log.Info("abandoning the running cycle", "fact", f, "window_to", r.to)
-				stop(errStaleCycle)
-			}
-			return
-		}
+	d.mu.Lock()
+	stop := d.running.stop
+	d.running.stop = nil // stopped once
+	d.mu.Unlock()
+	if stop != nil {
+		d.log.Info("abandoning the running cycle", "lesson", x.LessonID, "window_to", r.to)
+		stop(errStaleCycle)
 	}
-}
-
-// knowsFact reports whether facts (a cycle's Manifest.Contradicted)
-// know f: one of them is of f's type and its span contains f's or is
-// contained in it. As corrections accumulate, what they replaced may be
-// found as a longer or shorter span of the same answers ("policy: 30
-// days", then "policy: the refund window is 30 days"): the same change,
-// which the cycle's data knows; treating it as new would abandon cycles
-// long after the fix.
-func knowsFact(facts []string, f string) bool {
-	typ, span, _ := statement.ParseFact(f)
-	for _, k := range facts {
-		t, s, _ := statement.ParseFact(k)
-		if t == typ && (statement.Contains(s, span) || statement.Contains(span, s)) {
-			return true
-		}
-	}
-	return false
 }
 
 // Status returns the current state.
@@ -622,7 +589,7 @@ func (d *Distiller) RunCycle(ctx context.Context) (events.WeightsTrained, error)
 			var stop context.CancelCauseFunc
 			cctx, stop = context.WithCancelCause(ctx)
 			defer stop(nil)
-			d.running.stop, d.running.to, d.running.facts, d.running.knowsFacts = stop, to, nil, false
+			d.running.stop, d.running.to, d.running.lessons, d.running.knowsLessons = stop, to, nil, false
 		}
 		d.mu.Unlock()
 	}
@@ -746,7 +713,7 @@ func (d *Distiller) hyper() map[string]float64 {
 		"lora_rank": float64(c.LoRA.Rank), "lora_alpha": c.LoRA.Alpha, "lr": c.Hyper.LR, "batch_seqs": float64(c.Hyper.BatchSeqs),
 		"max_steps": float64(c.Hyper.MaxSteps), "min_steps": float64(c.Hyper.MinSteps), "epochs": c.Hyper.Epochs, "importance_cap": c.Objective.ImportanceCap,
 		"kl_coef": c.Objective.KLCoef, "self_distill_weight": c.Objective.SelfDistillWeight, "fallback_weight": c.Objective.FallbackWeight,
-		"edit_weight": c.Objective.EditWeight, "one_off_weight": c.Objective.OneOffWeight, "update_weight": c.Objective.UpdateWeight, "update_total": c.Objective.UpdateTotal,
+		"one_off_weight":   c.Objective.OneOffWeight,
 		"anchor_weight":    c.Pipeline.AnchorWeight,
 		"anchors_per_type": float64(c.Pipeline.AnchorsPerType), "holdout_fraction": c.Pipeline.HoldOutFraction,
 		"max_regression": c.Gate.MaxRegression, "kl_budget": c.Gate.KLBudget, "seed": float64(c.Hyper.Seed),
@@ -821,18 +788,12 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	}
 
 	// Data.
-	ds, err := BuildDataset(ctx, d.proj.Snapshot(), wt.WindowFrom, wt.WindowTo, cfg.Pipeline)
+	ds, err := BuildDataset(ctx, d.proj.Snapshot(), wt.WindowFrom, wt.WindowTo, d.pipeline(ctx))
 	if err != nil {
 		return &cycleFailure{"pipeline", err}
 	}
 	ds.Manifest.Cycle, ds.Manifest.Version, ds.Manifest.Parent, ds.Manifest.Created = wt.Cycle, wt.Version, wt.Parent, cfg.Now().UTC()
-	d.mu.Lock()
-	if d.running.stop != nil {
-		d.running.facts, d.running.knowsFacts = ds.Manifest.Contradicted, true
-	}
-	d.mu.Unlock()
-	// A fact that arrived while the data was built.
-	d.abandonIfStale(nil)
+	learn, ask := lessonSplit(ds.Stale)
 	d.carryCorrections(ctx, log, ds, parent, wt.WindowFrom)
 	if cfg.Chat != nil {
 		d.setState(func(s *Status) { s.State = "self-distilling" })
@@ -841,28 +802,16 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		}
 		if cfg.Objective.SelfDistill {
 			consolidate(log, ds, cfg.Chat.Tok, cfg.Pipeline.GoodReward, cfg.Pipeline.MaxSeqLen, cfg.Objective.SelfDistillWeight)
-		}
-		if cfg.Objective.uses(KindUpdated) {
-			// The stale answers the check does not ask, updated.
-			learn, _ := staleSplit(ds.Stale)
-			rv, err := d.newUpdateReviser(ctx, pad)
-			if err != nil {
+			if err := d.consolidateStale(ctx, log, ds, pad, learn, cfg.Hyper.Budget()/4); err != nil {
 				return &cycleFailure{"self-distillation", err}
-			}
-			up := staleUpdates(cfg.Chat.Tok, learn, cfg.Pipeline.MaxSeqLen, cfg.Hyper.Budget()/4, cfg.Objective.UpdateWeight, cfg.Objective.UpdateTotal, rv.revise)
-			rv.close()
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			ds.Train = append(ds.Train, up...)
-			if len(learn) > 0 {
-				log.Info("stale updates", "stale", len(ds.Stale), "learnt", len(up), "rejected", rv.rejected, "revised", rv.revised)
-				if sd := ds.Manifest.SelfDistill; sd != nil {
-					sd["updates_rejected"], sd["updates_revised"] = rv.rejected, rv.revised
-				}
 			}
 		}
 	}
+	d.mu.Lock()
+	if d.running.stop != nil {
+		d.running.lessons, d.running.knowsLessons = ds.Manifest.Lessons, true
+	}
+	d.mu.Unlock()
 	// A cycle goes through its data Epochs times within MaxSteps: a large
 	// window is cut to the step budget, corrections first.
 	ds.FitBudget(cfg.Hyper.Budget())
@@ -876,14 +825,12 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		return &cycleFailure{"pipeline", fmt.Errorf("no trainable examples in window (%+v)", ds.Manifest.Stats)}
 	}
 	if cfg.Objective.Rehearsal {
-		changed := changedTypes(&ds.Manifest, d.proj.Versions())
 		n := cfg.Hyper.steps(trainable) * cfg.Hyper.RehearsalSeqs
-		ds.Rehearsal = rehearsalSample(d.rehearsal, changed, n, wt.Version, cfg.Hyper.Seed)
-		ds.Manifest.RehearsalLeftOut = sortedTrue(changed)
+		ds.Rehearsal = rehearsalSample(d.rehearsal, ds.Manifest.LessonTypes, n, wt.Version, cfg.Hyper.Seed)
+		ds.Manifest.RehearsalLeftOut = ds.Manifest.LessonTypes
 	}
 	ds.refreshManifest()
-	wt.ExamplesPerType = ds.Manifest.ExamplesPerType
-	wt.Contradicted = ds.Manifest.Contradicted
+	wt.ExamplesPerType, wt.LessonTypes = ds.Manifest.ExamplesPerType, ds.Manifest.LessonTypes
 	dsDir := filepath.Join(cfg.DataDir, "datasets", wt.Version)
 	// An abandoned cycle (or a crashed process) may have left this
 	// unrecorded version's files.
@@ -963,7 +910,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	}
 	wt.OfflineEval, wt.ParentEval, wt.KLToParent = candEval, parentEval, kl
 	checkStart := time.Now()
-	if wt.Corrections, err = d.correctionCheck(ctx, wt.Version, cand, pad, evalSet, ds.Manifest.Replaced, ds.Stale); err != nil {
+	if wt.Lessons, err = d.lessonCheck(ctx, cand, pad, ds, ask); err != nil {
 		return &cycleFailure{"evaluation", err}
 	}
 	suiteStart := time.Now()
@@ -976,13 +923,19 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		}
 		reasons = append(reasons, cfg.Gate.SuiteReasons(wt.Suite)...)
 	}
-	if wt.Lessons, err = d.lessonCheck(ctx, cand, ds.Manifest.Lessons); err != nil {
-		return &cycleFailure{"evaluation", err}
-	}
 	wt.Accepted, wt.Reason = cfg.Gate.Verdict(reasons)
 	log.Info("gate evaluated", "train", res.Time.Round(time.Millisecond), "likelihoods", checkStart.Sub(gateStart).Round(time.Millisecond),
-		"correction_check", suiteStart.Sub(checkStart).Round(time.Millisecond), "suite", time.Since(suiteStart).Round(time.Millisecond))
+		"lesson_check", suiteStart.Sub(checkStart).Round(time.Millisecond), "suite", time.Since(suiteStart).Round(time.Millisecond))
 	return nil
+}
+
+// pipeline is Config.Pipeline with the lessons of Config.Lesson.
+func (d *Distiller) pipeline(ctx context.Context) PipelineConfig {
+	p := d.cfg.Pipeline
+	if l := d.cfg.Lesson; l != nil {
+		p.Lesson = func(it *Interaction) (LessonRef, bool) { return l(ctx, it) }
+	}
+	return p
 }
 
 // maxCarried bounds the corrected examples carried into one cycle.
@@ -1008,7 +961,7 @@ func (d *Distiller) carryCorrections(ctx context.Context, log *slog.Logger, ds *
 	if since >= from {
 		return
 	}
-	old, err := BuildDataset(ctx, d.proj.Snapshot(), since, from, d.cfg.Pipeline)
+	old, err := BuildDataset(ctx, d.proj.Snapshot(), since, from, d.pipeline(ctx))
 	if err != nil {
 		log.Info("no corrections carried", "from", since, "to", from, "err", err)
 		return
@@ -1024,6 +977,9 @@ func (d *Distiller) carryCorrections(ctx context.Context, log *slog.Logger, ds *
 		if (ex.Correction != "" || ex.Hint != "") && ex.Kind == KindPolicy && !have[ex.Interaction] {
 			have[ex.Interaction] = true
 			carried = append(carried, ex)
+			if ex.Lesson != "" {
+				ds.noteLessons(ex.Type, ex.Lesson)
+			}
 		}
 	}
 	sort.SliceStable(carried, func(i, j int) bool { return carried[i].Interaction > carried[j].Interaction })
@@ -1114,12 +1070,10 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			if ex.Correction == "" {
 				continue
 			}
-			content, _ := d.correctedAnswer(ex)
+			content := d.correctedAnswer(ex)
 			if h == 1 && d.rejects(ex, content) {
 				// The gate does not score a candidate on an answer a
-				// check rejects (an edit whose verdict the correction
-				// made wrong); the correction check still asks the
-				// question (correctionRight).
+				// check rejects.
 				continue
 			}
 			if ids, err := answerTokens(tok, ex.Messages, content); err == nil && len(ex.PromptTokens)+len(ids) <= cfg.Pipeline.MaxSeqLen {
@@ -1136,7 +1090,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 	}
 	defer remove()
 	var revised []Example
-	kept, fallback, dropped, edits, rejected := 0, 0, 0, 0, 0
+	kept, fallback, dropped := 0, 0, 0
 	// A hint's revision is made where it is checked: Revise checks the
 	// recorded answer (a check that applies to it applies to a revision
 	// of the same shape).
@@ -1158,10 +1112,10 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 	}
 	oneOffs := 0
 	for _, ex := range toRevise(ds.Train, limit, hints) {
-		// A one-off correction (it replaces no statement of
-		// Manifest.Replaced) is learnt at Objective.OneOffWeight, whether
-		// as an edit, a revision or a fallback.
-		oneOff := ex.Correction != "" && !replacesFact(&ex, ds.Manifest.Replaced)
+		// A one-off correction (no promoted lesson's value: Example.Lesson)
+		// is learnt at Objective.OneOffWeight, as a revision or a
+		// fallback.
+		oneOff := ex.Correction != "" && ex.Lesson == ""
 		if oneOff {
 			oneOffs++
 		}
@@ -1172,31 +1126,11 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			// The objective multiplies by SelfDistillWeight.
 			r.Weight = w / cfg.Objective.SelfDistillWeight
 		}
-		// editRejected: the edit states the correction and words it made
-		// wrong (Config.Revise); the teacher is asked instead, and
-		// failing that the edit is learnt from the corrected span on.
-		edited, isEdit := d.editedAnswer(&ex)
-		editRejected := isEdit && d.rejects(&ex, edited)
-		if editRejected {
-			rejected++
-		}
-		if isEdit && !editRejected {
-			r := ex
-			r.Kind, r.Advantage, r.BehaviourLogprobs = KindRevised, 0, nil
-			weigh(&r, cfg.Objective.EditWeight)
-			r.Answer = events.ChatMessage{Role: "assistant", Content: edited}
-			r.CompletionTokens = ex.TargetTokens
-			revised = append(revised, r)
-			edits++
-			continue
-		}
 		var exs []Exemplar
 		if cfg.Exemplars != nil && ex.Correction == "" {
 			// Exemplars help a teacher that has only a hint; a correction
 			// says what is right, and exemplars from before a change
-			// contradict it (the teacher copies them: on the base
-			// checkpoint, 0 of 24 refund revisions stated the corrected
-			// 60 days with two 30-day exemplars, 23 of 24 without).
+			// contradict it (the teacher copies them).
 			var err error
 			if exs, err = cfg.Exemplars(ctx, ex); err != nil {
 				log.Warn("exemplars", "interaction", ex.Interaction, "err", err)
@@ -1242,14 +1176,8 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			r.Answer = fromTok(c.Message)
 			r.CompletionTokens = c.IDs()
 			kept++
-		case editRejected:
-			r.Answer = events.ChatMessage{Role: "assistant", Content: edited}
-			r.CompletionTokens = ex.TargetTokens
-			r.LossFrom = sharedPrefix(ex.TargetTokens, ex.CompletionTokens)
-			weigh(&r, cfg.Objective.EditWeight)
-			edits++
 		case cfg.Objective.CorrectionFallback && len(ex.TargetTokens) > 0:
-			content, _ := d.correctedAnswer(&ex)
+			content := d.correctedAnswer(&ex)
 			r.Answer = events.ChatMessage{Role: "assistant", Content: content}
 			r.CompletionTokens = ex.TargetTokens
 			weigh(&r, cfg.Objective.FallbackWeight)
@@ -1261,60 +1189,10 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 		revised = append(revised, r)
 	}
 	ds.Train = append(ds.Train, revised...)
-	ds.Manifest.SelfDistill = map[string]int{"revised": kept, "edited": edits, "edits_rejected": rejected, "correction_fallback": fallback, "dropped": dropped, "hints_unchecked": unchecked, "one_off": oneOffs}
-	log.Info("self-distillation", "revised", kept, "edited", edits, "edits_rejected", rejected, "correction_fallback", fallback, "dropped", dropped, "hints_unchecked", unchecked, "one_off", oneOffs)
+	sd := ds.selfDistill()
+	sd["revised"], sd["correction_fallback"], sd["dropped"], sd["hints_unchecked"], sd["one_off"] = kept, fallback, dropped, unchecked, oneOffs
+	log.Info("self-distillation", "revised", kept, "correction_fallback", fallback, "dropped", dropped, "hints_unchecked", unchecked, "one_off", oneOffs)
 	return nil
-}
-
-// updateReviser is staleUpdates' revise for one cycle: an updated answer
-// Config.Revise rejects goes to the teacher (the parent with the
-// replacements in its note, as a customer's correction reads: "The
-// correct answer is 60 days."), whose answer replaces it when it
-// finished, states a replacement and none of the stale statements
-// (StaleQuestion.answered), and Revise checked and passed it. An update
-// Revise passes, and a revision that replaced one, is vetted (learnt
-// whole; staleUpdates). Without Revise nothing is vetted (revise is
-// nil).
-type updateReviser struct {
-	revise            func(q *StaleQuestion, updated string) (string, bool)
-	close             func()
-	rejected, revised int
-}
-
-// newUpdateReviser returns the cycle's updateReviser; the teacher is
-// parent (nil: the base). The caller closes it.
-func (d *Distiller) newUpdateReviser(ctx context.Context, parent *model.Adapter) (*updateReviser, error) {
-	cfg := d.cfg
-	rv := &updateReviser{close: func() {}}
-	if cfg.Revise == nil {
-		return rv, nil
-	}
-	adapter, remove, err := d.teacher(parent)
-	if err != nil {
-		return nil, err
-	}
-	rv.close = remove
-	rv.revise = func(q *StaleQuestion, updated string) (string, bool) {
-		if ctx.Err() != nil {
-			return updated, false
-		}
-		if pass, checked := cfg.Revise(q.Example, updated); pass || !checked {
-			return updated, checked
-		}
-		rv.rejected++
-		ex := q.Example
-		ex.Correction, ex.Hint = strings.Join(q.Replacements, ", "), ""
-		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: teacherMessages(&ex, nil), MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
-		if err != nil || c.FinishReason != model.FinishStop || len(c.Message.ToolCalls) > 0 || !q.answered(c.Message.Content) {
-			return updated, false
-		}
-		if pass, checked := cfg.Revise(q.Example, c.Message.Content); !pass || !checked {
-			return updated, false
-		}
-		rv.revised++
-		return c.Message.Content, true
-	}
-	return rv, nil
 }
 
 // teacher registers parent as the teacher's adapter: its name for
@@ -1341,71 +1219,10 @@ func (d *Distiller) rejects(ex *Example, answer string) bool {
 	return checked && !pass
 }
 
-// sharedPrefix is the number of leading tokens a and b share, short of
-// all of a (a LossFrom that leaves at least one token learnt).
-func sharedPrefix(a, b []int) int {
-	n := 0
-	for n < len(a)-1 && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
-
-// replacesFact reports whether ex's correction replaces a statement most
-// of its type's corrections replaced (facts, Manifest.Replaced: "policy:
-// 30 days"): the recorded answer states it and the correction does not,
-// whether the correction is the new value ("60 days") or a whole answer.
-func replacesFact(ex *Example, facts []string) bool {
-	return correctionReplaces(ex.Type, ex.Answer.Content, ex.Correction, facts)
-}
-
-// correctionReplaces is replacesFact on the parts: an answer of task type
-// typ and its correction.
-func correctionReplaces(typ, answer, correction string, facts []string) bool {
-	if correction == "" {
-		return false
-	}
-	answer, correction = statement.Normalize(answer), statement.Normalize(correction)
-	for _, f := range facts {
-		if t, span, _ := statement.ParseFact(f); t == typ && statement.Contains(answer, span) && !statement.Contains(correction, span) {
-			return true
-		}
-	}
-	return false
-}
-
-// editedAnswer is ex's recorded answer with its correction in place of
-// the span it corrects (correctedAnswer's edit), when the correction has
-// that shape and its tokens fit (ex.TargetTokens, set by corrections).
-// The minimal edit keeps everything the user did not object to, which the
-// teacher's free revision does not: asked to revise "No, the refund
-// window is 30 days." for an item bought 80 days ago with the correction
-// "60 days", the base checkpoint's teacher answered "Yes, the refund
-// window is 60 days.", which contains the correction and is wrong.
-func (d *Distiller) editedAnswer(ex *Example) (string, bool) {
-	if ex.Correction == "" || len(ex.TargetTokens) == 0 {
-		return "", false
-	}
-	return d.correctedAnswer(ex)
-}
-
-// correctedAnswer renders ex's correction as an answer: with the default
-// template, the recorded answer with the correction in place of the span
-// it corrects when it has that shape (an edit, edit true; editAnswer:
-// "60 days" against "No, the refund window is 30 days." gives "No, the
-// refund window is 60 days."), or the correction when it restates the
-// whole answer with a few words changed (also an edit; rewriteAnswer),
-// else CorrectionTemplate with the correction.
-func (d *Distiller) correctedAnswer(ex *Example) (answer string, edit bool) {
-	if d.cfg.CorrectionTemplate == "{correction}" && len(ex.Answer.ToolCalls) == 0 {
-		if a, ok := editAnswer(ex.Answer.Content, ex.Correction); ok {
-			return a, true
-		}
-		if a, ok := rewriteAnswer(ex.Answer.Content, ex.Correction); ok {
-			return a, true
-		}
-	}
-	return strings.ReplaceAll(d.cfg.CorrectionTemplate, "{correction}", ex.Correction), false
+// correctedAnswer renders ex's correction as an answer
+// (CorrectionTemplate).
+func (d *Distiller) correctedAnswer(ex *Example) string {
+	return strings.ReplaceAll(d.cfg.CorrectionTemplate, "{correction}", ex.Correction)
 }
 
 // toRevise returns the recorded answers in train that drew a correction
@@ -1444,7 +1261,7 @@ func recordedAt(ex *Example) uint64 {
 }
 
 // teacherMessages is the teacher's context for revising ex: the feedback
-// in a system note ("The correct answer is 60 days."), the exemplars as
+// in a system note ("The correct answer is 9am."), the exemplars as
 // earlier user/assistant turns, then the conversation.
 func teacherMessages(ex *Example, exemplars []Exemplar) []tokenizer.Message {
 	note := "Note: " + ex.Hint
@@ -1567,96 +1384,4 @@ func artifactPath(root, dir string) string {
 		return filepath.ToSlash(rel)
 	}
 	return dir
-}
-
-// consolidate adds, for each training answer given with lessons in its
-// context and graded good, the same answer as the target for the prompt
-// without them: on-policy context distillation, the teacher being the
-// policy that answered with the lessons (its sample is the recorded
-// answer) and the student learning to answer so without them. The
-// recorded example stays, with its context and behaviour logprobs.
-// Counted in the manifest as self_distill consolidated.
-func consolidate(log *slog.Logger, ds *Dataset, tok chat.Format, good float64, maxSeq int, sdWeight float64) {
-	var add []Example
-	lessons := map[string]bool{}
-	for i := range ds.Train {
-		ex := &ds.Train[i]
-		if ex.Kind != KindPolicy || len(ex.Lessons) == 0 || ex.Reward < good || len(ex.CompletionTokens) == 0 {
-			continue
-		}
-		prompt, _, err := tok.RenderChat(toTok(ex.Messages), true)
-		if err != nil || maxSeq > 0 && len(prompt)+len(ex.CompletionTokens) > maxSeq {
-			continue
-		}
-		r := *ex
-		r.Kind, r.Advantage, r.BehaviourLogprobs, r.PromptTokens = KindRevised, 0, nil, prompt
-		r.Weight = 1 / sdWeight // the objective multiplies by SelfDistillWeight
-		add = append(add, r)
-		for _, id := range ex.Lessons {
-			lessons[id] = true
-		}
-	}
-	if len(add) == 0 {
-		return
-	}
-	ds.Train = append(ds.Train, add...)
-	if ds.Manifest.SelfDistill == nil {
-		ds.Manifest.SelfDistill = map[string]int{}
-	}
-	ds.Manifest.SelfDistill["consolidated"] = len(add)
-	ds.Manifest.Lessons = slices.Sorted(maps.Keys(lessons))
-	log.Info("consolidation", "examples", len(add), "lessons", len(lessons))
-}
-
-// maxLessonQuestions bounds the questions asked per consolidated lesson.
-const maxLessonQuestions = 8
-
-// lessonCheck asks the candidate each consolidated lesson's questions
-// greedily, without the lesson in the context and with it, and counts
-// the answers that state its value.
-func (d *Distiller) lessonCheck(ctx context.Context, cand *model.Adapter, ids []string) ([]events.LessonCarry, error) {
-	cfg := d.cfg
-	if cfg.LessonOf == nil || cfg.Chat == nil || len(ids) == 0 {
-		return nil, nil
-	}
-	name := "distill-lessons-" + cand.Name
-	if err := cfg.Chat.Engine.RegisterAdapter(name, cand); err != nil {
-		return nil, err
-	}
-	defer cfg.Chat.Engine.RemoveAdapter(name)
-	states := func(msgs []tokenizer.Message, value string) (bool, error) {
-		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: cfg.TeacherMaxTokens, Adapter: name})
-		if err != nil {
-			return false, err
-		}
-		return statement.Contains(statement.Normalize(c.Message.Content), statement.Normalize(value)), nil
-	}
-	var out []events.LessonCarry
-	for _, id := range ids {
-		st, value, qs, ok := cfg.LessonOf(id)
-		if !ok || value == "" {
-			continue
-		}
-		c := events.LessonCarry{Lesson: id}
-		for _, q := range qs[:min(len(qs), maxLessonQuestions)] {
-			user := tokenizer.Message{Role: "user", Content: q}
-			without, err := states([]tokenizer.Message{user}, value)
-			if err != nil {
-				return nil, err
-			}
-			with, err := states([]tokenizer.Message{{Role: "system", Content: events.LessonsBlock([]events.AppliedLesson{{ID: id, Statement: st}})}, user}, value)
-			if err != nil {
-				return nil, err
-			}
-			c.Asked++
-			if without {
-				c.Without++
-			}
-			if with {
-				c.With++
-			}
-		}
-		out = append(out, c)
-	}
-	return out, nil
 }

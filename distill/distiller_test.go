@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"citizen/events"
-	"citizen/internal/statement"
 	"citizen/model"
 )
 
@@ -57,6 +57,15 @@ func catchUp(t *testing.T, d *Distiller, s events.Store) {
 	}
 }
 
+// refundLesson is a Config.Lesson for the test world: a promoted lesson
+// covers its refund questions.
+func refundLesson(_ context.Context, it *Interaction) (LessonRef, bool) {
+	if it.Type() != "policy" || !strings.Contains(lastUser(it.Messages), "refund") {
+		return LessonRef{}, false
+	}
+	return LessonRef{ID: "l-refund", Statement: "The refund window is 60 days.", Value: "60 days", TaskType: "policy"}, true
+}
+
 // stored reads back the weights.trained of version v.
 func stored(t *testing.T, s events.Store, v string) events.WeightsTrained {
 	t.Helper()
@@ -83,7 +92,10 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 		id := w.recordQA(tok, base, "policy", fmt.Sprintf("what is the refund window for order %d?", 1000+i), "The refund window is 30 days.")
 		w.evaluate(id, "policy", 1, 1, true)
 	}
-	d := newDistiller(t, w, func(c *Config) { c.Pipeline.HoldOutFraction = 0.3 })
+	d := newDistiller(t, w, func(c *Config) {
+		c.Pipeline.HoldOutFraction = 0.3
+		c.Lesson = refundLesson
+	})
 	catchUp(t, d, w.store)
 	if !d.Due() {
 		t.Fatal("192 new graded interactions and no cycle due")
@@ -116,23 +128,22 @@ func TestCycleLearnsCorrectionWithoutRegressing(t *testing.T) {
 			t.Fatalf("type %s regressed: %.3f -> %.3f", typ, p, wt.OfflineEval[typ])
 		}
 	}
-	// The correction check asked the hold-out's corrected questions (the
-	// base never says 60 days; the tiny candidate's greedy answers do not
-	// yet either: TestCorrectionCheckCounts checks the counting).
-	c := wt.Corrections
-	if c == nil || c.N == 0 || c.Parent != 0 || stored(t, w.store, wt.Version).Corrections == nil {
-		t.Fatalf("correction check %+v (stored with the version)", c)
-	}
-	t.Logf("correction check: %d of %d (parent %d)", c.Candidate, c.N, c.Parent)
 	ds, err := ReadDataset(filepath.Join(d.cfg.DataDir, "datasets", wt.Version))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The statements the data knew were corrected travel with the version
-	// (rollout supersede reads them there).
-	if got := stored(t, w.store, wt.Version).Contradicted; !slices.Equal(got, []string{"policy: 30 days"}) || !slices.Equal(got, ds.Manifest.Contradicted) {
-		t.Fatalf("weights.trained contradicted %q, manifest %q", got, ds.Manifest.Contradicted)
+	// The promoted lesson covers the refund questions: the four answers
+	// that do not state its value are stale (not positive examples), the
+	// cycle consolidates it, and its check travels with the version
+	// (the rollout and retirement read it there).
+	if !slices.Equal(ds.Manifest.Lessons, []string{"l-refund"}) || !slices.Equal(ds.Manifest.LessonTypes, []string{"policy"}) || ds.Manifest.Stats.Stale == 0 {
+		t.Fatalf("manifest lessons %q types %q stats %+v", ds.Manifest.Lessons, ds.Manifest.LessonTypes, ds.Manifest.Stats)
 	}
+	got := stored(t, w.store, wt.Version).Lessons
+	if len(got) != 1 || got[0].Lesson != "l-refund" || got[0].Asked == 0 || got[0].Parent != 0 {
+		t.Fatalf("lesson check %+v (the base never states 60 days)", got)
+	}
+	t.Logf("lesson check: %+v", got[0])
 	if ds.Manifest.Stats.TooLong != 1 || ids(ds.Train, "")[long] || ds.Manifest.KindCounts[KindRevised] == 0 {
 		t.Fatalf("manifest stats %+v kinds %v", ds.Manifest.Stats, ds.Manifest.KindCounts)
 	}
@@ -421,76 +432,65 @@ func TestRunStopsWhenShutdownCutsACycle(t *testing.T) {
 	}
 }
 
-// The correction check counts a corrected question as right when the
-// greedy answer states the corrected answer: here the correction is what
-// the model says anyway for one question and something it never says for
-// the other, and the candidate is a zero adapter (the base's answers).
-// It asks only the corrections of a replaced statement ("policy: 30
-// days").
-func TestCorrectionCheckCounts(t *testing.T) {
-	tok, base := tinyBase(t)
+// The lesson check counts, per lesson, the answers that state its value,
+// asked of its held-out stale questions: here one lesson's value is what
+// the model says anyway and the other's something it never says, and the
+// candidate is a zero adapter (the base's answers), as is the parent.
+func TestLessonCheckCounts(t *testing.T) {
+	_, base := tinyBase(t)
 	w := newWorld(t)
-	d := newDistiller(t, w, func(c *Config) { c.CorrectionTemplate = "{correction}" })
+	d := newDistiller(t, w, nil)
 	msgs := []events.ChatMessage{{Role: "user", Content: oldWorld(2).user}}
 	c, err := d.cfg.Chat.Complete(context.Background(), chatRequest(msgs, 24))
 	if err != nil {
 		t.Fatal(err)
 	}
 	said := c.Message.Content
-	target, _ := answerTokens(tok, msgs, said)
-	old := events.ChatMessage{Role: "assistant", Content: "The refund window is 30 days."}
-	hold := []Example{
-		{Type: "policy", Messages: msgs, Answer: old, Correction: said, TargetTokens: target},
-		{Type: "policy", Messages: msgs, Answer: old, Correction: "zebra quartz", TargetTokens: target},
-		{Type: "policy", Messages: msgs, Answer: old}, // no correction: not asked
-		// One-off corrections (they replace no statement most of the
-		// type's corrections replaced): not asked.
-		{Type: "policy", Messages: msgs, Answer: events.ChatMessage{Role: "assistant", Content: "Order 2 is lost."}, Correction: said, TargetTokens: target},
-		{Type: "arithmetic", Messages: msgs, Answer: old, Correction: said, TargetTokens: target},
-	}
 	zero, err := model.NewAdapter("zero", base.Config, DefaultLoRA(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Stale questions: right when the answer states a replacement and no
-	// stale statement.
-	stated := statement.Normalize(said)
-	q := func(stale, repl string) StaleQuestion {
-		return StaleQuestion{Example: Example{Type: "policy", Messages: msgs, Answer: old}, Stale: []string{stale}, Replacements: []string{repl}}
+	right := LessonRef{ID: "l-said", Statement: "The answer is " + said, Value: said}
+	never := LessonRef{ID: "l-never", Statement: "The answer is zebra quartz.", Value: "zebra quartz"}
+	q := func(l LessonRef) StaleQuestion {
+		return StaleQuestion{Example: Example{Type: "policy", Messages: msgs, Answer: events.ChatMessage{Role: "assistant", Content: "something else"}}, Lesson: l}
 	}
-	// The check asks the newest half (staleSplit): the three before
-	// them are learnt, not asked (each would count as wrong).
-	stale := []StaleQuestion{
-		q("zebra", "quartz"), q("zebra", "quartz"), q("zebra", "quartz"),
-		q("30 days", stated),         // states the replacement: right
-		q(stated, stated),            // states the stale statement too: wrong
-		q("30 days", "zebra quartz"), // states no replacement: wrong
+	ds := &Dataset{Stale: []StaleQuestion{q(right), q(right), q(right), q(never), q(never)}}
+	ds.noteLessons("policy", right.ID, never.ID)
+	learn, ask := lessonSplit(ds.Stale)
+	if len(learn) != 2 || len(ask[right.ID]) != 2 || len(ask[never.ID]) != 1 {
+		t.Fatalf("split: learn %d, ask %d and %d; want the newest half of each lesson's asked", len(learn), len(ask[right.ID]), len(ask[never.ID]))
 	}
-	got, err := d.correctionCheck(context.Background(), "v", zero, nil, hold, []string{"policy: 30 days"}, stale)
+	got, err := d.lessonCheck(context.Background(), zero, nil, ds, ask)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := events.CorrectionCheck{N: 2, Candidate: 1, Parent: 1, Stale: 3, StaleCandidate: 1, StaleParent: 1}
-	if got == nil || *got != want {
-		t.Fatalf("correction check %+v for the answer %q; want %+v", got, said, want)
+	if len(got) != 2 {
+		t.Fatalf("lesson check %+v; want both lessons", got)
 	}
-	if got, err := d.correctionCheck(context.Background(), "v", zero, nil, nil, nil, stale[3:4]); err != nil || got == nil || *got != (events.CorrectionCheck{Stale: 1, StaleCandidate: 1, StaleParent: 1}) {
-		t.Fatalf("stale questions alone: %+v, %v", got, err)
+	want := []events.LessonCarry{
+		{Lesson: never.ID, Asked: 1},
+		{Lesson: right.ID, Asked: 2, Without: 2, With: got[1].With, Parent: 2},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("lesson check %+v for the answer %q; want %+v", got, said, want)
+	}
+	if got[1].Learnt() || got[0].Learnt() {
+		t.Fatal("a lesson the parent states as often counts as learnt")
 	}
 }
 
-// A cycle whose data does not know a changed fact that the store comes to
-// know while it trains (two corrections of "30 days" arrive) is abandoned
-// before anything is recorded, and the next cycle runs the same window,
-// longer, under the same version, knowing the fact. With
-// FinishStaleCycles the cycle runs to its end.
-func TestCycleAbandonedForAChangedFactItsDataDoesNotKnow(t *testing.T) {
+// A cycle whose data does not know a fact lesson promoted while it trains
+// is abandoned before anything is recorded, and the next cycle runs the
+// same window, longer, under the same version, consolidating the lesson.
+// With FinishStaleCycles the cycle runs to its end.
+func TestCycleAbandonedForALessonItsDataDoesNotKnow(t *testing.T) {
 	for _, finish := range []bool{false, true} {
 		t.Run(fmt.Sprintf("finish=%v", finish), func(t *testing.T) {
 			tok, base := tinyBase(t)
 			w := newWorld(t)
 			for i := range 12 {
-				id := w.recordQA(tok, base, "policy", fmt.Sprintf("I bought lamp %d %d days ago. Can I still return it?", i, 20+i), "No, the refund window is 30 days.")
+				id := w.recordQA(tok, base, "policy", fmt.Sprintf("I bought lamp %d %d days ago. What is the refund window?", i, 20+i), "The refund window is 30 days.")
 				w.evaluate(id, "policy", 1, 1, true)
 			}
 			for i := range 8 {
@@ -511,10 +511,16 @@ func TestCycleAbandonedForAChangedFactItsDataDoesNotKnow(t *testing.T) {
 				}
 				return EmbeddedTrainer{}.Train(ctx, job)
 			})
+			var promoted atomic.Bool
 			d := newDistiller(t, w, func(c *Config) {
-				c.CorrectionTemplate = "{correction}"
 				c.Trainer = trainer
 				c.FinishStaleCycles = finish
+				c.Lesson = func(ctx context.Context, it *Interaction) (LessonRef, bool) {
+					if !promoted.Load() {
+						return LessonRef{}, false
+					}
+					return refundLesson(ctx, it)
+				}
 			})
 			catchUp(t, d, w.store)
 			type result struct {
@@ -527,15 +533,15 @@ func TestCycleAbandonedForAChangedFactItsDataDoesNotKnow(t *testing.T) {
 				done <- result{wt, err}
 			}()
 			<-started
-			for i := range 2 {
-				w.correctedQA(tok, base, "policy", fmt.Sprintf("What is the refund window for order %d?", i), "The refund window is 30 days.", "60 days", "")
-			}
-			catchUp(t, d, w.store) // the corrections reach the distiller while it trains
+			promoted.Store(true)
+			ch := events.LessonChange{LessonID: "l-refund", Kind: events.LessonFact, Statement: "The refund window is 60 days.", Value: "60 days"}
+			w.append(events.LessonStream("l-refund"), &events.LessonPromoted{LessonChange: ch})
+			catchUp(t, d, w.store) // the promotion reaches the distiller while it trains
 			close(release)
 			first := <-done
 			if finish {
-				if first.err != nil || len(first.wt.Contradicted) != 0 || first.wt.Artifact == nil {
-					t.Fatalf("with FinishStaleCycles: %+v, %v; want the cycle recorded without the fact", first.wt, first.err)
+				if first.err != nil || len(first.wt.Lessons) != 0 || first.wt.Artifact == nil {
+					t.Fatalf("with FinishStaleCycles: %+v, %v; want the cycle recorded without the lesson", first.wt, first.err)
 				}
 				return
 			}
@@ -553,35 +559,10 @@ func TestCycleAbandonedForAChangedFactItsDataDoesNotKnow(t *testing.T) {
 				t.Fatal(err)
 			}
 			if wt.Version != first.wt.Version || wt.WindowFrom != first.wt.WindowFrom || wt.WindowTo <= first.wt.WindowTo ||
-				!slices.Equal(wt.Contradicted, []string{"policy: 30 days"}) || wt.Artifact == nil {
-				t.Fatalf("the cycle after: %s window (%d, %d] contradicted %q trained %v; want %s over (%d, more] knowing policy: 30 days",
-					wt.Version, wt.WindowFrom, wt.WindowTo, wt.Contradicted, wt.Artifact != nil, first.wt.Version, first.wt.WindowFrom)
+				len(wt.Lessons) != 1 || wt.Lessons[0].Lesson != "l-refund" || wt.Artifact == nil {
+				t.Fatalf("the cycle after: %s window (%d, %d] lessons %+v trained %v; want %s over (%d, more] checking l-refund",
+					wt.Version, wt.WindowFrom, wt.WindowTo, wt.Lessons, wt.Artifact != nil, first.wt.Version, first.wt.WindowFrom)
 			}
 		})
-	}
-}
-
-// A cycle's data knows a changed fact found as a longer or shorter span
-// of the same answers, of the same type; not another number or type.
-func TestKnowsFact(t *testing.T) {
-	known := []string{"policy: 30 days"}
-	for _, c := range []struct {
-		fact string
-		want bool
-	}{
-		{"policy: 30 days", true},
-		{"policy: the refund window is 30 days", true},
-		{"policy: 30", true},
-		{"policy: 3 days", false},
-		{"policy: the refund window is 300 days", false},
-		{"arithmetic: 30 days", false},
-		{"arithmetic: the answer is 1", false},
-	} {
-		if got := knowsFact(known, c.fact); got != c.want {
-			t.Errorf("knowsFact(%q, %q) = %v, want %v", known, c.fact, got, c.want)
-		}
-	}
-	if knowsFact(nil, "policy: 30 days") {
-		t.Error("a cycle that knows no fact knows one")
 	}
 }

@@ -16,11 +16,10 @@ import (
 //     forward pass of the policy being trained before each step and held
 //     constant (stop-gradient). Without recorded behaviour logprobs the
 //     ratio is 1.
-//   - SelfDistill: revised answers (the teacher saw the correction or
-//     hint; the student does not) are learnt with weight SelfDistillWeight
-//     (EditWeight for the recorded answer with the correction put in
-//     place of the span it corrects, FallbackWeight for a correction
-//     rendered as the answer).
+//   - SelfDistill: revised answers (the teacher saw the correction, the
+//     hint or a lesson; the student does not) are learnt with weight
+//     SelfDistillWeight (FallbackWeight for a correction rendered as the
+//     answer).
 //   - Anchors (from the pipeline) are learnt with their weight.
 //   - Rehearsal: the cycle's sample of the base's training conversations
 //     (Dataset.Rehearsal, Config.Rehearsal) is learnt with weight
@@ -38,26 +37,10 @@ type Objective struct {
 	ImportanceCap  float64 // c of the truncated ratio (default 2)
 	SelfDistill    bool
 	// SelfDistillWeight weighs a teacher's revision that was checked (it
-	// states the correction, or Revise passed it); default 6: a
-	// correction is rare in a window and has to outweigh what
-	// pretraining said. Replaying four of bench learn's first post-drift
-	// cycles (8-14 teacher revisions, 30-36 fallbacks among 100 examples,
-	// 50 steps) with two seeds each, the candidate answered 32-37 of 40
-	// fresh refund questions with the new value; with every revision at
-	// 2, as before, 11-37 (four of eight under 20), other types unchanged
-	// either way.
+	// states the correction, or Revise passed it), and an answer that
+	// consolidates a lesson; default 6: a correction is rare in a window
+	// and has to outweigh what pretraining said (docs/benchmarks/distill.md).
 	SelfDistillWeight float64
-	// EditWeight weighs an edit (default 12): the recorded answer with a
-	// correction that states numbers put in place of the span it
-	// corrects ("60 days" into "No, the refund window is 30 days."),
-	// learnt instead of asking the teacher: the user's correction applied
-	// and nothing else. Replaying bench learn cycles (fresh questions of
-	// the drifted world, refund answers stating the new value, edits at
-	// 12 vs 6): the first cycle after a drift that was promoted as a
-	// partial fix, 73 vs 59 of 100; an early cycle with 4 refund
-	// corrections, 167 vs 162 of 200 (2: 75); a later one, 150 vs 160;
-	// arithmetic 0.20 vs 0.19, 0.20 vs 0.21, 0.18 vs 0.20.
-	EditWeight float64
 	// CorrectionFallback: when the teacher's revision does not contain the
 	// correction, learn the correction itself rendered as the answer
 	// (CorrectionTemplate) instead of dropping the example.
@@ -67,81 +50,38 @@ type Objective struct {
 	// 6 as well, the tiny model's cycle test lost 0.06 nats/token on
 	// another type and an inverted-reward candidate passed the gate.
 	FallbackWeight float64
-	// OneOffWeight weighs the revision, edit or fallback of a one-off
+	// OneOffWeight weighs the revision or fallback of a one-off
 	// correction (default 1: as much as any recorded good answer): one
-	// that does not replace a statement most of its type's corrections
-	// replaced (the dataset's Manifest.Replaced, e.g. "policy: 30 days"),
-	// such as the right sum for one arithmetic question. The weights
-	// above are for what changed in the world or what the model keeps
-	// getting wrong; memorising single answers at 6 to 12 cost other
-	// types accuracy. Replaying a bench learn cycle after a refund
-	// drift (300 fresh questions per type): with every correction at the
-	// full weights, arithmetic 0.16 and unit_conversion 0.59 against the
-	// base's 0.23 and 0.60; with one-off corrections left out, 0.21 and
-	// 0.58 (two seeds: 0.21 and 0.59), the refund answers as right (0.83
-	// to 0.85); a cycle before the drift, 0.20/0.57 against 0.22/0.58.
+	// that states no promoted lesson's value (Example.Lesson), such as the
+	// right sum for one arithmetic question. The weights above are for
+	// what customers established; memorising single answers at 6 costs
+	// other types accuracy.
 	OneOffWeight float64
-	// UpdateWeight weighs an update (KindUpdated, staleUpdates): a
-	// recorded answer that states a changed fact, with what customers'
-	// corrections replaced it with in its place, learnt from the
-	// replacement on. Default 6; negative: no updates. Replaying the
-	// four cycles after a drift of bench learn's slowest seed (one to
-	// three refund corrections each; 300 fresh questions per type),
-	// refund questions right: without updates 0, 23, 124 and 236; with
-	// 7-31 updates at 6: 230, 230, 250, 257; at 2: 226, 172, 235, 256.
-	// Arithmetic 266 against 261 of 1,200, unit conversion 726 against
-	// 714 (measured with bench learn; the runs are in the git history of docs/benchmarks/learn.md).
-	UpdateWeight float64
-	// UpdateTotal bounds the weight of a cycle's updates together
-	// (default 48): n of them weigh min(UpdateWeight, UpdateTotal/n) each.
-	// Replaying two cycles of a seed-2 run whose candidates the gate
-	// rejected for the arithmetic suite (base 223 of 965 right): with 12
-	// updates 206 uncapped, 210 at 48, 213 without updates; with 25,
-	// 198, 202 and 201. Refund questions right of 300: 247, 240, 240 and
-	// 253, 255, 238.
-	UpdateTotal float64
-	KLCoef      float64
+	KLCoef       float64
 	// Rehearsal learns the cycle's rehearsal sample; RehearsalWeight
 	// weighs it (default 1.5). RehearsalMargin selects what is rehearsed:
 	// the conversations whose answer the base wins by less than this many
 	// nats at some token (its logit over the best other token's), or
 	// gets wrong (default 1; negative: every conversation). Those are the
-	// answers a fix flips: every right answer a replayed fix lost had a
-	// base margin under 1 nat. The base wins the rest of its data by more
-	// than that at every token, and rehearsing those gives next to no
-	// gradient: on the embedded base 1,174 of its 6,000 conversations
-	// qualify, 729 arithmetic and 421 unit conversion.
-	//
-	// Replaying the runs of record's four promoted fixes, two training
-	// seeds each, on 1,000 fresh questions per type (base arithmetic
-	// 244, unit conversion 601): the near-ties at weight 1.5 gave 241.6
-	// and 603.3 on average, every conversation at weight 3 (the earlier
-	// default) 237.5 and 598.5, the near-ties at weight 3 about the
-	// same as 1.5 for the other types but undid fixes learnt from few
-	// corrections (70 of 300 refund answers right against 192), as every
-	// conversation at weight 10 did (measured with bench learn; the runs are in the
-	// git history of docs/benchmarks/learn.md).
+	// answers an adapter update flips; the base wins the rest of its data
+	// by more than that at every token, and rehearsing those gives next
+	// to no gradient (rehearsal.go).
 	Rehearsal       bool
 	RehearsalWeight float64
 	RehearsalMargin float64
 	// KLOnCorrected applies the KL term to corrected examples too (see
-	// correctedExample). Off by default: with it, the k3 term (coefficient
-	// 0.5) works against exactly the tokens the revisions teach; replaying
-	// bench learn's first cycle with post-drift corrections, the candidate
-	// answered 7-14 of 40 refund questions with the new 60 days with it,
-	// 34-35 without (measured with bench learn).
+	// correctedExample). Off by default: with it, the k3 term works
+	// against exactly the tokens the revisions teach.
 	KLOnCorrected bool
 }
 
 // correctedExample reports whether ex carries a correction, which says
-// what the answer should be: the recorded answer that drew it, its
-// revision (which states the correction, or is the correction itself),
-// or an update (KindUpdated: another answer with what the corrections
-// replaced put right). A revision from a hint alone is the teacher's
-// guess, checked by no one unless Config.Revise is set: it keeps the KL
-// term.
+// what the answer should be (the recorded answer that drew it, or its
+// revision), or consolidates a lesson (a revised answer with a lesson
+// behind it). A revision from a hint alone is the teacher's guess,
+// checked by no one unless Config.Revise is set: it keeps the KL term.
 func correctedExample(ex *Example) bool {
-	return ex.Correction != "" || ex.Kind == KindUpdated
+	return ex.Correction != "" || ex.Kind == KindRevised && (ex.Lesson != "" || len(ex.Lessons) > 0)
 }
 
 // klExempt reports whether the KL term leaves ex out: a corrected
@@ -183,17 +123,8 @@ func (o *Objective) defaults() {
 	if o.FallbackWeight <= 0 {
 		o.FallbackWeight = 2
 	}
-	if o.EditWeight <= 0 {
-		o.EditWeight = 12
-	}
 	if o.OneOffWeight <= 0 {
 		o.OneOffWeight = 1
-	}
-	if o.UpdateWeight == 0 {
-		o.UpdateWeight = defaultUpdateWeight
-	}
-	if o.UpdateTotal <= 0 {
-		o.UpdateTotal = defaultUpdateTotal
 	}
 	if o.RehearsalWeight <= 0 {
 		o.RehearsalWeight = 1.5
@@ -233,8 +164,6 @@ func (o Objective) uses(kind string) bool {
 		return true
 	case KindRehearsal:
 		return o.Rehearsal
-	case KindUpdated:
-		return o.SelfDistill && o.UpdateWeight > 0
 	}
 	return false
 }
@@ -293,9 +222,6 @@ func (o Objective) batch(exs []*Example, cur, ref [][]float32) (*model.Batch, er
 		}
 		tw := o.tokenWeights(ex, c)
 		for j := range ex.CompletionTokens {
-			if j < ex.LossFrom {
-				continue // context only (Example.LossFrom)
-			}
 			mask[P+j] = true
 			weights[P+j] = tw[j]
 		}

@@ -13,13 +13,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"citizen/events"
-	"citizen/internal/statement"
 	"citizen/memory"
 )
 
@@ -29,8 +27,7 @@ const (
 	KindRevised = "revised" // a self-distilled answer (teacher saw the correction or hint)
 	KindAnchor  = "anchor"  // an earlier well-graded answer, replayed against forgetting
 	KindHoldOut = "holdout" // for the offline gate only
-	KindStale   = "stale"   // a question whose answer states a changed fact (Dataset.Stale): the correction check asks the newest, the cycle learns the rest as KindUpdated
-	KindUpdated = "updated" // a stale question's answer with the changed facts replaced (staleUpdates); learnt from the first replaced token on
+	KindStale   = "stale"   // a question whose answer a promoted lesson contradicts (Dataset.Stale): the lesson check asks the newest, the cycle consolidates the lesson into the rest
 )
 
 // Example is one training or evaluation sequence: the exact prompt token
@@ -43,8 +40,6 @@ const (
 //   - revised: the objective's self-distillation weight × Weight (a
 //     correction fallback's Weight is FallbackWeight/SelfDistillWeight);
 //   - anchor: Weight;
-//   - updated: Weight (Objective.UpdateWeight), on the completion tokens
-//     from LossFrom on;
 //
 // and holdout examples are never trained on.
 type Example struct {
@@ -69,14 +64,13 @@ type Example struct {
 	// Advantage is reward minus the type's baseline (policy examples).
 	Advantage float64 `json:"advantage"`
 	// Weight multiplies the sequence's loss (supervised kinds: positive).
-	Weight float64 `json:"weight"`
-	// LossFrom is the number of leading completion tokens that are
-	// context only: no loss and no KL term at their positions (0: the
-	// whole completion is learnt). An update (KindUpdated) sets it to the
-	// tokens before its first replaced statement.
-	LossFrom   int    `json:"loss_from,omitempty"`
-	Correction string `json:"correction,omitempty"`
-	Hint       string `json:"hint,omitempty"`
+	Weight     float64 `json:"weight"`
+	Correction string  `json:"correction,omitempty"`
+	Hint       string  `json:"hint,omitempty"`
+	// Lesson is the promoted fact lesson whose value the correction
+	// states (Config.Lesson): the correction agrees with what customers
+	// established, and is learnt at the self-distillation weights.
+	Lesson string `json:"lesson,omitempty"`
 	// Lessons are the ids of the lessons the recorded context held (the
 	// prompt tokens include them; Messages are the client's).
 	Lessons []string `json:"lessons,omitempty"`
@@ -111,9 +105,7 @@ type PipelineConfig struct {
 	// train and feed the offline gate (default 0.2); MaxHoldOutPerType caps
 	// the gate's work (default 64), and MinHoldOutPerType (default 2) takes
 	// further interactions, lowest hash first, when the fraction gives
-	// fewer. A type's corrections that replace a changed fact
-	// (Manifest.Replaced) are split on their own, and at least one of
-	// them is held out once there are two.
+	// fewer.
 	HoldOutFraction   float64
 	MaxHoldOutPerType int
 	MinHoldOutPerType int
@@ -128,6 +120,10 @@ type PipelineConfig struct {
 	// BaselineWindow is how many earlier rewards of the type the running
 	// mean baseline averages (default 64).
 	BaselineWindow int
+	// Lesson returns the promoted fact lesson that covers an interaction
+	// (the Distiller sets it from Config.Lesson; nil: no lessons, nothing
+	// is stale).
+	Lesson func(*Interaction) (LessonRef, bool) `json:"-" yaml:"-"`
 	// MaxSeqLen drops interactions whose prompt and completion together
 	// are longer (the model's context; the Distiller sets it). 0: no limit.
 	MaxSeqLen int
@@ -170,14 +166,13 @@ type PipelineStats struct {
 	Duplicates  int `json:"duplicates"`  // dropped as (near-)duplicates
 	Balanced    int `json:"balanced"`    // dropped by the per-type caps
 	HeldOut     int `json:"held_out"`    // window interactions kept for the gate
-	// Contradicted: window answers left out because they state what a
-	// customer's correction of another answer of their type said is
-	// wrong (contradicted) and their advantage is not below 0 (at 0 the
-	// KL term would still hold them where the parent was). Such answers
-	// are not anchors or the gate's good answers either.
-	Contradicted int `json:"contradicted"`
-	OverBudget   int `json:"over_budget"` // dropped to fit the cycle's step budget (FitBudget)
-	Carried      int `json:"carried"`     // corrected examples carried over from earlier windows (Distiller)
+	// Stale: window answers left out because a promoted lesson
+	// contradicts them (Config.Lesson) and their advantage is not below
+	// 0 (at 0 the KL term would still hold them where the parent was).
+	// Such answers are not anchors or the gate's good answers either.
+	Stale      int `json:"stale"`
+	OverBudget int `json:"over_budget"` // dropped to fit the cycle's step budget (FitBudget)
+	Carried    int `json:"carried"`     // corrected examples carried over from earlier windows (Distiller)
 }
 
 // Dataset is one cycle's data.
@@ -188,17 +183,21 @@ type Dataset struct {
 	// conversations (KindRehearsal; rehearsal.go), in the order the
 	// trainer takes them.
 	Rehearsal []Example
-	// Stale are the questions whose recorded answers state a changed
-	// fact, for the correction check; not written, not trained on.
+	// Stale are the questions whose recorded answers a promoted lesson
+	// contradicts, in store order: the cycle consolidates the lesson into
+	// the older ones and the lesson check asks the newest (lessonSplit).
 	Stale    []StaleQuestion
 	Manifest Manifest
 }
 
 // Manifest describes a dataset and names the store positions it came from.
 type Manifest struct {
-	// Lessons are the lessons whose answers the cycle consolidates into
-	// the weights (consolidate).
+	// Lessons are the lessons the cycle consolidates into the weights
+	// (consolidate, consolidateStale), and LessonTypes the task types of
+	// their questions: the types the world changed, whose base data the
+	// rehearsal sample leaves out.
 	Lessons         []string           `json:"lessons,omitempty"`
+	LessonTypes     []string           `json:"lesson_types,omitempty"`
 	Cycle           string             `json:"cycle"`
 	Version         string             `json:"version"`
 	Parent          string             `json:"parent"`
@@ -210,21 +209,11 @@ type Manifest struct {
 	HoldOutPerType  map[string]int     `json:"holdout_per_type"`
 	Baselines       map[string]float64 `json:"baselines"`
 	Stats           PipelineStats      `json:"stats"`
-	// Contradicted are the changed facts this data knows (contradicted's
-	// facts, "policy: 30 days"): statements at least two and half of
-	// their type's corrections replaced, whose answers were graded good.
-	Contradicted []string `json:"contradicted,omitempty"`
-	// Replaced are the statements most of their type's corrections (at
-	// least two) replaced, graded good or not (contradicted's replaced):
-	// the corrections that replace one are taught at the
-	// self-distillation weights, the others at Objective.OneOffWeight.
-	Replaced []string `json:"replaced,omitempty"`
 	// SelfDistill counts the teacher's revisions kept, the corrections
 	// learnt through the fallback, and the examples dropped.
 	SelfDistill map[string]int `json:"self_distill,omitempty"`
 	// Rehearsal counts the rehearsal sample's examples per type;
-	// RehearsalLeftOut are the types the world changed, whose base data
-	// the sample leaves out.
+	// RehearsalLeftOut are the types the sample leaves out (LessonTypes).
 	Rehearsal        map[string]int    `json:"rehearsal,omitempty"`
 	RehearsalLeftOut []string          `json:"rehearsal_left_out,omitempty"`
 	Files            map[string]string `json:"files,omitempty"` // name → sha256
@@ -280,8 +269,7 @@ func gradedUpTo(buf []Interaction, to uint64) []*Interaction {
 	return gradedOf(list, to)
 }
 
-// gradedOf is gradedUpTo over pointers (Projection.ChangedFacts reads the
-// buffer in place).
+// gradedOf is gradedUpTo over pointers.
 func gradedOf(list []*Interaction, to uint64) []*Interaction {
 	graded := make([]*Interaction, 0, len(list))
 	for _, it := range list {
@@ -296,8 +284,9 @@ func gradedOf(list []*Interaction, to uint64) []*Interaction {
 // BuildDataset selects, dedupes, balances and splits the buffer's
 // interactions. The window is the interactions whose evaluation in use is
 // at a position in (from, to]; anchors come from before it. Answers that
-// a correction contradicts (contradicted) are neither positive examples,
-// anchors nor hold-out answers. It fails only when the embedder fails.
+// a promoted lesson contradicts (cfg.Lesson, staleLesson) are neither
+// positive examples, anchors nor hold-out answers. It fails only when the
+// embedder fails.
 func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg PipelineConfig) (*Dataset, error) {
 	cfg.defaults()
 	typeOK := func(t string) bool {
@@ -345,10 +334,23 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		typeBaseline[t] = mean(h[max(0, len(h)-cfg.BaselineWindow):])
 	}
 
-	contra, facts, replaced := contradicted(graded, cfg.GoodReward)
+	stale := map[string]LessonRef{}
+	agrees := map[string]string{} // corrected interaction -> the lesson whose value its correction states
+	if cfg.Lesson != nil {
+		for _, it := range graded {
+			if l, ok := staleLesson(it, cfg.Lesson); ok {
+				stale[it.ID] = l
+			} else if it.Correction != "" {
+				if l, ok := cfg.Lesson(it); ok && l.Value != "" && states(it.Correction, l.Value) {
+					agrees[it.ID] = l.ID
+				}
+			}
+		}
+	}
+	isStale := func(it *Interaction) bool { _, ok := stale[it.ID]; return ok }
 
 	ds := &Dataset{Manifest: Manifest{WindowFrom: from, WindowTo: to, ExamplesPerType: map[string]int{},
-		KindCounts: map[string]int{}, HoldOutPerType: map[string]int{}, Baselines: typeBaseline, Contradicted: facts, Replaced: replaced}}
+		KindCounts: map[string]int{}, HoldOutPerType: map[string]int{}, Baselines: typeBaseline}}
 	st := &ds.Manifest.Stats
 
 	// Hold-out: by hash over every usable graded interaction.
@@ -359,30 +361,9 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			byTypeAll[it.Type()] = append(byTypeAll[it.Type()], it)
 		}
 	}
-	// The corrections that replace a changed fact (replaced) are a
-	// stratum of their own, so that the correction check
-	// (correctionCheck) has a question to ask as soon as a fact counts as
-	// changed: by hash alone, none of a type's first five such
-	// corrections is held out a third of the time (0.8^5), and in a
-	// seed-4 bench run none of the ten in the ninth cycle's data was.
-	// Without the check no waiting fix could supersede the canary trained
-	// before the drift, which held the slot for 750 conversations.
 	for _, t := range sortedKeys(byTypeAll) {
-		var fixes, rest []*Interaction
-		for _, it := range byTypeAll[t] {
-			if len(it.Answer.ToolCalls) == 0 && correctionReplaces(t, it.Answer.Content, it.Correction, replaced) {
-				fixes = append(fixes, it)
-			} else {
-				rest = append(rest, it)
-			}
-		}
-		atLeast := 0
-		if cfg.HoldOutFraction > 0 { // negative: no hold-out at all
-			atLeast = min(1, len(fixes)/2)
-		}
-		hf := heldOutOf(fixes, cfg.HoldOutFraction, atLeast, cfg.MaxHoldOutPerType)
-		hr := heldOutOf(rest, cfg.HoldOutFraction, min(cfg.MinHoldOutPerType, len(rest)/2), cfg.MaxHoldOutPerType-len(hf))
-		for _, it := range append(hf, hr...) {
+		l := byTypeAll[t]
+		for _, it := range heldOutOf(l, cfg.HoldOutFraction, min(cfg.MinHoldOutPerType, len(l)/2), cfg.MaxHoldOutPerType) {
 			hold[it.ID] = true
 		}
 	}
@@ -408,8 +389,8 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			st.Filtered++
 		case hold[it.ID]:
 			st.HeldOut++
-		case contra[it.ID] != nil && it.Eval.Reward >= baseline[it.ID]:
-			st.Contradicted++
+		case isStale(it) && it.Eval.Reward >= baseline[it.ID]:
+			st.Stale++
 		default:
 			cands = append(cands, it)
 		}
@@ -445,6 +426,9 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			ex := exampleOf(it, KindPolicy, it.Eval.Reward)
 			ex.Advantage = it.Eval.Reward - baseline[it.ID]
 			ex.Weight = 1
+			if ex.Lesson = agrees[it.ID]; ex.Lesson != "" {
+				ds.noteLessons(ex.Type, ex.Lesson)
+			}
 			ds.Train = append(ds.Train, ex)
 		}
 	}
@@ -456,7 +440,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			l := byTypeAll[t]
 			for i := len(l) - 1; i >= 0 && n < cfg.AnchorsPerType; i-- {
 				it := l[i]
-				if it.EvalPosition() > from || hold[it.ID] || contra[it.ID] != nil || it.Eval.Reward < cfg.GoodReward {
+				if it.EvalPosition() > from || hold[it.ID] || isStale(it) || it.Eval.Reward < cfg.GoodReward {
 					continue
 				}
 				ex := exampleOf(it, KindAnchor, it.Eval.Reward)
@@ -469,7 +453,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 
 	for _, t := range sortedKeys(byTypeAll) {
 		for _, it := range byTypeAll[t] {
-			if hold[it.ID] && contra[it.ID] == nil {
+			if hold[it.ID] && !isStale(it) {
 				ex := exampleOf(it, KindHoldOut, it.Eval.Reward)
 				ex.Advantage = it.Eval.Reward - typeBaseline[t]
 				ds.HoldOut = append(ds.HoldOut, ex)
@@ -477,49 +461,22 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			}
 		}
 	}
-	ds.Stale = staleQuestions(graded, contra, facts, usable)
+	for _, it := range graded {
+		if l, ok := stale[it.ID]; ok && usable(it) {
+			ds.Stale = append(ds.Stale, StaleQuestion{Example: exampleOf(it, KindStale, it.Eval.Reward), Lesson: l})
+			ds.noteLessons(it.Type(), l.ID)
+		}
+	}
 	ds.refreshManifest()
 	return ds, nil
 }
 
-// StaleQuestion is a question whose recorded answer states a changed fact
-// (Manifest.Contradicted): the correction check (correctionCheck) asks it
-// again, and an answer is right when it states a replacement of a stale
-// statement and none of the stale statements.
+// StaleQuestion is a question whose recorded answer a promoted fact
+// lesson contradicts: the lesson covers it and the answer does not state
+// its value.
 type StaleQuestion struct {
 	Example
-	// Stale are the changed facts' statements the recorded answer makes
-	// (normalised); Replacements, what customers' latest corrections
-	// replaced them with, in the same order.
-	Stale, Replacements []string
-}
-
-// staleQuestions returns the usable graded interactions, in store order,
-// whose answers (without tool calls) state a changed fact (facts): the
-// questions the world changed under. As recorded they are not training
-// data (contradicted leaves them out); the cycle learns the older ones
-// updated (staleUpdates) and asks the newest (staleSplit), which tests
-// what a candidate learnt on questions it was not trained on.
-func staleQuestions(graded []*Interaction, contra map[string][]replacement, facts []string, usable func(*Interaction) bool) []StaleQuestion {
-	if len(facts) == 0 {
-		return nil
-	}
-	var out []StaleQuestion
-	for _, it := range graded {
-		if contra[it.ID] == nil || len(it.Answer.ToolCalls) > 0 || !usable(it) {
-			continue
-		}
-		q := StaleQuestion{Example: exampleOf(it, KindStale, it.Eval.Reward)}
-		for _, r := range contra[it.ID] {
-			if slices.Contains(facts, statement.Fact(it.Type(), r.old)) {
-				q.Stale, q.Replacements = append(q.Stale, r.old), append(q.Replacements, r.new)
-			}
-		}
-		if len(q.Stale) > 0 {
-			out = append(out, q)
-		}
-	}
-	return out
+	Lesson LessonRef
 }
 
 // refreshManifest recomputes the counts and sources from the examples.
@@ -550,8 +507,8 @@ func (ds *Dataset) refreshManifest() {
 // so that a cycle's steps go through its data Epochs times instead of
 // sampling a fraction of a large window once. What the cycle is for comes
 // first: the self-distilled answers (KindRevised, up to half the budget),
-// then the updates (KindUpdated, up to a quarter), then the recorded
-// answers that drew a correction or a hint (up to a quarter), each
+// then the recorded answers that drew a correction or a hint (up to a
+// quarter), each
 // newest first; the rest (policy-gradient examples and
 // anchors) fill the remaining budget. Each group is taken round-robin
 // over task types, so that no type (the one with the most corrections)
@@ -561,13 +518,11 @@ func (ds *Dataset) FitBudget(budget int) {
 	if budget <= 0 || len(ds.Train) <= budget {
 		return
 	}
-	var revised, updated, corrected, rest []Example
+	var revised, corrected, rest []Example
 	for _, ex := range ds.Train {
 		switch {
 		case ex.Kind == KindRevised:
 			revised = append(revised, ex)
-		case ex.Kind == KindUpdated:
-			updated = append(updated, ex)
 		case ex.Correction != "" || ex.Hint != "":
 			corrected = append(corrected, ex)
 		default:
@@ -576,11 +531,10 @@ func (ds *Dataset) FitBudget(budget int) {
 	}
 	// Newest first within the feedback groups: after a drift the newest
 	// corrections are about the world as it is.
-	for _, g := range [][]Example{revised, updated, corrected} {
+	for _, g := range [][]Example{revised, corrected} {
 		newestFirst(g)
 	}
 	out := roundRobin(revised, budget/2)
-	out = append(out, roundRobin(updated, budget/4)...)
 	out = append(out, roundRobin(corrected, budget/4)...)
 	out = append(out, roundRobin(rest, budget-len(out))...)
 	if len(out) < budget {
@@ -589,7 +543,7 @@ func (ds *Dataset) FitBudget(budget int) {
 		for _, ex := range out {
 			seen[ex.Kind+"\x00"+ex.Interaction]++
 		}
-		for _, group := range [][]Example{revised, updated, corrected, rest} {
+		for _, group := range [][]Example{revised, corrected, rest} {
 			for _, ex := range group {
 				k := ex.Kind + "\x00" + ex.Interaction
 				if seen[k] > 0 {

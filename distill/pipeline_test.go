@@ -198,13 +198,15 @@ func TestHoldOutFractionIsUniform(t *testing.T) {
 	}
 }
 
-// A correction ("60 days" for "The refund window is 30 days.") marks the
-// other answers of its type that state the corrected span: they are not
-// positive examples, anchors or hold-out answers (the self-evaluation,
-// which cannot know the policy changed, graded them good). Answers of
-// other types, and "130 days", are not marked. A later correction that
-// states the span as right again (a change back) clears it.
-func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
+// A promoted lesson ("60 days" for the refund questions) marks the
+// answers it covers that do not state its value: they are not positive
+// examples, anchors or hold-out answers (the self-evaluation, which cannot
+// know the policy changed, graded them good), and they are the cycle's
+// stale questions, in store order. Answers the lesson does not cover (of
+// another type), answers that state its value, and answers with feedback
+// of their own are not stale; a correction that states the value agrees
+// with the lesson (Example.Lesson).
+func TestPipelineLeavesOutAnswersALessonContradicts(t *testing.T) {
 	w := newWorld(t)
 	rec := w.graded
 	var old []string
@@ -212,7 +214,7 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 		old = append(old, rec("policy", "The refund window is 30 days.", 1))
 	}
 	other := rec("order_status", "It arrives within 30 days.", 1)
-	longer := rec("policy", "Returns of furniture take 130 days.", 1)
+	right := rec("policy", "The refund window is 60 days now.", 1)
 	from, _ := w.store.LastPosition(context.Background())
 	var inWindow []string
 	for range 4 {
@@ -221,150 +223,58 @@ func TestPipelineLeavesOutAnswersACorrectionContradicts(t *testing.T) {
 	corrected := rec("policy", "The refund window is 30 days.", 1)
 	w.feedback(corrected, "60 days", "")
 	w.evaluate(corrected, "policy", 2, -1, true)
-	snapshot := func() []*Interaction {
-		var all []*Interaction
-		for _, it := range replay(t, w.store, Retention{}).Snapshot() {
-			all = append(all, &it)
-		}
-		return all
-	}
-	// One customer's correction marks the answers, but a changed fact
-	// takes two that agree.
-	if c, facts, _ := contradicted(snapshot(), 0.5); !slices.Equal(c[inWindow[0]], []replacement{{"30 days", "60 days"}}) || len(facts) != 0 {
-		t.Fatalf("after one correction: marked %v, facts %q; want marked (30 days by 60 days), no fact", c[inWindow[0]], facts)
-	}
-	corrected2 := rec("policy", "The refund window is 30 days.", 1)
-	w.feedback(corrected2, "60 days", "")
-	w.evaluate(corrected2, "policy", 2, -1, true)
+	oneOff := rec("policy", "The refund window is 30 days.", 1)
+	w.feedback(oneOff, "45 days", "")
+	w.evaluate(oneOff, "policy", 2, -1, true)
 	to, _ := w.store.LastPosition(context.Background())
-	cfg := PipelineConfig{HoldOutFraction: 0.3, MinHoldOutPerType: 1, AnchorsPerType: 8}
+	lesson := LessonRef{ID: "l1", Statement: "The refund window is 60 days.", Value: "60 days", TaskType: "policy"}
+	cfg := PipelineConfig{HoldOutFraction: 0.3, MinHoldOutPerType: 1, AnchorsPerType: 8,
+		Lesson: func(it *Interaction) (LessonRef, bool) { return lesson, it.Type() == "policy" }}
 	ds, err := BuildDataset(context.Background(), replay(t, w.store, Retention{}).Snapshot(), from, to, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := map[string]string{}
+	used := map[string]Example{}
 	for _, ex := range append(append([]Example(nil), ds.Train...), ds.HoldOut...) {
-		used[ex.Interaction] = ex.Kind
+		used[ex.Interaction] = ex
 	}
 	for _, id := range append(append([]string(nil), old...), inWindow...) {
-		if k, ok := used[id]; ok {
-			t.Errorf("%s (states the corrected 30 days, graded good) is used as %s", id, k)
+		if ex, ok := used[id]; ok {
+			t.Errorf("%s (the lesson contradicts it, graded good) is used as %s", id, ex.Kind)
 		}
 	}
-	if used[corrected] == "" || used[other] == "" || used[longer] == "" {
-		t.Errorf("corrected %q, other type %q, 130 days %q: want all used", used[corrected], used[other], used[longer])
+	for _, id := range []string{corrected, oneOff, other, right} {
+		if _, ok := used[id]; !ok {
+			t.Errorf("%s is not used", id)
+		}
 	}
-	if ds.Manifest.Stats.Contradicted == 0 || !slices.Equal(ds.Manifest.Contradicted, []string{"policy: 30 days"}) {
-		t.Errorf("stats %+v, facts %q: no contradicted answer counted, or not the fact", ds.Manifest.Stats, ds.Manifest.Contradicted)
+	if ex, ok := used[corrected]; ok && ex.Kind != KindHoldOut && ex.Lesson != "l1" {
+		t.Errorf("a correction stating the lesson's value does not agree with it: %+v", ex.Lesson)
 	}
-	// The answers stating the changed fact without feedback of their own
-	// are the correction check's stale questions, in store order; the
-	// other type's "30 days" and the 130 days are not.
+	if ex, ok := used[oneOff]; ok && ex.Lesson != "" {
+		t.Errorf("a correction of another value agrees with the lesson %q", ex.Lesson)
+	}
+	if ds.Manifest.Stats.Stale == 0 {
+		t.Errorf("stats %+v: no stale answer counted", ds.Manifest.Stats)
+	}
 	var stale []string
 	for _, q := range ds.Stale {
 		stale = append(stale, q.Interaction)
-		if !slices.Equal(q.Stale, []string{"30 days"}) || !slices.Equal(q.Replacements, []string{"60 days"}) || q.Kind != KindStale || len(q.Messages) == 0 {
-			t.Errorf("stale question %s: %q replaced by %q, kind %s, %d messages", q.Interaction, q.Stale, q.Replacements, q.Kind, len(q.Messages))
+		if q.Lesson != lesson || q.Kind != KindStale || len(q.Messages) == 0 {
+			t.Errorf("stale question %s: lesson %+v, kind %s, %d messages", q.Interaction, q.Lesson, q.Kind, len(q.Messages))
 		}
 	}
 	if want := append(append([]string(nil), old...), inWindow...); !slices.Equal(stale, want) {
 		t.Errorf("stale questions %q, want %q", stale, want)
 	}
-	// A corrected span that few answers of its type state is no fact:
-	// "50" is right for other arithmetic questions.
-	for i := range 24 {
-		rec("arithmetic", fmt.Sprintf("The answer is %d.", 100+i), 1)
-	}
-	fifty := rec("arithmetic", "The answer is 50.", 1)
-	wrongFifty := rec("arithmetic", "The answer is 50.", 1)
-	w.feedback(wrongFifty, "35", "")
-	all := snapshot()
-	if c, facts, _ := contradicted(all, 0.5); c[fifty] != nil || c[old[0]] == nil || !slices.Equal(facts, []string{"policy: 30 days"}) {
-		t.Fatalf("an arithmetic answer stating 50 (2 of 26) marked %v; a policy answer stating 30 days marked %v; facts %q", c[fifty], c[old[0]], facts)
-	}
-	// Four arithmetic answers stating the same number, graded c.reward,
-	// two of them corrected to the same other number: marked, but no
-	// changed fact when the graders already fail them (11: a wrong
-	// answer the model repeats), nor when two of the type's five
-	// corrections replaced an answer graded good (35: right for some
-	// questions).
-	for _, c := range []struct {
-		number, correction string
-		reward             float64
-	}{{"11", "12", 0}, {"35", "36", 1}} {
-		var ids []string
-		for range 4 {
-			ids = append(ids, rec("arithmetic", "The answer is "+c.number+".", c.reward))
-		}
-		w.feedback(ids[0], c.correction, "")
-		w.feedback(ids[1], c.correction, "")
-		marked, facts, replaced := contradicted(snapshot(), 0.5)
-		if marked[ids[2]] == nil || !slices.Equal(facts, []string{"policy: 30 days"}) {
-			t.Fatalf("answers stating %s (reward %v), two corrected to %s: marked %v, facts %q; want marked, only the policy's fact",
-				c.number, c.reward, c.correction, marked[ids[2]], facts)
-		}
-		// What most of the type's corrections replaced, graded good or
-		// not: 11 (two of the three arithmetic corrections), not 35 (two
-		// of five).
-		want := map[string][]string{"11": {"arithmetic: 11", "policy: 30 days"}, "35": {"policy: 30 days"}}[c.number]
-		if !slices.Equal(replaced, want) {
-			t.Fatalf("after the corrections of %s: replaced %q, want %q", c.number, replaced, want)
-		}
-	}
-	// The policy changes back: a correction states 30 days as right.
-	for range 2 {
-		back := rec("policy", "The refund window is 60 days.", 1)
-		w.feedback(back, "30 days", "")
-	}
-	again := rec("policy", "The refund window is 60 days.", 1)
-	c, facts, _ := contradicted(snapshot(), 0.5)
-	if c[old[0]] != nil || c[inWindow[0]] != nil || !slices.Equal(c[again], []replacement{{"60 days", "30 days"}}) || !slices.Equal(facts, []string{"policy: 60 days"}) {
-		t.Fatalf("after the change back: 30 days marked %v/%v, 60 days marked %v; want false, false, true; facts %q", c[old[0]], c[inWindow[0]], c[again], facts)
-	}
-}
-
-// The corrections that replace a changed fact are held out as a stratum
-// of their own: once two corrected answers agree that "30 days" changed,
-// one of them is held out even where the hold-out fraction alone would
-// hold out none, so the correction check has a question to ask; the
-// other trains, and the type's other interactions follow the fraction.
-func TestHoldOutKeepsACorrectionThatReplacesAFact(t *testing.T) {
-	w := newWorld(t)
-	rec := func(answer string, reward float64) string { return w.graded("policy", answer, reward) }
-	for i := range 20 {
-		rec(fmt.Sprintf("Support is open %d hours.", i), 1)
-	}
-	var fixes []string
-	for range 3 {
-		id := rec("The refund window is 30 days.", 1)
-		w.feedback(id, "60 days", "")
-		w.evaluate(id, "policy", 2, -1, true)
-		fixes = append(fixes, id)
-	}
-	to, _ := w.store.LastPosition(context.Background())
-	ds, err := BuildDataset(context.Background(), replay(t, w.store, Retention{}).Snapshot(), 0, to,
-		PipelineConfig{HoldOutFraction: 1e-9, MinHoldOutPerType: -1})
+	// Without a lesson nothing is stale: customers' corrections alone
+	// do not make other answers wrong.
+	cfg.Lesson = nil
+	ds, err = BuildDataset(context.Background(), replay(t, w.store, Retention{}).Snapshot(), from, to, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(ds.Manifest.Replaced, []string{"policy: 30 days"}) {
-		t.Fatalf("replaced %q: the premise, two corrections replacing 30 days, does not hold", ds.Manifest.Replaced)
-	}
-	held, trained := ids(ds.HoldOut, ""), ids(ds.Train, "")
-	var heldFixes []string
-	for _, id := range fixes {
-		if held[id] {
-			heldFixes = append(heldFixes, id)
-		} else if !trained[id] {
-			t.Errorf("correction %s neither trains nor is held out", id)
-		}
-	}
-	if len(heldFixes) != 1 || len(ds.HoldOut) != 1 {
-		t.Fatalf("held out %d examples, %d of them corrections; want the one correction", len(ds.HoldOut), len(heldFixes))
-	}
-	for _, id := range fixes {
-		if hashUnit(id) < hashUnit(heldFixes[0]) {
-			t.Errorf("held out %s, not the lowest-hash correction %s (the hold-out is chosen by hash)", heldFixes[0], id)
-		}
+	if len(ds.Stale) != 0 || ds.Manifest.Stats.Stale != 0 {
+		t.Errorf("without lessons: %d stale questions, stats %+v", len(ds.Stale), ds.Manifest.Stats)
 	}
 }

@@ -127,7 +127,8 @@ func NewProjection(ret Retention) *Projection {
 // Filter is the store filter of the events the projection folds.
 func (p *Projection) Filter() events.Filter {
 	return events.Filter{Types: []string{events.TypeInteractionRecorded, events.TypeInteractionEvaluated,
-		events.TypeFeedbackInterpreted, events.TypeWeightsTrained, events.TypeRolloutPromoted, events.TypeInteractionDeleted}}
+		events.TypeFeedbackInterpreted, events.TypeWeightsTrained, events.TypeRolloutPromoted, events.TypeInteractionDeleted,
+		events.TypeLessonPromoted}}
 }
 
 // ErrOutOfOrder is returned by Apply for an event at or before a position
@@ -294,20 +295,6 @@ func (p *Projection) bufferLocked() []*Interaction {
 	}
 	sortByPosition(list)
 	return list
-}
-
-// ChangedFacts are the changed facts (Manifest.Contradicted) that a
-// dataset built from the buffer up to the last applied position would
-// know (contradicted over gradedUpTo of Snapshot and Position), read in
-// place under the read lock rather than from a deep copy, which was half
-// the cost. The distiller asks it while a cycle runs, whenever an
-// interpreted feedback carries a correction (Config.FinishStaleCycles).
-func (p *Projection) ChangedFacts(cfg PipelineConfig) []string {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	cfg.defaults()
-	_, facts, _ := contradicted(gradedOf(p.bufferLocked(), p.last), cfg.GoodReward)
-	return facts
 }
 
 func cloneInteraction(it *Interaction) Interaction {

@@ -138,55 +138,6 @@ func staleWorld(w *world, n int) {
 	}
 }
 
-// ChangedFacts reads the buffer in place what the copy-based path
-// (contradicted over gradedUpTo of Snapshot and Position) computes, with
-// retention applied: once the corrected interactions are evicted the fact
-// is gone.
-func TestProjectionChangedFactsEqualsSnapshot(t *testing.T) {
-	w := newWorld(t)
-	staleWorld(w, 60)
-	for _, ret := range []Retention{{}, {MaxPerType: 5}} {
-		p := replay(t, w.store, ret)
-		_, want, _ := contradicted(gradedUpTo(p.Snapshot(), p.Position()), goodReward())
-		got := p.ChangedFacts(PipelineConfig{})
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("retention %+v: ChangedFacts %q, from the snapshot %q", ret, got, want)
-		}
-		if known := len(got) == 1 && got[0] == "policy: the refund window is 30 days"; known != (ret.MaxPerType == 0) {
-			t.Fatalf("retention %+v: facts %q", ret, got)
-		}
-	}
-}
-
-// BenchmarkChangedFacts measures the distiller's stale-cycle check on a
-// full default buffer (2,000 interactions per type, six types): it runs on
-// every correction that arrives while a cycle trains. "snapshot" is the
-// path through a deep copy that the check took before.
-func BenchmarkChangedFacts(b *testing.B) {
-	w := newWorld(b)
-	staleWorld(w, 2000)
-	p := NewProjection(Retention{})
-	evs, err := w.store.ReadAll(context.Background(), 0, p.Filter(), 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, ev := range evs {
-		if err := p.Apply(ev); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.Run("in_place", func(b *testing.B) {
-		for b.Loop() {
-			p.ChangedFacts(PipelineConfig{})
-		}
-	})
-	b.Run("snapshot", func(b *testing.B) {
-		for b.Loop() {
-			contradicted(gradedUpTo(p.Snapshot(), p.Position()), goodReward())
-		}
-	})
-}
-
 // goodReward is PipelineConfig's default GoodReward.
 func goodReward() float64 {
 	var c PipelineConfig

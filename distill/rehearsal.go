@@ -11,7 +11,6 @@ import (
 	"slices"
 
 	"citizen/events"
-	"citizen/internal/statement"
 	"citizen/model"
 	"citizen/model/chat"
 )
@@ -21,8 +20,8 @@ import (
 // InstructGPT's PPO-ptx), so that the update moves within what the base
 // already knows instead of away from it.
 //
-// Why: any adapter update of the size a fix needs (a changed refund
-// window) flips the answers the embedded base only just gets right: a
+// Why: any adapter update of the size a fix needs (a changed fact)
+// flips the answers the embedded base only just gets right: a
 // third of its right arithmetic answers win by under half a nat. A
 // random update of the same KL loses as many, and a KL term, which is
 // quadratic near the parent, barely resists 0.1-nat shifts. Rehearsing
@@ -38,14 +37,12 @@ import (
 // nothing; the same 8 conversations per step drawn from the near-ties
 // protect at least as much at half the weight. How hard rehearsal may
 // pull is limited by the fixes: the first fix after a drift is learnt
-// from three or four corrections, and a rehearsal weighted to protect
-// most outweighs them (Objective.RehearsalWeight has the measurements).
+// from a few corrections, and a rehearsal weighted to protect most
+// outweighs them.
 //
-// A type whose facts the world changed (a statement most of its
-// corrections replaced, in this cycle's data or in any version's
-// weights.trained) is left out of the rehearsal: the base's data states
-// the old facts ("the refund window is 30 days"), and rehearsing it would
-// undo the fix.
+// A type of the lessons the cycle consolidates (Manifest.LessonTypes) is
+// left out of the rehearsal: the base's data states the facts the
+// lessons corrected, and rehearsing it would undo the fix.
 
 // KindRehearsal is a conversation of the base's training data, rehearsed
 // against forgetting (Dataset.Rehearsal; not in Train).
@@ -163,10 +160,10 @@ func rehearsalExamples(tok chat.Format, cases []RehearsalCase, maxLen int) (out 
 // pool lasts) for the cycle named version, leaving out the types in
 // changed; the draw depends only on the version and the seed, so a
 // replayed cycle rehearses the same.
-func rehearsalSample(pool []Example, changed map[string]bool, n int, version string, seed uint64) []Example {
+func rehearsalSample(pool []Example, changed []string, n int, version string, seed uint64) []Example {
 	var idx []int
 	for i := range pool {
-		if !changed[pool[i].Type] {
+		if !slices.Contains(changed, pool[i].Type) {
 			idx = append(idx, i)
 		}
 	}
@@ -241,37 +238,5 @@ func nearTies(exs []Example, margins []float64, threshold float64) []Example {
 	if len(out) == 0 {
 		return exs
 	}
-	return out
-}
-
-// changedTypes are the types whose facts the world changed: those of the
-// statements this cycle's corrections replaced or contradicted and of
-// every version's recorded contradicted statements.
-func changedTypes(m *Manifest, versions []VersionInfo) map[string]bool {
-	out := map[string]bool{}
-	add := func(facts []string) {
-		for _, f := range facts {
-			if typ, _, ok := statement.ParseFact(f); ok {
-				out[typ] = true
-			}
-		}
-	}
-	add(m.Replaced)
-	add(m.Contradicted)
-	for _, v := range versions {
-		add(v.Trained.Contradicted)
-	}
-	return out
-}
-
-// sortedTrue lists m's true keys in order.
-func sortedTrue(m map[string]bool) []string {
-	var out []string
-	for k, v := range m {
-		if v {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
 	return out
 }

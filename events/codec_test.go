@@ -141,7 +141,18 @@ func TestWeightsTrainedSchema1(t *testing.T) {
 	if _, err := Decode(&now); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("schema 2 with gate_failed: %v", err)
 	}
-	if ev, err := Encode(&WeightsTrained{Version: "d0002"}, Meta{Stream: VersionStream("d0002")}); err != nil || ev.Schema != 2 {
+	if ev, err := Encode(&WeightsTrained{Version: "d0002"}, Meta{Stream: VersionStream("d0002")}); err != nil || ev.Schema != 3 {
 		t.Fatalf("encoded schema %d: %v", ev.Schema, err)
+	}
+	// Schema 2's correction check and contradicted statements are
+	// dropped; schema 3 knows neither.
+	two := Event{ID: NewID(), Type: TypeWeightsTrained, Stream: VersionStream("d0003"), Schema: 2, Time: nowForTest(),
+		Data: json.RawMessage(`{"version":"d0003","parent":"d0002","accepted":true,"corrections":{"n":2,"candidate":1,"parent":0},"contradicted":["policy: 30 days"]}`)}
+	if p, err := Decode(&two); err != nil || p.(*WeightsTrained).Version != "d0003" || !p.(*WeightsTrained).Accepted {
+		t.Fatalf("schema 2 with a correction check: %+v, %v", p, err)
+	}
+	two.Schema = 3
+	if _, err := Decode(&two); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("schema 3 with a correction check: %v", err)
 	}
 }

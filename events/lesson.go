@@ -172,14 +172,22 @@ func init() {
 }
 
 // LessonCarry is a candidate's answers to a consolidated lesson's
-// questions (its anchors): asked, how many state the lesson's value
-// without it in the context, and how many with it.
+// questions (held-out questions the lesson covers, else its anchors):
+// asked, how many state the lesson's value without it in the context,
+// how many with it, and how many of its parent's answers (without it)
+// do.
 type LessonCarry struct {
 	Lesson  string `json:"lesson"`
 	Asked   int    `json:"asked"`
 	Without int    `json:"without"`
 	With    int    `json:"with_lesson"`
+	Parent  int    `json:"parent"`
 }
+
+// Learnt reports whether the weights learnt the lesson: without it in
+// the context the candidate states its value in more than half the
+// answers, and in more than its parent did.
+func (c LessonCarry) Learnt() bool { return 2*c.Without > c.Asked && c.Without > c.Parent }
 
 // Carried reports whether the weights answer the lesson's questions as
 // well without it as with it (at least one asked, and with it the value

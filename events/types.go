@@ -325,26 +325,22 @@ type WeightsTrained struct {
 	OfflineEval     map[string]float64 `json:"offline_eval,omitempty"`
 	ParentEval      map[string]float64 `json:"parent_eval,omitempty"`
 	KLToParent      float64            `json:"kl_to_parent"`
-	// Corrections is the offline check on the hold-out's corrected
-	// examples: how many the candidate and the parent answer right.
-	Corrections *CorrectionCheck `json:"corrections,omitempty"`
 	// Suite is the candidate's, its parent's and the base's score on the
 	// operator's fixed regression suite, per task type (absent without a
 	// suite, or when the hold-out already rejected the candidate).
 	Suite *SuiteCheck `json:"suite,omitempty"`
-	// Contradicted are the changed facts its data knew, sorted ("TYPE:
-	// SPAN": a statement at least two and half of its type's
-	// corrections replaced, whose answers the self-evaluation had graded
-	// good): a candidate trained without a drifted type a newer one
-	// knows is stale (rollout supersede).
-	Contradicted []string `json:"contradicted,omitempty"`
 	// Lessons: for each lesson the cycle consolidated, how the candidate
-	// answers the lesson's questions with and without it in the context
-	// (the evidence retirement reads once the candidate is promoted).
-	Lessons  []LessonCarry `json:"lessons,omitempty"`
-	Accepted bool          `json:"accepted"`
-	Reason   string        `json:"reason,omitempty"`
-	Artifact *Artifact     `json:"artifact,omitempty"`
+	// (with and without the lesson in the context) and its parent
+	// (without) answer the lesson's questions: the evidence the rollout
+	// compares candidates on and retirement reads once the candidate is
+	// promoted.
+	Lessons []LessonCarry `json:"lessons,omitempty"`
+	// LessonTypes are the task types of the lessons the cycle
+	// consolidated (the rollout tests them whatever their share).
+	LessonTypes []string  `json:"lesson_types,omitempty"`
+	Accepted    bool      `json:"accepted"`
+	Reason      string    `json:"reason,omitempty"`
+	Artifact    *Artifact `json:"artifact,omitempty"`
 }
 
 func (WeightsTrained) EventType() string { return TypeWeightsTrained }
@@ -375,33 +371,23 @@ func upcastWeightsTrained1(data json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(m)
 }
 
-// CorrectionCheck counts the hold-out examples with a customer's
-// correction (N) whose greedy answer states it, for the candidate and for
-// its parent; and the stale questions (Stale: recorded answers that state
-// a changed fact, weights.trained contradicted) whose greedy answer states
-// the fact's replacement and not the fact.
-type CorrectionCheck struct {
-	N              int `json:"n"`
-	Candidate      int `json:"candidate"`
-	Parent         int `json:"parent"`
-	Stale          int `json:"stale,omitempty"`
-	StaleCandidate int `json:"stale_candidate,omitempty"`
-	StaleParent    int `json:"stale_parent,omitempty"`
-}
-
-// Asked is the number of questions the check asked; Right and
-// ParentRight, how many of them the candidate and its parent answered
-// right.
-func (c *CorrectionCheck) Asked() int       { return c.N + c.Stale }
-func (c *CorrectionCheck) Right() int       { return c.Candidate + c.StaleCandidate }
-func (c *CorrectionCheck) ParentRight() int { return c.Parent + c.StaleParent }
-
-// Learnt reports whether the check shows the candidate learnt the
-// corrections: of its questions it answers more right than its parent,
-// and more than half (false for a nil check). The rollout starts or
-// lets supersede only such a fix (ops/rollout Config.Supersede says why).
-func (c *CorrectionCheck) Learnt() bool {
-	return c != nil && c.Right() > c.ParentRight() && 2*c.Right() > c.Asked()
+// upcastWeightsTrained2 reads weights.trained schema 2, which carried the
+// numeric-span correction check (corrections) and the statements
+// corrections replaced (contradicted): schema 3 has the lesson check
+// (lessons) in their place, and the two are dropped.
+func upcastWeightsTrained2(data json.RawMessage) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	_, c1 := m["corrections"]
+	_, c2 := m["contradicted"]
+	if !c1 && !c2 {
+		return data, nil
+	}
+	delete(m, "corrections")
+	delete(m, "contradicted")
+	return json.Marshal(m)
 }
 
 // SuiteCheck is a regression suite's result per task type for a

@@ -715,6 +715,7 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 			l, ok := v.Get(id)
 			return l.Statement, l.Value, l.Scope.Anchors, ok && l.Kind == events.LessonFact
 		}
+		cfg.Lesson = distillLesson(v)
 	}
 	cfg.FinishStaleCycles = dc.FinishStaleCycles
 	rehearsal, err := a.rehearsal()

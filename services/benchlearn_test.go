@@ -64,22 +64,7 @@ func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 		}
 	}
 	if decisions == 0 {
-		// The controller withholds a fix whose correction check shows it
-		// did not learn the changed facts (rollout.Config.Supersede); in
-		// this short run the only version is the first fix after the
-		// drift, and the check counts the answers the rubrics' checks
-		// reject wrong, so it can be such a fix. Any other version must
-		// have been started.
-		for v, wt := range trainedVersions(t, out, rep) {
-			c := wt.Corrections
-			if !wt.Accepted {
-				continue
-			}
-			if len(wt.Contradicted) == 0 || c == nil || c.Asked() == 0 || c.Learnt() {
-				t.Fatalf("the rollout controller took no decision on %s (contradicted %v, correction check %+v)", v, wt.Contradicted, c)
-			}
-			t.Logf("%s withheld as a fix that did not learn: its check answered %d of %d right (parent %d)", v, c.Right(), c.Asked(), c.ParentRight())
-		}
+		t.Fatal("the rollout controller took no decision on any accepted version")
 	}
 	if rep.Lost != 0 {
 		t.Fatalf("%d of %d acknowledged interactions are not in the store", rep.Lost, rep.Acknowledged)

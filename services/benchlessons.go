@@ -27,26 +27,35 @@ type LessonsCheck struct {
 
 // ChangedCheck follows one drift's changed questions (workplace Record
 // changed): accuracy per window after the drift, in the window ending 400
-// conversations after it, and the time from the first corrective feedback
-// on a changed question to a lesson taught by such feedback being promoted
-// and to the first changed question answered right with it in the context.
+// conversations after it (fast memory), and of the changed questions
+// answered without any lesson in the context in the window ending 2,000
+// after it (the weights: At2000Without); and the time from the first
+// corrective feedback on a changed question to a lesson taught by such
+// feedback being promoted, to the first changed question answered right
+// with it in the context, and to the first canary whose weights learnt it
+// (its weights.trained lesson check, events.LessonCarry.Learnt).
 type ChangedCheck struct {
-	At           int             `json:"at"`
-	Windows      []ChangedWindow `json:"windows"`
-	At400        Ratio           `json:"at_400"`
-	FeedbackConv int             `json:"feedback_conversation"`
-	PromotedS    *float64        `json:"feedback_to_promoted_s,omitempty"`
-	ServedS      *float64        `json:"feedback_to_served_s,omitempty"`
-	ServedConv   int             `json:"served_conversation"`
+	At            int             `json:"at"`
+	Windows       []ChangedWindow `json:"windows"`
+	At400         Ratio           `json:"at_400"`
+	At2000Without Ratio           `json:"at_2000_without_lessons"`
+	FeedbackConv  int             `json:"feedback_conversation"`
+	PromotedS     *float64        `json:"feedback_to_promoted_s,omitempty"`
+	ServedS       *float64        `json:"feedback_to_served_s,omitempty"`
+	ServedConv    int             `json:"served_conversation"`
+	CanaryS       *float64        `json:"feedback_to_canary_s,omitempty"`
+	Canary        string          `json:"canary,omitempty"`
 }
 
-// ChangedWindow is a window's changed questions: answered right, and how
-// many had a lesson in their context.
+// ChangedWindow is a window's changed questions: answered right, how
+// many had a lesson in their context, and of those without one, how many
+// were answered right (what the weights answer).
 type ChangedWindow struct {
 	Start       int `json:"start"`
 	End         int `json:"end"`
 	Ratio       `json:"ratio"`
-	WithLessons int `json:"with_lessons"`
+	WithLessons int   `json:"with_lessons"`
+	Without     Ratio `json:"without_lessons"`
 }
 
 // LessonWindow is one report window's use of lessons.
@@ -79,6 +88,12 @@ func lessonsCheck(ctx context.Context, st events.Store, drift workplace.Drift, r
 	}
 	var promos []promo
 	var feedbacks []learnFeedback
+	learntBy := map[string][]string{} // version -> the lessons its lesson check shows learnt
+	type canary struct {
+		t       time.Time
+		version string
+	}
+	var canaries []canary
 	err := scan(ctx, st, func(ev events.Event) error {
 		switch {
 		case ev.Type == events.TypeInteractionRecorded:
@@ -104,6 +119,23 @@ func lessonsCheck(ctx context.Context, st events.Store, drift workplace.Drift, r
 			if idx, ok := convOf[fr.InteractionID]; ok {
 				feedbacks = append(feedbacks, learnFeedback{t: ev.Time, conv: idx, correction: fr.Correction, text: fr.Text})
 			}
+		case ev.Type == events.TypeWeightsTrained:
+			p, err := events.Decode(&ev)
+			if err != nil {
+				return nil
+			}
+			wt := p.(*events.WeightsTrained)
+			for _, c := range wt.Lessons {
+				if c.Learnt() {
+					learntBy[wt.Version] = append(learntBy[wt.Version], c.Lesson)
+				}
+			}
+		case ev.Type == events.TypeRolloutStarted:
+			p, err := events.Decode(&ev)
+			if err != nil {
+				return nil
+			}
+			canaries = append(canaries, canary{ev.Time, p.(*events.RolloutStarted).Candidate})
 		case strings.HasPrefix(ev.Type, "lesson."):
 			p, err := events.Decode(&ev)
 			if err != nil {
@@ -161,6 +193,7 @@ func lessonsCheck(ctx context.Context, st events.Store, drift workplace.Drift, r
 		lc.Windows = append(lc.Windows, w)
 	}
 	changed := func(r workplace.Record) bool { return r.Changed }
+	changedWithout := func(r workplace.Record) bool { return r.Changed && !lessonConvs[r.Index] }
 	for k, d := range drift {
 		end := n
 		if k+1 < len(drift) {
@@ -168,7 +201,8 @@ func lessonsCheck(ctx context.Context, st events.Store, drift workplace.Drift, r
 		}
 		cc := ChangedCheck{At: d.At, FeedbackConv: -1, ServedConv: -1}
 		for s := d.At; s < end; s += window {
-			cw := ChangedWindow{Start: s, End: min(s+window, end), Ratio: ratioOf(recs, s, min(s+window, end), changed)}
+			cw := ChangedWindow{Start: s, End: min(s+window, end), Ratio: ratioOf(recs, s, min(s+window, end), changed),
+				Without: ratioOf(recs, s, min(s+window, end), changedWithout)}
 			for i := cw.Start; i < cw.End; i++ {
 				if r, ok := byIdx[i]; ok && r.Changed && lessonConvs[i] {
 					cw.WithLessons++
@@ -177,6 +211,7 @@ func lessonsCheck(ctx context.Context, st events.Store, drift workplace.Drift, r
 			cc.Windows = append(cc.Windows, cw)
 		}
 		cc.At400 = ratioOf(recs, max(d.At, d.At+400-window), min(d.At+400, end), changed)
+		cc.At2000Without = ratioOf(recs, max(d.At, d.At+2000-window), min(d.At+2000, end), changedWithout)
 		var first *learnFeedback
 		for i := range feedbacks {
 			f := &feedbacks[i]
@@ -216,6 +251,20 @@ func lessonsCheck(ctx context.Context, st events.Store, drift workplace.Drift, r
 					break
 				}
 			}
+			for _, c := range canaries {
+				if c.t.Before(first.t) {
+					continue
+				}
+				carries := false
+				for _, l := range learntBy[c.version] {
+					carries = carries || taught[l]
+				}
+				if carries {
+					s := c.t.Sub(first.t).Seconds()
+					cc.CanaryS, cc.Canary = &s, c.version
+					break
+				}
+			}
 		}
 		lc.Drifts = append(lc.Drifts, cc)
 	}
@@ -225,16 +274,22 @@ func lessonsCheck(ctx context.Context, st events.Store, drift workplace.Drift, r
 func (lc *LessonsCheck) render(b *strings.Builder) {
 	fmt.Fprintf(b, "\nfast memory: %d lessons proposed, %d promoted, %d retired\n", lc.Proposed, lc.Promoted, lc.Retired)
 	for _, d := range lc.Drifts {
-		fmt.Fprintf(b, "  drift at %d, the questions it changed, per window (right/answered, with a lesson in context):", d.At)
+		fmt.Fprintf(b, "  drift at %d, the questions it changed, per window (right/answered, with a lesson in context; right/answered without one):", d.At)
 		for _, w := range d.Windows {
-			fmt.Fprintf(b, " %d:%d/%d(%d)", w.Start, w.Correct, w.Total, w.WithLessons)
+			fmt.Fprintf(b, " %d:%d/%d(%d;%d/%d)", w.Start, w.Correct, w.Total, w.WithLessons, w.Without.Correct, w.Without.Total)
 		}
 		fmt.Fprintf(b, "\n    window ending 400 after the drift: %.2f (%d/%d)", d.At400.Rate, d.At400.Correct, d.At400.Total)
+		fmt.Fprintf(b, "; ending 2000, answered without a lesson in context: %.2f (%d/%d)", d.At2000Without.Rate, d.At2000Without.Correct, d.At2000Without.Total)
 		if d.PromotedS != nil {
 			fmt.Fprintf(b, "; first corrective feedback (conversation %d) to a promoted lesson %.1f s", d.FeedbackConv, *d.PromotedS)
 		}
 		if d.ServedS != nil {
 			fmt.Fprintf(b, ", to a changed question answered right with it (conversation %d) %.1f s", d.ServedConv, *d.ServedS)
+		}
+		if d.CanaryS != nil {
+			fmt.Fprintf(b, ", to a canary whose weights learnt it (%s) %.1f s", d.Canary, *d.CanaryS)
+		} else {
+			fmt.Fprintf(b, ", no canary whose weights learnt it")
 		}
 		fmt.Fprintln(b)
 	}

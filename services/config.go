@@ -120,9 +120,9 @@ type DistillConfig struct {
 	SuiteStableSample int `yaml:"suite_stable_sample" help:"every k-th of a type's stable suite questions is screened as well, and what it lost or won is scaled to the rest (0: the default, 4; 1: every one, exact; negative: none)"`
 	// UnvettedAnswers: see distill.Config.Revise (set from the rubrics'
 	// check-mode graders unless this is true).
-	UnvettedAnswers bool `yaml:"unvetted_answers" help:"learn the distiller's own edits, updates and revisions without the rubrics' check-mode graders (default: an answer a check rejects, like \"No, the refund window is 60 days.\" for an item bought 45 days ago, goes to the teacher, and failing that is learnt only from the corrected span on)"`
+	UnvettedAnswers bool `yaml:"unvetted_answers" help:"learn the distiller's own revisions and lesson answers without the rubrics' check-mode graders (default: an answer a check rejects is not learnt)"`
 	// FinishStaleCycles: see distill.Config.FinishStaleCycles.
-	FinishStaleCycles bool   `yaml:"finish_stale_cycles" help:"let a running cycle finish when customers' corrections contradict a statement its data does not know (default: abandon it, recording nothing, and start again on the longer window)"`
+	FinishStaleCycles bool   `yaml:"finish_stale_cycles" help:"let a running cycle finish when a fact lesson its data does not know is promoted (default: abandon it, recording nothing, and start again on the longer window)"`
 	Rehearsal         string `yaml:"rehearsal" help:"conversations of the base's training data that every cycle rehearses (JSON Lines: type, messages ending with the answer; empty: the checkpoint's rehearsal.jsonl if it has one; off: none)"`
 }
 

@@ -89,6 +89,23 @@ func (s viewSource) Reference(ctx context.Context, rec *events.InteractionRecord
 	return l.Value, l.LessonID, true
 }
 
+// distillLesson is the distiller's Lesson: the promoted fact lesson of
+// the interaction's tenant that covers its question or its answer (the
+// view's Reference, as reflection grades against it).
+func distillLesson(v *lessons.View) func(context.Context, *distill.Interaction) (distill.LessonRef, bool) {
+	return func(ctx context.Context, it *distill.Interaction) (distill.LessonRef, bool) {
+		q := lessons.Query{Tenant: it.Tenant, TaskType: it.Type(), Question: lessons.Question(it.Messages)}
+		if it.Eval != nil {
+			q.User = it.Eval.User
+		}
+		l, ok, err := v.Reference(ctx, q, it.Answer.Content)
+		if err != nil || !ok || l.Kind != events.LessonFact {
+			return distill.LessonRef{}, false
+		}
+		return distill.LessonRef{ID: l.LessonID, Statement: l.Statement, Value: l.Value, TaskType: l.Scope.TaskType}, true
+	}
+}
+
 // suiteAside is the distiller's SuiteAside: a suite question is set aside
 // while a promoted fact lesson (of any tenant: the suite is the
 // operator's) covers it and its expected answer does not state the

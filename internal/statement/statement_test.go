@@ -7,8 +7,8 @@ func TestContains(t *testing.T) {
 		text, span string
 		want       bool
 	}{
-		{"the refund window is 30 days.", "30 days", true},
-		{"the refund window is 130 days.", "30 days", false},
+		{"the window is 30 days.", "30 days", true},
+		{"the window is 130 days.", "30 days", false},
 		{"it is 3.5 km", "5 km", false},
 		{"1,200 items", "200 items", false},
 		{"30 days, not 300 days", "30 days", true},
@@ -20,16 +20,7 @@ func TestContains(t *testing.T) {
 			t.Errorf("Contains(%q, %q) = %v", c.text, c.span, got)
 		}
 	}
-	if got := Normalize("  The Refund\twindow\n is 30  DAYS. "); got != "the refund window is 30 days." {
+	if got := Normalize("  The Opening\thours\n are 9AM  to 5PM. "); got != "the opening hours are 9am to 5pm." {
 		t.Errorf("Normalize: %q", got)
-	}
-	if f := Fact("policy", "30 days"); f != "policy: 30 days" {
-		t.Errorf("Fact: %q", f)
-	}
-	if typ, span, ok := ParseFact("policy: the refund window is 30 days"); !ok || typ != "policy" || span != "the refund window is 30 days" {
-		t.Errorf("ParseFact: %q %q %v", typ, span, ok)
-	}
-	if _, _, ok := ParseFact("no separator"); ok {
-		t.Error("ParseFact of a text without \": \"")
 	}
 }

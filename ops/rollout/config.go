@@ -56,7 +56,7 @@ type Config struct {
 	// difference of mean reward with mixture deviation TypeTau at level
 	// Alpha/k (k such types, Bonferroni), or, when some of them are types
 	// whose facts the candidate was trained to change (weights.trained
-	// contradicted) and some not, Alpha/2 shared by those and Alpha/2 by
+	// lesson_types) and some not, Alpha/2 shared by those and Alpha/2 by
 	// the rest (typeAlphas). A type whose interval lies below
 	// 0 rolls the candidate back (reason reward_regression); at the last
 	// comparative step a type whose interval lies above 0 promotes it
@@ -112,75 +112,22 @@ type Config struct {
 	// its slot to the next candidate whenever cycles were frequent.
 	GiveWayAfter int `yaml:"give_way_after" help:"evidence in its step after which a held or futile candidate gives way to a newer waiting one (0: 2 x rollout.min_per_arm; negative: never)"`
 	// Order picks the waiting candidate that starts when no rollout runs:
-	// "best" (default: among those that know every task type with a
-	// changed fact the newest knows (Supersede), the one that answers the
-	// most of its correction check's questions right (weights.trained
-	// corrections: the hold-out's corrected questions and the stale
-	// ones), counted as right/(n+1); the
-	// newest among equals), "newest" (the last trained, whose data is the
-	// most recent) or "oldest" (every candidate in training order). The
-	// waiting candidates trained before the one that starts are marked
-	// superseded and never start.
-	// After a drift the candidates trained before it have nothing to
-	// offer, and those trained after it differ: in a bench run the newest
-	// when the slot freed answered 8 of 30 fresh refund questions right,
-	// one trained three cycles earlier 22.
-	Order string `yaml:"order" help:"which waiting candidate starts: best (most correction-check answers right), newest or oldest"`
-	// Supersede is "stale" (default) or "off". With "stale" a running
-	// candidate is rolled back (reason superseded) as soon as a waiting one
-	// learnt corrections (of its offline correction check's questions,
-	// corrected hold-out and stale, it answers more right than its parent,
-	// and more than half) and knows of a task type with a changed fact that
-	// the running one was not trained with (weights.trained contradicted:
-	// statements that at least two and half of the type's corrections
-	// replaced and that the self-evaluation had graded good; "policy: 30
-	// days" is of type policy), unless the rollout is paused or its tests
-	// already decide; and Order "best" chooses only among the waiting
-	// candidates that know every such type the newest knows.
-	//
-	// When no rollout runs, a waiting candidate trained knowing a fact
-	// changed whose check shows it did not learn it does not start: the
-	// slot waits for one that did (in a bench run a fix answering 12 of
-	// 32 stale questions started when the slot freed and finished its
-	// first step's evidence just as a fix answering 30 of 32 arrived;
-	// a few conversations later it could not have given way).
-	//
-	// A running fix in its first step also gives way to a waiting one that
-	// learnt corrections, knows every changed type it knows and answers the
-	// stale questions of its check (recorded answers that state a changed
-	// fact) significantly better (one-sided 5%), while the running one
-	// answers fewer than UpgradeBelow of its own stale questions right:
-	// in bench runs the first fix to pass the check answered 58-73% of
-	// refund questions right once served and held the slot for
-	// 700-1,600 conversations while fixes answering 92% waited. The
-	// upgrade restarts the first step, whose evidence costs 500-750
-	// conversations in the bench; a fix at 29 of 32 gave way to one at 32
-	// of 32 (significant at 5%, barely) 315 conversations into its first
-	// step, and the drift recovered after 2,600.
-	//
-	// After a drift the candidate trained before it held the only slot for
-	// 500-900 conversations in the bench while fixes waited. Tried first
-	// and replaced, each in a bench run: superseding any candidate whose
-	// check showed nothing learnt (a pre-drift candidate that had learnt
-	// one unrelated correction then held the slot); comparing the
-	// statements themselves (each new wording of the same correction
-	// superseded the running fix); and counting wrong arithmetic answers
-	// the tiny model repeats ("11") or one correction of an answer right
-	// elsewhere ("35") as changed facts (each superseded a canary, once a
-	// fix at 50%).
-	Supersede string `yaml:"supersede" help:"stale: a running candidate gives way to a waiting one that learnt a changed fact it lacks; off: never"`
-	// UpgradeBelow: a running fix gives way to a better one in its first
-	// step (Supersede) only while it answers fewer than this share of its
-	// correction check's stale questions right (default 0.8; negative:
-	// never). In the bench a policy answer is a refund answer two times
-	// in five, so a fix that states the new window in 80% of them serves
-	// the type at about 0.92 before verdict errors. 0.9 (the twelfth
-	// session's default) restarted the first step of a fix answering 28
-	// of 32 once updates (distill staleUpdates) made the first fixes
-	// strong: its replacement, at 32 of 32, was promoted 2,064
-	// conversations after the first had started, and the drift recovered
-	// after 3,200.
-	UpgradeBelow float64 `yaml:"upgrade_below" help:"a running fix gives way to a significantly better one only while it answers fewer than this share of its stale questions right (negative: never)"`
+	// "best" (default: the one whose lesson check shows the most lessons
+	// learnt, weights.trained lessons: without the lesson in its context
+	// it states the lesson's value in more than half its answers and more
+	// often than its parent; the newest among equals), "newest" (the last
+	// trained, whose data is the most recent) or "oldest" (every
+	// candidate in training order). The waiting candidates trained before
+	// the one that starts are marked superseded and never start.
+	Order string `yaml:"order" help:"which waiting candidate starts: best (most lessons learnt), newest or oldest"`
+	// Supersede is "lessons" (default) or "off". With "lessons" a running
+	// candidate is rolled back (reason superseded) as soon as a waiting
+	// one learnt a lesson the running one did not and loses none it
+	// learnt (weights.trained lessons, events.LessonCarry.Learnt), unless
+	// the rollout is paused or its tests already decide: the lesson is
+	// what customers established since the running one was trained, and
+	// carrying it in the weights is what the newcomer was trained for.
+	Supersede string `yaml:"supersede" help:"lessons: a running candidate gives way to a waiting one that learnt a lesson it lacks; off: never"`
 	// Guardrails are the behaviour checks; any failure rolls back at once.
 	Guardrails Guardrails `yaml:"guardrails"`
 }
@@ -231,8 +178,7 @@ func DefaultConfig() Config {
 		Tau:            0.1,
 		TypeTau:        0.5,
 		Order:          "best",
-		Supersede:      "stale",
-		UpgradeBelow:   0.8,
+		Supersede:      "lessons",
 		HoldMargin:     0.02,
 		Guardrails: Guardrails{
 			Alpha:       0.01,
@@ -274,7 +220,6 @@ func (c Config) WithDefaults() Config {
 	if c.Supersede == "" {
 		c.Supersede = d.Supersede
 	}
-	setFloat(&c.UpgradeBelow, d.UpgradeBelow)
 	g, dg := &c.Guardrails, d.Guardrails
 	setFloat(&g.Alpha, dg.Alpha)
 	setFloat(&g.LengthDrop, dg.LengthDrop)
@@ -321,8 +266,8 @@ func (c Config) Validate() error {
 	if c.Order != "best" && c.Order != "newest" && c.Order != "oldest" {
 		errs = append(errs, fmt.Errorf("order: %q is not best, newest or oldest", c.Order))
 	}
-	if c.Supersede != "stale" && c.Supersede != "off" {
-		errs = append(errs, fmt.Errorf("supersede: %q is neither stale nor off", c.Supersede))
+	if c.Supersede != "lessons" && c.Supersede != "off" {
+		errs = append(errs, fmt.Errorf("supersede: %q is neither lessons nor off", c.Supersede))
 	}
 	if c.Inconclusive != "rollback" && c.Inconclusive != "promote" {
 		errs = append(errs, fmt.Errorf("inconclusive: %q is neither rollback nor promote", c.Inconclusive))

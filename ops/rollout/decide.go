@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"citizen/events"
-	"citizen/internal/statement"
+	"strings"
 
 	"github.com/google/uuid"
 )
@@ -94,7 +94,6 @@ func (s *State) evidence(full bool) evidence {
 			"candidate": c.reward.n, "stable": st.reward.n,
 			"candidate.step": a.cur[armCandidate].reward.n, "stable.step": a.cur[armStable].reward.n,
 			"served.candidate": c.latency.n, "served.stable": st.latency.n,
-			"contradicted.candidate": c.contradicted, "contradicted.stable": st.contradicted,
 		},
 		Means:     map[string]float64{"reward.candidate": c.reward.mean(), "reward.stable": st.reward.mean()},
 		Intervals: map[string]float64{},
@@ -202,16 +201,15 @@ func typeTestText(cfg Config) string {
 //
 // A type is tested when it has MinPerType evaluations (at least 2) on
 // each arm and is at least TypeShare of the stable arm's evaluations or
-// one whose facts the candidate was trained to change (its lineage names
-// it before the rollout starts). In a bench run policy made 9.8% of the
-// stable arm's evaluations (an order_status conversation with a tool
-// call counts twice), and a refund fix at 0.92 against 0.34 on policy
-// gave way as futile at 50% with its one winning type left out.
+// one of the lessons the candidate was trained to carry (its lineage
+// names it before the rollout starts: weights.trained lesson_types): a
+// fix confined to a rare type would otherwise give way as futile with
+// its one winning type left out.
 func (s *State) typeTests(c, st *arm, ev *evidence, put func(string, moments, moments, interval)) {
 	cfg := s.cfg
 	var changed []string
 	if s.active != nil {
-		changed = driftedTypes(s.active.trained.facts)
+		changed = s.active.trained.lessonTypes
 	}
 	var types []string
 	for typ, n := range st.types {
@@ -266,13 +264,12 @@ func (s *State) typeTests(c, st *arm, ev *evidence, put func(string, moments, mo
 // typeAlphas shares alpha among the per-type tests of types (weighted
 // Bonferroni, so that the chance of any false decision among them stays
 // alpha): equally, or, when some of them are types whose facts the
-// candidate was trained to change (changed: weights.trained contradicted)
+// candidate was trained to change (changed: weights.trained lesson_types)
 // and some not, half to the changed ones and half to the rest. The
 // lineage names the changed types before the rollout starts, and they
 // are where a fix shows: with one changed type of six its test runs at
 // alpha/2 instead of alpha/6, and its confidence sequence is narrower by
-// about an eighth. In a bench run a refund fix at 50% needed 296
-// candidate evaluations (38 of policy) to show its win at alpha/6.
+// about an eighth.
 func typeAlphas(types, changed []string, alpha float64) map[string]float64 {
 	var k int
 	for _, t := range types {
@@ -403,116 +400,58 @@ func (s *State) futile(ev evidence) (futile bool, closest string) {
 	return true, closest
 }
 
-// superseder returns the newest waiting candidate that learnt
-// corrections and either knows of a task type with a contradicted
-// statement the active one was not trained with, or, while the active
-// one is in its first step and answers fewer than UpgradeBelow of its
-// stale questions right, knows every such type it knows and answers
-// its stale questions significantly better (betterFix); unless the
-// active rollout is paused (Config.Supersede). why says which.
-//
-// Learnt is events.CorrectionCheck.Learnt: of its check's questions
-// (corrected hold-out and stale) the newcomer answers more right than
-// its parent, and more than half. Superseding a running canary costs a
-// new first step (600 conversations in bench learn), so the newcomer
-// must have learnt the change, not begun to: in a seed-1 run a fix that
-// answered 1 of 2 superseded the pre-drift canary, was found
-// inconclusive at 50% after 960 conversations, while candidates
-// answering 2 of 2 and 3 of 3 waited, and the drift recovered after
-// 3,600 conversations.
+// superseder returns the newest waiting candidate that learnt a lesson
+// the active one did not and loses none the active one learnt
+// (weights.trained lessons, events.LessonCarry.Learnt), unless the active
+// rollout is paused (Config.Supersede). why says which lessons.
 func (s *State) superseder() (p pending, why string, ok bool) {
 	a := s.active
-	if s.cfg.Supersede != "stale" || a.paused {
+	if s.cfg.Supersede != "lessons" || a.paused {
 		return pending{}, "", false
 	}
+	had := learnt(a.trained.lessons)
 	for i := len(s.waiting) - 1; i >= 0; i-- {
 		p := s.waiting[i]
-		if !p.corrections.Learnt() {
-			continue
+		got := learnt(p.lessons)
+		var more []string
+		for _, l := range got {
+			if !slices.Contains(had, l) {
+				more = append(more, l)
+			}
 		}
-		if newerTypes(p.facts, a.trained.facts) {
-			return p, "knows a changed task type more", true
+		lost := false
+		for _, l := range had {
+			lost = lost || !slices.Contains(got, l)
 		}
-		if a.step == 0 && staleShare(a.trained.corrections) < s.cfg.UpgradeBelow && !newerTypes(a.trained.facts, p.facts) &&
-			betterFix(p.corrections, a.trained.corrections) {
-			return p, "learnt them better", true
+		if len(more) > 0 && !lost {
+			return p, fmt.Sprintf("learnt lesson(s) %s", strings.Join(more, ", ")), true
 		}
 	}
 	return pending{}, "", false
 }
 
-// failedFix reports whether p was trained knowing facts changed
-// (weights.trained contradicted) and its correction check asked about
-// them but shows it did not learn them (CorrectionCheck.Learnt).
-func failedFix(p pending) bool {
-	return len(p.facts) > 0 && p.corrections != nil && p.corrections.Asked() > 0 && !p.corrections.Learnt()
-}
-
-// staleShare is the share of check c's stale questions the candidate
-// answered right (1 without any: nothing shows it weak).
-func staleShare(c *events.CorrectionCheck) float64 {
-	if c == nil || c.Stale == 0 {
-		return 1
-	}
-	return float64(c.StaleCandidate) / float64(c.Stale)
-}
-
-// upgradeZ is the one-sided 5% normal quantile: betterFix's threshold.
-const upgradeZ = 1.645
-
-// betterFix reports whether check c's stale questions show a candidate
-// learnt the changed facts better than one whose check is than: both
-// asked stale questions, and c's share answered right exceeds than's by
-// more than upgradeZ standard errors (a two-proportion z-test, pooled).
-// The two checks ask the most recent stale questions of their cycles,
-// mostly the same ones.
-func betterFix(c, than *events.CorrectionCheck) bool {
-	if c == nil || than == nil || c.Stale == 0 || than.Stale == 0 {
-		return false
-	}
-	x, y := float64(c.StaleCandidate)/float64(c.Stale), float64(than.StaleCandidate)/float64(than.Stale)
-	pool := float64(c.StaleCandidate+than.StaleCandidate) / float64(c.Stale+than.Stale)
-	se := math.Sqrt(pool * (1 - pool) * (1/float64(c.Stale) + 1/float64(than.Stale)))
-	return x-y > upgradeZ*se
-}
-
-// driftedTypes are the task types of contradicted statements ("policy:
-// 30 days" is of policy), sorted and unique. Supersede compares types,
-// not statements: customers' corrections of one change replace spans of
-// different lengths ("30 days", "the refund window is 30 days"), and
-// each new wording superseded the running fix in a bench run.
-func driftedTypes(facts []string) []string {
-	var types []string
-	for _, f := range facts {
-		t, _, _ := statement.ParseFact(f)
-		types = append(types, t)
-	}
-	slices.Sort(types)
-	return slices.Compact(types)
-}
-
-// newerTypes reports whether facts name a drifted task type that known
-// does not.
-func newerTypes(facts, known []string) bool {
-	old := driftedTypes(known)
-	for _, t := range driftedTypes(facts) {
-		if !slices.Contains(old, t) {
-			return true
+// learnt lists the lessons a lesson check shows learnt, in order.
+func learnt(check []events.LessonCarry) []string {
+	var out []string
+	for _, c := range check {
+		if c.Learnt() {
+			out = append(out, c.Lesson)
 		}
 	}
-	return false
+	return out
 }
 
-// checkText describes a candidate's correction check.
-func checkText(c *events.CorrectionCheck) string {
-	if c == nil {
-		return "had no correction check"
+// checkText describes a candidate's lesson check.
+func checkText(check []events.LessonCarry) string {
+	if len(check) == 0 {
+		return "had no lesson check"
 	}
-	t := fmt.Sprintf("answers %d of %d corrected hold-out questions as corrected (its parent %d)", c.Candidate, c.N, c.Parent)
-	if c.Stale > 0 {
-		t += fmt.Sprintf(" and %d of %d stale questions with the replacement (its parent %d)", c.StaleCandidate, c.Stale, c.StaleParent)
+	parts := make([]string, 0, len(check))
+	for _, c := range check {
+		parts = append(parts, fmt.Sprintf("lesson %s: %d of %d answers state it without it in the context (with it %d, its parent %d)",
+			c.Lesson, c.Without, c.Asked, c.With, c.Parent))
 	}
-	return t
+	return strings.Join(parts, "; ")
 }
 
 // stepReady reports whether the current step has its minimum evidence:
@@ -533,9 +472,8 @@ func (s *State) stepReady() bool {
 }
 
 // next is the waiting candidate that starts when no rollout runs
-// (Config.Order): the oldest, the newest, or the best by its offline
-// correction check (pending.score; the newest among equals) among those
-// that know every drifted type the newest knows (Config.Supersede).
+// (Config.Order): the oldest, the newest, or the one with the most
+// lessons learnt (the newest among equals).
 func (s *State) next() pending {
 	switch s.cfg.Order {
 	case "oldest":
@@ -543,8 +481,7 @@ func (s *State) next() pending {
 	case "best":
 		best := len(s.waiting) - 1
 		for i := best - 1; i >= 0; i-- {
-			if s.waiting[i].score() > s.waiting[best].score() &&
-				(s.cfg.Supersede == "off" || !newerTypes(s.waiting[len(s.waiting)-1].facts, s.waiting[i].facts)) {
+			if len(learnt(s.waiting[i].lessons)) > len(learnt(s.waiting[best].lessons)) {
 				best = i
 			}
 		}
@@ -556,8 +493,8 @@ func (s *State) next() pending {
 // startDetail says why p starts.
 func startDetail(p pending, others int, order string) string {
 	d := fmt.Sprintf("%d more candidate(s) waiting; order %s", others, order)
-	if p.corrections != nil {
-		d += "; " + checkText(p.corrections)
+	if len(p.lessons) > 0 {
+		d += "; " + checkText(p.lessons)
 	}
 	return d
 }
@@ -576,10 +513,6 @@ func (s *State) decide() *decision {
 			return nil
 		}
 		p := s.next()
-		if s.cfg.Supersede == "stale" && failedFix(p) {
-			// The slot waits for a fix that learnt (Config.Supersede).
-			return nil
-		}
 		stable := s.stable
 		if stable == "" {
 			stable = p.parent
@@ -612,8 +545,8 @@ func (s *State) decide() *decision {
 	if a.anomaly == nil && (!quick.looked || (quick.failed == "" && quick.reward.Hi >= 0 && quick.typeLoss == "" && !(quick.stratOK && quick.strat.Hi < 0))) {
 		if p, why, ok := s.superseder(); ok {
 			ev := s.evidence(true)
-			ev.Detail = fmt.Sprintf("%s was trained knowing %q no longer hold, %s knowing %q: %s %s; %s %s; %s %s",
-				p.version, p.facts, a.candidate, a.trained.facts, p.version, why, p.version, checkText(p.corrections), a.candidate, checkText(a.trained.corrections))
+			ev.Detail = fmt.Sprintf("%s %s that %s did not: %s; %s %s",
+				p.version, why, a.candidate, checkText(p.lessons), a.candidate, checkText(a.trained.lessons))
 			return rollback(ReasonSuperseded+" by "+p.version, ev.RolloutEvidence)
 		}
 		if a.paused || !quick.looked || !s.stepReady() {

@@ -34,19 +34,13 @@
 // no_advance) or, at the last comparative step, no reward test would show
 // a win by MaxPerArm even one standard error better than measured
 // (reason futile). A candidate is superseded at once (rolled back,
-// reason "superseded by V", Config.Supersede) when a waiting one learnt
-// corrections and knows of a changed fact in a task type that it was not
-// trained with (weights.trained contradicted), or, in its first step
-// and answering fewer than Config.UpgradeBelow of the stale questions of
-// its correction check right, when a waiting fix of the same changed
-// facts answers them significantly better.
+// reason "superseded by V", Config.Supersede) when a waiting one learnt a
+// lesson it did not and loses none it learnt (weights.trained lessons:
+// the distiller's lesson check, events.LessonCarry.Learnt).
 //
 // The controller compares the rewards reflection computed and never
-// rewrites one. The answers of either arm that state one of the
-// candidate's contradicted statements for its task type ("policy: 30
-// days", matched as internal/statement does) are counted in the evidence
-// (contradicted), their rewards unchanged: an answer a promoted lesson
-// contradicts is graded by reflection against the lesson's value.
+// rewrites one: an answer a promoted lesson contradicts is graded by
+// reflection against the lesson's value.
 //
 // At any time (also during a pause) the candidate is rolled back at once
 // (rollout.rolled_back: stable serves everything again) when
@@ -59,11 +53,8 @@
 //
 // Only one rollout runs at a time. A candidate accepted while one runs
 // waits; when the slot frees, Config.Order picks the one that starts: by
-// default, among those that know every changed fact's type the newest
-// knows, the one that answers the most of its correction check's
-// questions right (weights.trained corrections: the hold-out's corrected
-// questions and the stale ones, recorded answers that state a changed
-// fact; the newest among equals), or the newest, or the oldest; the
+// default the one whose lesson check shows the most lessons learnt (the
+// newest among equals), or the newest, or the oldest; the
 // waiting ones trained before it are marked superseded. Each runs
 // against whatever is stable when it starts (so a candidate trained from
 // an older parent must still beat the newer stable). A version that is already stable or already had a rollout is
@@ -76,8 +67,8 @@
 // regression confined to one type is found long before the overall mean
 // shows it. Either test below 0 rolls back; above 0 (and no type below)
 // promotes at the last comparative step. The per-type tests share Alpha
-// (Bonferroni; half of it to the types whose facts the candidate was
-// trained to change, when its lineage names some: typeAlphas, weighted
+// (Bonferroni; half of it to the types of the lessons the candidate was
+// trained to carry, when its lineage names some: typeAlphas, weighted
 // Bonferroni, pre-specified by weights.trained before the rollout
 // starts), so with them the A/A bound below becomes
 // 3·Alpha + 5·Guardrails.Alpha (TestTypeTestAAFalseDecisionsBounded

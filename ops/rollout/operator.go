@@ -223,8 +223,8 @@ func Start(ctx context.Context, store events.Store, cfg Config, candidate, reaso
 		if p.rejected {
 			detail = "weights.trained " + candidate + " rejected by the offline gate: " + v.Reason
 		}
-		if p.corrections != nil {
-			detail += "; " + checkText(p.corrections)
+		if len(p.lessons) > 0 {
+			detail += "; " + checkText(p.lessons)
 		}
 		// The same state gives the same id, so two operators starting at
 		// once conflict on the stream instead of both appending.

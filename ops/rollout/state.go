@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"citizen/events"
-	"citizen/internal/statement"
 )
 
 // Types are the event types the projection reads (Filter).
@@ -32,7 +31,6 @@ type arm struct {
 	reward, length, tools, errs, drops, latency moments
 	types                                       map[string]int
 	typeReward                                  map[string]*moments
-	contradicted                                int // evaluations whose answer states a contradicted statement
 }
 
 func newArms() [2]arm {
@@ -44,7 +42,6 @@ type obs struct {
 	arm, step                    int
 	taskType                     string
 	reward, length, tools, e, dr float64
-	contradicted                 bool // the answer states a contradicted statement (counted, reward unchanged)
 }
 
 func (a *arm) add(o obs, sign float64) {
@@ -58,13 +55,7 @@ func (a *arm) add(o obs, sign float64) {
 		if m := a.typeReward[o.taskType]; m != nil {
 			m.remove(o.reward)
 		}
-		if o.contradicted {
-			a.contradicted--
-		}
 		return
-	}
-	if o.contradicted {
-		a.contradicted++
 	}
 	a.reward.add(o.reward)
 	a.length.add(o.length)
@@ -95,30 +86,8 @@ type active struct {
 	anomaly               *events.AnomalyDetected
 	// trained is what the candidate's weights.trained said (the offline
 	// gate rejected it, so only an operator could start it:
-	// Config.HoldMargin; its correction check and changed facts:
-	// Config.Supersede).
+	// Config.HoldMargin; its lesson check: Config.Supersede).
 	trained pending
-	// facts are the candidate's contradicted statements when
-	// Config.Contradicted scores them (set when the rollout starts);
-	// stated holds, per interaction of either arm whose answer states one,
-	// the task types of the statements it states.
-	facts  []fact
-	stated map[string][]string
-}
-
-// fact is a contradicted statement of a task type ("policy: 30 days").
-type fact struct{ typ, span string }
-
-// scoredFacts returns the contradicted statements (weights.trained
-// contradicted) whose answers the evidence counts.
-func (s *State) scoredFacts(contradicted []string) []fact {
-	var out []fact
-	for _, f := range contradicted {
-		if typ, span, ok := statement.ParseFact(f); ok && span != "" {
-			out = append(out, fact{typ, statement.Normalize(span)})
-		}
-	}
-	return out
 }
 
 // Finished is a rollout that ended.
@@ -158,23 +127,12 @@ type Version struct {
 
 type pending struct {
 	version, parent, eventID string
-	// corrections is the offline correction check of its weights.trained
-	// (nil without one); facts, its contradicted statements; rejected,
-	// that the offline gate rejected it (weights.trained accepted false).
-	corrections *events.CorrectionCheck
-	facts       []string
+	// lessons is the lesson check of its weights.trained and lessonTypes
+	// the task types of those lessons; rejected, that the offline gate
+	// rejected it (weights.trained accepted false).
+	lessons     []events.LessonCarry
+	lessonTypes []string
 	rejected    bool
-}
-
-// score is how Order "best" ranks a waiting candidate: the questions of
-// its correction check (corrected hold-out and stale) it answers right
-// over their number plus one (a right answer of one counts less than
-// nine of ten); 0 without a check.
-func (p pending) score() float64 {
-	if p.corrections == nil {
-		return 0
-	}
-	return float64(p.corrections.Right()) / float64(p.corrections.Asked()+1)
 }
 
 // State is the controller's projection: everything it decides on, built
@@ -213,16 +171,6 @@ type recordedLite struct {
 	LatencyMS     float64 `json:"latency_ms"`
 }
 
-// recordedAnswer is the answer of interaction.recorded, decoded only
-// when the active candidate has contradicted statements.
-type recordedAnswer struct {
-	Choices []struct {
-		Message struct {
-			Content string `json:"content"`
-		} `json:"message"`
-	} `json:"choices"`
-}
-
 // Apply folds ev into the state. Events at or before the current position
 // are ignored (a replayed or re-delivered event), so Apply is idempotent
 // in store order. An event that does not decode is skipped (and its
@@ -243,15 +191,6 @@ func (s *State) Apply(ev *events.Event) error {
 			return err
 		}
 		s.served(r.ModelVersion, r.LatencyMS)
-		if len(s.active.facts) > 0 && s.armOf(r.ModelVersion) >= 0 {
-			var a recordedAnswer
-			if err := json.Unmarshal(ev.Data, &a); err != nil {
-				return err
-			}
-			if len(a.Choices) > 0 {
-				s.statesFacts(r.InteractionID, a.Choices[0].Message.Content)
-			}
-		}
 		return nil
 	}
 	if !slices.Contains(Types, ev.Type) {
@@ -267,9 +206,6 @@ func (s *State) Apply(ev *events.Event) error {
 	switch x := p.(type) {
 	case *events.InteractionRecorded:
 		s.served(x.ModelVersion, x.LatencyMS)
-		if s.active != nil && len(s.active.facts) > 0 && s.armOf(x.ModelVersion) >= 0 && len(x.Choices) > 0 {
-			s.statesFacts(x.InteractionID, x.Choices[0].Message.Content)
-		}
 	case *events.InteractionEvaluated:
 		s.evaluated(x)
 	case *events.AnomalyDetected:
@@ -336,24 +272,6 @@ func (s *State) served(version string, latency float64) {
 	s.active.cur[i].latency.add(latency)
 }
 
-// statesFacts records which of the active candidate's facts the answer of
-// interaction id states.
-func (s *State) statesFacts(id, answer string) {
-	text := statement.Normalize(answer)
-	var types []string
-	for _, f := range s.active.facts {
-		if statement.Contains(text, f.span) && !slices.Contains(types, f.typ) {
-			types = append(types, f.typ)
-		}
-	}
-	if len(types) > 0 {
-		if s.active.stated == nil {
-			s.active.stated = map[string][]string{}
-		}
-		s.active.stated[id] = types
-	}
-}
-
 func (s *State) evaluated(x *events.InteractionEvaluated) {
 	a := s.active
 	i := s.armOf(x.ModelVersion)
@@ -370,9 +288,6 @@ func (s *State) evaluated(x *events.InteractionEvaluated) {
 	}
 	if x.Outcome == "timeout" || x.Outcome == "abandoned" {
 		o.dr = 1
-	}
-	if slices.Contains(a.stated[x.InteractionID], x.TaskType) {
-		o.contradicted = true
 	}
 	if old, ok := a.evals[x.InteractionID]; ok {
 		// A later evaluation supersedes the earlier one; it stays in the
@@ -399,7 +314,7 @@ func (s *State) trained(ev *events.Event, x *events.WeightsTrained) {
 		TrainedAt: ev.Time, Position: ev.Position, Status: "rejected"}
 	s.versions[x.Version] = v
 	s.order = append(s.order, x.Version)
-	p := pending{version: x.Version, parent: x.Parent, eventID: ev.ID.String(), corrections: x.Corrections, facts: x.Contradicted, rejected: !x.Accepted}
+	p := pending{version: x.Version, parent: x.Parent, eventID: ev.ID.String(), lessons: x.Lessons, lessonTypes: x.LessonTypes, rejected: !x.Accepted}
 	s.lineage[x.Version] = p
 	if !x.Accepted {
 		return
@@ -427,7 +342,6 @@ func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
 	// more: superseded.
 	if i := slices.IndexFunc(s.waiting, func(p pending) bool { return p.version == c.Candidate }); i >= 0 {
 		s.active.trained = s.waiting[i]
-		s.active.facts = s.scoredFacts(s.waiting[i].facts)
 		for _, p := range s.waiting[:i] {
 			s.setStatus(p.version, "superseded", "")
 		}
@@ -436,7 +350,6 @@ func (s *State) rolloutStarted(ev *events.Event, c *events.RolloutChange) {
 		// Not waiting: an operator started it (Start), perhaps against
 		// the offline gate's verdict (p.rejected).
 		s.active.trained = p
-		s.active.facts = s.scoredFacts(p.facts)
 	}
 	if s.stable == "" {
 		s.stable = c.Stable

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -29,23 +30,24 @@ func simulateTypes(t testing.TB, cfg Config, seed uint64, shift map[string]float
 // when the rollout reaches step newerAt (-1: never).
 func simulateTypesNewer(t testing.TB, cfg Config, seed uint64, shift map[string]float64, newerAt int) (*decision, int) {
 	t.Helper()
-	return simulateTypesFacts(t, cfg, seed, shift, newerAt, nil)
+	return simulateTypesLessons(t, cfg, seed, shift, newerAt, nil)
 }
 
-// simulateTypesFacts is simulateTypesNewer with the candidate trained
-// knowing facts changed (weights.trained contradicted).
-func simulateTypesFacts(t testing.TB, cfg Config, seed uint64, shift map[string]float64, newerAt int, facts []string) (*decision, int) {
+// simulateTypesLessons is simulateTypesNewer with the candidate trained to
+// carry lessons of the task types lessonTypes (weights.trained
+// lesson_types).
+func simulateTypesLessons(t testing.TB, cfg Config, seed uint64, shift map[string]float64, newerAt int, lessonTypes []string) (*decision, int) {
 	t.Helper()
-	return simulateMix(t, cfg, seed, shift, newerAt, facts, []string{"a", "b", "c", "d", "e", "f"})
+	return simulateMix(t, cfg, seed, shift, newerAt, lessonTypes, []string{"a", "b", "c", "d", "e", "f"})
 }
 
-// simulateMix is simulateTypesFacts with traffic drawn uniformly from
+// simulateMix is simulateTypesLessons with traffic drawn uniformly from
 // types (a type listed twice is asked twice as often).
-func simulateMix(t testing.TB, cfg Config, seed uint64, shift map[string]float64, newerAt int, facts []string, types []string) (*decision, int) {
+func simulateMix(t testing.TB, cfg Config, seed uint64, shift map[string]float64, newerAt int, lessonTypes []string, types []string) (*decision, int) {
 	t.Helper()
 	sim := newSimState(t, cfg)
 	rng := rand.New(rand.NewPCG(seed, 91))
-	sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true, Contradicted: facts}, events.VersionStream("B"), 0)
+	sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true, LessonTypes: lessonTypes}, events.VersionStream("B"), 0)
 	for n := 0; n < 200000; n++ {
 		if d := sim.decide(); d != nil {
 			if terminal(d) {
@@ -112,13 +114,13 @@ func TestChangedTypeTestedAtHalfAlpha(t *testing.T) {
 	shift := map[string]float64{"f": 0.6}
 	mean := map[bool]int{}
 	for _, named := range []bool{false, true} {
-		var facts []string
+		var lessonTypes []string
 		if named {
-			facts = []string{"f: 30 days"}
+			lessonTypes = []string{"f"}
 		}
 		wins, total := 0, 0
 		for i := 0; i < 20; i++ {
-			d, n := simulateTypesFacts(t, cfg, uint64(2000+i), shift, -1, facts)
+			d, n := simulateTypesLessons(t, cfg, uint64(2000+i), shift, -1, lessonTypes)
 			total += n
 			if strings.HasPrefix(d.change.Reason, ReasonWin) {
 				wins++
@@ -154,11 +156,9 @@ func skewed() (Config, []string) {
 }
 
 // A type the candidate was trained to change (weights.trained
-// contradicted) is tested whatever its share of the stable arm's
-// evaluations: in a bench run the policy type made 9.8% of them (a tool
-// call makes an order_status conversation count twice), below
-// TypeShare, and a refund fix at 0.92 against 0.34 on policy gave way
-// as futile at 50%, its one winning type left out. On the skewed
+// lesson_types) is tested whatever its share of the stable arm's
+// evaluations: a fix of a rare type would otherwise give way as futile,
+// its one winning type left out. On the skewed
 // workload 6 of 20 fixes were promoted when only common types were
 // tested, 17 without pooledVar's adjustment (the rest rolled back for a
 // false regression on a type 95% right).
@@ -167,7 +167,7 @@ func TestChangedTypeTestedWhateverItsShare(t *testing.T) {
 	shift := map[string]float64{"f": 1.2}
 	wins := 0
 	for i := range 20 {
-		d, _ := simulateMix(t, cfg, uint64(3000+i), shift, -1, []string{"f: 30 days"}, mix)
+		d, _ := simulateMix(t, cfg, uint64(3000+i), shift, -1, []string{"f"}, mix)
 		if strings.HasPrefix(d.change.Reason, ReasonWin) {
 			wins++
 		} else {
@@ -189,11 +189,11 @@ func TestTypeTestAASkewedBounded(t *testing.T) {
 	cfg, mix := skewed()
 	harm := 0
 	for i := range runs {
-		var facts []string
+		var lessonTypes []string
 		if i%2 == 1 {
-			facts = []string{"f: 30 days"}
+			lessonTypes = []string{"f"}
 		}
-		d, _ := simulateMix(t, cfg, uint64(5000+i), nil, -1, facts, mix)
+		d, _ := simulateMix(t, cfg, uint64(5000+i), nil, -1, lessonTypes, mix)
 		if strings.HasPrefix(d.change.Reason, ReasonRegression) {
 			harm++
 		}
@@ -242,11 +242,11 @@ func TestTypeTestAAFalseDecisionsBounded(t *testing.T) {
 	for i := 0; i < runs; i++ {
 		// Half of the runs with a candidate trained to change type f:
 		// its test gets half of the per-type share (typeAlphas).
-		var facts []string
+		var lessonTypes []string
 		if i%2 == 1 {
-			facts = []string{"f: 30 days"}
+			lessonTypes = []string{"f"}
 		}
-		d, _ := simulateTypesFacts(t, cfg, uint64(i), nil, -1, facts)
+		d, _ := simulateTypesLessons(t, cfg, uint64(i), nil, -1, lessonTypes)
 		switch r := d.change.Reason; {
 		case strings.HasPrefix(r, ReasonRegression), strings.HasPrefix(r, ReasonGuardrail):
 			harm++
@@ -433,11 +433,22 @@ func TestFutileCandidateGivesWayToNewer(t *testing.T) {
 	}
 }
 
-// With Order "best" the waiting candidate with the best offline correction
-// check starts (right/(n+1): 3 of 4 beats 1 of 1 and 2 of 4), the ones
-// trained before it are superseded, and the newer ones keep waiting;
-// without any check the newest starts.
-func TestOrderBestPicksCorrectionCheck(t *testing.T) {
+// lessonCheck is a weights.trained lesson check: for each lesson, asked 8
+// and answered with the value without the lesson without times (the
+// parent never).
+func lessonCheck(without map[string]int) []events.LessonCarry {
+	var out []events.LessonCarry
+	for _, id := range slices.Sorted(maps.Keys(without)) {
+		out = append(out, events.LessonCarry{Lesson: id, Asked: 8, Without: without[id], With: 8})
+	}
+	return out
+}
+
+// With Order "best" the waiting candidate whose lesson check shows the
+// most lessons learnt starts (two beat one; a lesson stated in 4 of 8
+// answers is not learnt), the ones trained before it are superseded, and
+// the newer ones keep waiting; without any check the newest starts.
+func TestOrderBestPicksMostLessonsLearnt(t *testing.T) {
 	cfg := Config{Stable: "A"}.WithDefaults()
 	if cfg.Order != "best" {
 		t.Fatalf("default order %q, want best", cfg.Order)
@@ -445,13 +456,12 @@ func TestOrderBestPicksCorrectionCheck(t *testing.T) {
 	sim := newSimState(t, cfg)
 	for _, c := range []struct {
 		v       string
-		n, good int
-	}{{"B", 1, 1}, {"C", 4, 3}, {"D", 4, 2}} {
-		sim.apply(&events.WeightsTrained{Version: c.v, Parent: "A", Accepted: true, Corrections: &events.CorrectionCheck{N: c.n, Candidate: c.good}},
-			events.VersionStream(c.v), 0)
+		without map[string]int
+	}{{"B", map[string]int{"l1": 8}}, {"C", map[string]int{"l1": 7, "l2": 6}}, {"D", map[string]int{"l1": 8, "l2": 4}}} {
+		sim.apply(&events.WeightsTrained{Version: c.v, Parent: "A", Accepted: true, Lessons: lessonCheck(c.without)}, events.VersionStream(c.v), 0)
 	}
 	d := sim.decide()
-	if d == nil || d.change.Candidate != "C" || !strings.Contains(d.change.Evidence.Detail, "answers 3 of 4") {
+	if d == nil || d.change.Candidate != "C" || !strings.Contains(d.change.Evidence.Detail, "lesson l2: 6 of 8") {
 		t.Fatalf("started %+v, want C", d)
 	}
 	status := map[string]string{}
@@ -472,21 +482,18 @@ func TestOrderBestPicksCorrectionCheck(t *testing.T) {
 // A candidate the offline gate rejected (weights.trained accepted false)
 // is never started by the controller; one an operator starts never leaves
 // its first step, however good its online evidence looks: held until
-// MaxHold, then rolled back (no_advance). Its correction check does not
-// keep it from starting (the controller's choice among fixes, failedFix,
-// is not the operator's).
+// MaxHold, then rolled back (no_advance).
 func TestOperatorStartedRejectedCandidateStaysInFirstStep(t *testing.T) {
 	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, MinLook: 20, MinPerType: 2}.WithDefaults()
 	sim := newSimState(t, cfg)
-	c := &events.CorrectionCheck{N: 1, Stale: 4}
-	sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: false, Reason: "gate: policy regressed", Corrections: c,
-		Contradicted: []string{"arithmetic: the answer is 1"}}, events.VersionStream("B"), 0)
+	check := lessonCheck(map[string]int{"l1": 8})
+	sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: false, Reason: "gate: policy regressed", Lessons: check}, events.VersionStream("B"), 0)
 	if d := sim.decide(); d != nil {
 		t.Fatalf("the controller started a rejected candidate: %s %s", d.payload.EventType(), d.change.Reason)
 	}
 	sim.apply(&events.RolloutStarted{RolloutChange: events.RolloutChange{RolloutID: "r1", Candidate: "B", Stable: "A", Weight: cfg.Steps[0],
 		Actor: ActorOperator, Reason: "see it live"}}, events.RolloutStream("r1"), 0)
-	if sim.st.active == nil || !sim.st.active.trained.rejected || *sim.st.active.trained.corrections != *c {
+	if sim.st.active == nil || !sim.st.active.trained.rejected || !slices.Equal(sim.st.active.trained.lessons, check) {
 		t.Fatalf("active %+v", sim.st.active)
 	}
 	for i := range cfg.MaxHold {
@@ -523,24 +530,18 @@ func TestOperatorStartedAcceptedCandidateAdvances(t *testing.T) {
 }
 
 // Config.Supersede: a running candidate is rolled back as soon as a
-// waiting one knows of a correction it was not trained with and learnt
-// corrections, and the one that starts is the best of those that know
-// every drifted type the newest knows. A waiting candidate that learnt
-// nothing, or one that learnt corrections but knows nothing newer (the
-// pre-drift candidate of a bench run that learnt one unrelated
-// correction), does not supersede it; nor does another wording of the
-// same type's correction, nor anything a paused rollout or with "off".
-func TestSupersedeStaleCandidate(t *testing.T) {
-	check := func(n, cand, parent int) *events.CorrectionCheck {
-		return &events.CorrectionCheck{N: n, Candidate: cand, Parent: parent}
-	}
-	drift := []string{"policy: 30 days"}
-	trained := func(sim *simState, v string, c *events.CorrectionCheck, facts []string) {
-		sim.apply(&events.WeightsTrained{Version: v, Parent: "A", Accepted: true, Corrections: c, Contradicted: facts}, events.VersionStream(v), 0)
+// waiting one learnt a lesson it did not and loses none it learnt. A
+// waiting candidate that learnt nothing, one whose lesson check shows the
+// value no more often than its parent, or one that learnt a new lesson
+// but lost one the running one learnt does not supersede it; nor does
+// anything a paused rollout or with "off".
+func TestSupersedeByALessonLearnt(t *testing.T) {
+	trained := func(sim *simState, v string, check []events.LessonCarry) {
+		sim.apply(&events.WeightsTrained{Version: v, Parent: "A", Accepted: true, Lessons: check}, events.VersionStream(v), 0)
 	}
 	run := func(cfg Config, pause bool) (*simState, *decision) {
 		sim := newSimState(t, cfg)
-		sim.train("B", "A") // trained before any correction
+		trained(sim, "B", lessonCheck(map[string]int{"l1": 7}))
 		if d := sim.decide(); d == nil || d.change.Candidate != "B" {
 			t.Fatalf("B did not start: %+v", d)
 		}
@@ -554,39 +555,34 @@ func TestSupersedeStaleCandidate(t *testing.T) {
 			ch := events.RolloutChange{RolloutID: a.id, Candidate: a.candidate, Stable: a.stable, Step: a.step, Weight: a.weight, Actor: "op", Reason: "pause"}
 			sim.apply(&events.RolloutPaused{RolloutChange: ch}, a.stream, a.rev+1)
 		}
-		trained(sim, "C", check(4, 1, 1), drift)  // knows the drift, learnt nothing
-		trained(sim, "C2", check(4, 4, 0), nil)   // learnt, knows nothing newer than B
-		trained(sim, "C3", check(2, 1, 0), drift) // knows the drift, answers only half
+		trained(sim, "C", lessonCheck(map[string]int{"l1": 8, "l2": 3})) // l2 not learnt
+		parentToo := []events.LessonCarry{{Lesson: "l1", Asked: 8, Without: 8, With: 8}, {Lesson: "l2", Asked: 8, Without: 6, With: 8, Parent: 6}}
+		trained(sim, "C2", parentToo)                                     // l2 no better than its parent
+		trained(sim, "C3", lessonCheck(map[string]int{"l1": 2, "l2": 8})) // learnt l2, lost l1
 		if d := sim.decide(); d != nil {
-			t.Fatalf("superseded by a candidate that learnt nothing, half, or knows nothing newer: %s %s", d.payload.EventType(), d.change.Reason)
+			t.Fatalf("superseded by a candidate that learnt nothing new, or lost a lesson: %s %s", d.payload.EventType(), d.change.Reason)
 		}
-		trained(sim, "D", check(4, 3, 1), drift)
+		trained(sim, "D", lessonCheck(map[string]int{"l1": 8, "l2": 7}))
 		return sim, sim.decide()
 	}
 
 	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults()
-	if cfg.Supersede != "stale" {
-		t.Fatalf("default supersede %q, want stale", cfg.Supersede)
+	if cfg.Supersede != "lessons" {
+		t.Fatalf("default supersede %q, want lessons", cfg.Supersede)
 	}
 	sim, d := run(cfg, false)
 	if d == nil || d.payload.EventType() != events.TypeRolloutRolledBack || d.change.Reason != ReasonSuperseded+" by D" ||
-		!strings.Contains(d.change.Evidence.Detail, `D was trained knowing ["policy: 30 days"] no longer hold`) {
+		!strings.Contains(d.change.Evidence.Detail, "D learnt lesson(s) l2 that B did not") {
 		t.Fatalf("B not superseded by D: %+v", d)
 	}
-	// C2's check (4 of 4) beats D's (3 of 4), but C2 does not know the drift.
 	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutStarted || d.change.Candidate != "D" {
 		t.Fatalf("D did not start: %+v", d)
 	}
-	// Another wording of the same type's correction is nothing new.
-	trained(sim, "E", check(4, 4, 0), []string{"policy: 30 days", "policy: the refund window is 30 days"})
+	// The same lessons learnt again are nothing new.
+	trained(sim, "E", lessonCheck(map[string]int{"l1": 8, "l2": 8}))
 	if d := sim.decide(); d != nil {
-		t.Fatalf("D, which knows the drifted type E knows, was superseded: %s %s", d.payload.EventType(), d.change.Reason)
+		t.Fatalf("D, which learnt what E learnt, was superseded: %s %s", d.payload.EventType(), d.change.Reason)
 	}
-	trained(sim, "F", check(4, 3, 1), []string{"arithmetic: 11", "policy: 30 days"})
-	if d := sim.decide(); d == nil || d.change.Reason != ReasonSuperseded+" by F" {
-		t.Fatalf("D not superseded by F, which knows a drifted type more: %+v", d)
-	}
-
 	if _, d := run(cfg, true); d != nil {
 		t.Fatalf("paused rollout superseded: %s %s", d.payload.EventType(), d.change.Reason)
 	}
@@ -594,108 +590,6 @@ func TestSupersedeStaleCandidate(t *testing.T) {
 	off.Supersede = "off"
 	if _, d := run(off, false); d != nil {
 		t.Fatalf("superseded with supersede off: %s %s", d.payload.EventType(), d.change.Reason)
-	}
-}
-
-// A waiting fix supersedes a running fix of the same changed fact when its
-// stale questions show it learnt the change significantly better, only
-// while the running one is in its first step: 19 of 20 against 12 of 20
-// does, 15 of 20 does not, and 20 of 20 does not once the running one
-// advanced.
-func TestSupersedeWeakFix(t *testing.T) {
-	drift := []string{"policy: 30 days"}
-	trained := func(sim *simState, v string, staleRight int, stale ...int) {
-		c := &events.CorrectionCheck{N: 1, Candidate: 1, Stale: 20, StaleCandidate: staleRight}
-		if len(stale) > 0 {
-			c.Stale = stale[0]
-		}
-		sim.apply(&events.WeightsTrained{Version: v, Parent: "A", Accepted: true, Corrections: c, Contradicted: drift}, events.VersionStream(v), 0)
-	}
-	// start runs B, answering 12 of 20 stale questions, or right of 32.
-	start := func(right ...int) *simState {
-		sim := newSimState(t, Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults())
-		if len(right) > 0 {
-			trained(sim, "B", right[0], 32)
-		} else {
-			trained(sim, "B", 12)
-		}
-		if d := sim.decide(); d == nil || d.change.Candidate != "B" {
-			t.Fatalf("B did not start: %+v", d)
-		}
-		return sim
-	}
-	sim := start()
-	trained(sim, "C", 15)
-	if d := sim.decide(); d != nil {
-		t.Fatalf("15 of 20 against 12 of 20 (z 1.0) superseded: %s %s", d.payload.EventType(), d.change.Reason)
-	}
-	trained(sim, "D", 19)
-	d := sim.decide()
-	if d == nil || d.change.Reason != ReasonSuperseded+" by D" || !strings.Contains(d.change.Evidence.Detail, "D learnt them better") ||
-		!strings.Contains(d.change.Evidence.Detail, "19 of 20 stale questions") {
-		t.Fatalf("B (12 of 20) not superseded by D (19 of 20): %+v", d)
-	}
-	if d := sim.decide(); d == nil || d.change.Candidate != "D" {
-		t.Fatalf("D did not start: %+v", d)
-	}
-
-	sim = start()
-	a := sim.st.active
-	ch := events.RolloutChange{RolloutID: a.id, Candidate: a.candidate, Stable: a.stable, Step: 1, Weight: 0.5, Actor: ActorController, Reason: "step_evidence"}
-	sim.apply(&events.RolloutAdvanced{RolloutChange: ch}, a.stream, a.rev+1)
-	trained(sim, "E", 20)
-	if d := sim.decide(); d != nil {
-		t.Fatalf("B superseded after its first step: %s %s", d.payload.EventType(), d.change.Reason)
-	}
-
-	// A fix that answers at least UpgradeBelow (0.8) of its stale
-	// questions keeps its first step: 26 of 32 against 32 of 32 (z 2.6,
-	// significant) does not supersede; 25 of 32 does.
-	sim = start(26)
-	trained(sim, "F", 32, 32)
-	if d := sim.decide(); d != nil {
-		t.Fatalf("B (26 of 32) superseded by F (32 of 32): %s %s", d.payload.EventType(), d.change.Reason)
-	}
-	sim = start(25)
-	trained(sim, "F", 32, 32)
-	if d := sim.decide(); d == nil || d.change.Reason != ReasonSuperseded+" by F" {
-		t.Fatalf("B (25 of 32) not superseded by F (32 of 32): %+v", d)
-	}
-}
-
-// During the rollout of a candidate trained knowing "policy: 30 days" no
-// longer holds, a policy answer of either arm that states it is counted
-// as contradicted, and its reward stays reflection's (a later evaluation
-// replacing an earlier one); an answer of another type, or one stating
-// "130 days", is not counted.
-func TestContradictedStatementsAreCountedNotRescored(t *testing.T) {
-	cfg := Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20}.WithDefaults()
-	sim := newSimState(t, cfg)
-	sim.apply(&events.WeightsTrained{Version: "B", Parent: "A", Accepted: true, Contradicted: []string{"policy: 30 days"},
-		Corrections: &events.CorrectionCheck{N: 4, Candidate: 3, Parent: 1}}, events.VersionStream("B"), 0)
-	if d := sim.decide(); d == nil || d.change.Candidate != "B" {
-		t.Fatalf("B did not start: %+v", d)
-	}
-	for _, c := range []struct{ id, version, typ, answer string }{
-		{"a1", "A", "policy", "No, the refund window is 30  Days."},
-		{"a2", "A", "policy", "The refund window is 130 days."},
-		{"a3", "A", "arithmetic", "30 days"},
-		{"b1", "B", "policy", "Yes, the refund window is 60 days."},
-		{"b2", "B", "policy", "The refund window is 30 days."},
-		{"c1", "C", "policy", "The refund window is 30 days."}, // neither arm
-	} {
-		sim.apply(&events.InteractionRecorded{InteractionID: c.id, Model: "citizen", ModelVersion: c.version,
-			Choices: []events.Choice{{Message: events.ChatMessage{Role: "assistant", Content: c.answer}}}}, "interaction-"+c.id, 0)
-		sim.evaluated(&events.InteractionEvaluated{InteractionID: c.id, ModelVersion: c.version, TaskType: c.typ, Reward: 0.8, AnswerLength: 30})
-	}
-	sim.evaluated(&events.InteractionEvaluated{InteractionID: "a1", ModelVersion: "A", TaskType: "policy", Reward: 0.5, AnswerLength: 30})
-	a := sim.st.active
-	st, c := a.all[armStable], a.all[armCandidate]
-	if st.reward.n != 3 || math.Abs(st.reward.mean()-(0.5+0.8+0.8)/3) > 1e-9 || st.contradicted != 1 {
-		t.Errorf("stable arm: %d evaluations, mean %.3f, %d contradicted; want 3, %.3f, 1", st.reward.n, st.reward.mean(), st.contradicted, (0.5+0.8+0.8)/3)
-	}
-	if c.reward.n != 2 || math.Abs(c.reward.mean()-0.8) > 1e-9 || c.contradicted != 1 {
-		t.Errorf("candidate arm: %d evaluations, mean %.3f, %d contradicted", c.reward.n, c.reward.mean(), c.contradicted)
 	}
 }
 
@@ -714,38 +608,5 @@ func TestHoldNeedsMoreThanNoise(t *testing.T) {
 	sim.feedAlternating(0, 30, -0.05)
 	if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutAdvanced {
 		t.Fatalf("a candidate 0.05 below stable on 30 evaluations (standard error 0.26) was not advanced: %+v", d)
-	}
-}
-
-// With Supersede "stale" a fix that did not learn the changed facts it
-// was trained knowing (its check) does not start when the slot is free;
-// the next one that learnt them does. With "off" it starts.
-func TestFailedFixDoesNotStart(t *testing.T) {
-	drift := []string{"policy: 30 days"}
-	trained := func(sim *simState, v string, staleRight int) {
-		c := &events.CorrectionCheck{N: 1, Candidate: 0, Stale: 32, StaleCandidate: staleRight}
-		sim.apply(&events.WeightsTrained{Version: v, Parent: "A", Accepted: true, Corrections: c, Contradicted: drift}, events.VersionStream(v), 0)
-	}
-	for _, mode := range []string{"stale", "off"} {
-		sim := newSimState(t, Config{Stable: "A", Steps: []float64{0.04, 0.5, 1}, MinPerArm: 20, Supersede: mode}.WithDefaults())
-		trained(sim, "B", 12)
-		d := sim.decide()
-		if mode == "off" {
-			if d == nil || d.change.Candidate != "B" {
-				t.Fatalf("supersede off: B (12 of 32) did not start: %+v", d)
-			}
-			continue
-		}
-		if d != nil {
-			t.Fatalf("B (12 of 32 stale questions, 0 of 1 corrected) started: %s %s", d.payload.EventType(), d.change.Reason)
-		}
-		sim.train("N", "A") // no correction check, no changed facts: not a fix
-		if d := sim.decide(); d != nil {
-			t.Fatalf("with a failed fix the newest, %s started: %s", d.change.Candidate, d.change.Reason)
-		}
-		trained(sim, "C", 30)
-		if d := sim.decide(); d == nil || d.payload.EventType() != events.TypeRolloutStarted || d.change.Candidate != "C" {
-			t.Fatalf("C (30 of 32) did not start: %+v", d)
-		}
 	}
 }
