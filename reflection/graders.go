@@ -454,11 +454,12 @@ func (g *formatGrader) Grade(in *GradeInput) (events.GraderResult, bool) {
 }
 
 // verdictGrader: a yes/no answer's verdict must follow from comparing the
-// question's number with the number the answer states ("I bought it 45
-// days ago. Can I still return it?" against "No, the refund window is 60
-// days.": yes_when below says 45 < 60 means yes, so "No" fails). It
-// judges an answer's consistency with itself, not its truth: "No, the
-// refund window is 30 days." passes for the same question.
+// question's number with the number the answer states ("My parcel weighs
+// 12 kg. Can I send it as standard?" against "No, standard parcels may
+// weigh up to 20 kg.": yes_when below says 12 < 20 means yes, so "No"
+// fails). It judges an answer's consistency with itself, not its truth:
+// "No, standard parcels may weigh up to 10 kg." passes for the same
+// question.
 //
 // It applies when the question holds exactly one number and the answer
 // has a verdict (its first word yes or no, else a negation: yesNo) and

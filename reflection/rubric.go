@@ -58,16 +58,15 @@ type GraderSpec struct {
 	// counts when it fails, as score-1; default for the other kinds, so
 	// that passing a length or format check alone earns nothing) or
 	// "check" (never in the reward; default for verdict): the grader vets
-	// the answers citizen writes itself, the distiller's revised and
-	// updated answers (Rubrics.Check).
+	// the answers citizen writes itself, the distiller's revised answers
+	// and its answers with a lesson in the context (Rubrics.Check).
 	//
 	// A consistency check is kept out of the reward because the reward is
-	// what the rollout compares: after the refund window changed from 30
-	// to 60 days, a half-learnt fix answering "No, the refund window is
-	// 60 days." for an item bought 45 days ago is inconsistent, the
-	// stable version's "No, the refund window is 30 days." is consistent
-	// (and as wrong), and penalising only the fix would hold back the
-	// version that knows the new window. The evaluation records a check's
+	// what the rollout compares: after a limit changed, a half-learnt fix
+	// that states the new limit with the old verdict is inconsistent, the
+	// stable version's answer with the old limit is consistent (and as
+	// wrong), and penalising only the fix would hold back the version
+	// that knows the new limit. The evaluation records a check's
 	// result beside the reward (InteractionEvaluated.Checks), for the
 	// operators watching the stream; neither the reward nor the rollout
 	// reads it.
