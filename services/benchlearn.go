@@ -222,6 +222,7 @@ type LearnReport struct {
 	// Issue 8's checks, computed from the run.
 	Drifts          []DriftCheck                 `json:"drift_checks"`
 	Lessons         *LessonsCheck                `json:"lessons,omitempty"`
+	Preferences     []PreferenceCheck            `json:"preference_checks,omitempty"`
 	Poison          *PoisonCheck                 `json:"poison,omitempty"`
 	MedianFixS      *float64                     `json:"median_feedback_to_fix_s,omitempty"`
 	BadCandidate    *BadCandidateCheck           `json:"bad_candidate,omitempty"`
@@ -795,6 +796,7 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 	if rep.Lessons, err = lessonsCheck(ctx, st, drift, recs, convOf, c.Window); err != nil {
 		return nil, err
 	}
+	rep.Preferences = preferenceChecks(drift, recs, c.Window)
 	rep.checks(c, drift, recs, recTime, feedbacks, convOf, recorded)
 	return rep, nil
 }
@@ -1192,6 +1194,7 @@ func (rep *LearnReport) render() string {
 	if rep.Lessons != nil {
 		rep.Lessons.render(&b)
 	}
+	renderPreferences(&b, rep.Preferences)
 	if rep.Poison != nil {
 		rep.Poison.render(&b)
 	}

@@ -78,6 +78,21 @@ func (rep *LearnReport) mustShow() {
 		}
 	}
 	rep.quizMustShow(add, verdict)
+	// A preference change: the segment's satisfaction back to its level
+	// before the drift within 1,000 conversations.
+	if len(rep.Preferences) > 0 {
+		ok := true
+		var parts []string
+		for _, p := range rep.Preferences {
+			ok = ok && p.RecoveredAt >= 0
+			if p.RecoveredAt >= 0 {
+				parts = append(parts, fmt.Sprintf("segment %s (%s) at %d: back to %.2f after %d conversations", p.Segment, p.Change, p.At, p.Before.Rate, p.RecoveredAt-p.At))
+			} else {
+				parts = append(parts, fmt.Sprintf("segment %s (%s) at %d: not back to %.2f within 1,000", p.Segment, p.Change, p.At, p.Before.Rate))
+			}
+		}
+		add("preference change", verdict(ok), "the segment's satisfaction (positive feedback verdicts, trailing %d conversations) back to its level before the drift: %s", satisfactionSpan, strings.Join(parts, "; "))
+	}
 	// 1. Recovery after drift: the drifted type back to 0.90 within
 	// 2,000 conversations; and, its own line, no other type losing more
 	// than 2 points.
