@@ -29,10 +29,6 @@ import (
 	"citizen/workplace"
 )
 
-func init() {
-	extraCommands["bench"] = extraCommand{summary: "bench learn: run citizen and the workplace with drift and faults, report learning", run: cmdBench}
-}
-
 // LearnConfig are the settings of `citizen bench learn`.
 type LearnConfig struct {
 	Interactions int
@@ -140,7 +136,7 @@ func (c *LearnConfig) defaults() {
 
 func cmdBench(ctx context.Context, args []string, env Env) error {
 	if len(args) == 0 || args[0] != "learn" {
-		return usageError{"usage: citizen bench learn [flags]"}
+		return usageError{"usage: citizen bench learn|gateway [flags]"}
 	}
 	fs := flag.NewFlagSet("bench learn", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
