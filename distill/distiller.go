@@ -162,14 +162,15 @@ type Config struct {
 	Interval     time.Duration
 	// CycleTimeout bounds a cycle's training (default 5 minutes).
 	CycleTimeout time.Duration
-	// FinishStaleCycles keeps a running cycle going when a fact lesson is
+	// AbandonForLessons abandons a running cycle when a fact lesson is
 	// promoted that its data does not know (lesson.promoted after the
-	// cycle's window ended). By default such a cycle is abandoned before
-	// it is recorded and starts again at once on the longer window (at
-	// most once per window): its candidate could not carry the lesson,
-	// and the lesson would otherwise wait a whole cycle to reach the
-	// weights.
-	FinishStaleCycles bool
+	// cycle's window ended), before it is recorded, and starts it again
+	// at once on the longer window (at most once per window). Off by
+	// default: fast memory carries the lesson meanwhile, and lessons are
+	// promoted often enough (any question two users agree on) that
+	// abandoning cost two of three cycles of a bench learn run
+	// (docs/adr/0015).
+	AbandonForLessons bool
 	// VersionPrefix names versions "<prefix><cycle number>" (default "d").
 	VersionPrefix string
 	// Retention of the training buffer.
@@ -274,7 +275,7 @@ type Status struct {
 	SuiteError string `json:"suite_error,omitempty"`
 	// Abandoned counts the cycles this process abandoned, recording
 	// nothing, for a changed fact their data did not know
-	// (Config.FinishStaleCycles).
+	// (Config.AbandonForLessons).
 	Abandoned int `json:"abandoned"`
 }
 
@@ -304,7 +305,7 @@ type Distiller struct {
 	// rehearsing cycle selects it: prepareRehearsal).
 	rehearsalReady bool
 	// The running cycle while it may still be abandoned for a lesson its
-	// data does not know (Config.FinishStaleCycles): its window's end and
+	// data does not know (Config.AbandonForLessons): its window's end and
 	// the lessons its data knows (knowsLessons false until its data is
 	// built), and how to stop it. restartedFrom is the window start of the
 	// last abandoned cycle: a window is abandoned at most once.
@@ -320,11 +321,11 @@ type Distiller struct {
 
 // ErrCycleAbandoned: RunCycle abandoned the cycle, recording nothing,
 // because a fact lesson was promoted that its data does not know
-// (Config.FinishStaleCycles); the next cycle runs its window again.
+// (Config.AbandonForLessons); the next cycle runs its window again.
 var ErrCycleAbandoned = errors.New("distill: cycle abandoned for a lesson its data does not know")
 
 // errStaleCycle is the cause of a cycle abandoned because a fact lesson
-// was promoted that its data does not know (Config.FinishStaleCycles).
+// was promoted that its data does not know (Config.AbandonForLessons).
 var errStaleCycle = errors.New("a lesson was promoted that the cycle's data does not know")
 
 // New returns a Distiller reading and appending to store. logger may be
@@ -386,7 +387,7 @@ func (d *Distiller) Apply(ev events.Event) error {
 
 // abandonIfStale stops the running cycle when a fact lesson was promoted
 // (ev, a lesson.promoted) that its data does not know
-// (Config.FinishStaleCycles).
+// (Config.AbandonForLessons).
 func (d *Distiller) abandonIfStale(ev *events.Event) {
 	d.mu.Lock()
 	r := d.running
@@ -583,7 +584,7 @@ func (d *Distiller) RunCycle(ctx context.Context) (events.WeightsTrained, error)
 	log.Info("cycle starting", "window_from", from, "window_to", to)
 
 	cctx := ctx
-	if !cfg.FinishStaleCycles {
+	if cfg.AbandonForLessons {
 		d.mu.Lock()
 		if d.restartedFrom == nil || *d.restartedFrom != from {
 			var stop context.CancelCauseFunc

@@ -483,10 +483,10 @@ func TestLessonCheckCounts(t *testing.T) {
 // A cycle whose data does not know a fact lesson promoted while it trains
 // is abandoned before anything is recorded, and the next cycle runs the
 // same window, longer, under the same version, consolidating the lesson.
-// With FinishStaleCycles the cycle runs to its end.
+// Without AbandonForLessons (the default) the cycle runs to its end.
 func TestCycleAbandonedForALessonItsDataDoesNotKnow(t *testing.T) {
 	for _, finish := range []bool{false, true} {
-		t.Run(fmt.Sprintf("finish=%v", finish), func(t *testing.T) {
+		t.Run(fmt.Sprintf("abandon=%v", !finish), func(t *testing.T) {
 			tok, base := tinyBase(t)
 			w := newWorld(t)
 			for i := range 12 {
@@ -514,7 +514,7 @@ func TestCycleAbandonedForALessonItsDataDoesNotKnow(t *testing.T) {
 			var promoted atomic.Bool
 			d := newDistiller(t, w, func(c *Config) {
 				c.Trainer = trainer
-				c.FinishStaleCycles = finish
+				c.AbandonForLessons = !finish
 				c.Lesson = func(ctx context.Context, it *Interaction) (LessonRef, bool) {
 					if !promoted.Load() {
 						return LessonRef{}, false
@@ -541,7 +541,7 @@ func TestCycleAbandonedForALessonItsDataDoesNotKnow(t *testing.T) {
 			first := <-done
 			if finish {
 				if first.err != nil || len(first.wt.Lessons) != 0 || first.wt.Artifact == nil {
-					t.Fatalf("with FinishStaleCycles: %+v, %v; want the cycle recorded without the lesson", first.wt, first.err)
+					t.Fatalf("without AbandonForLessons: %+v, %v; want the cycle recorded without the lesson", first.wt, first.err)
 				}
 				return
 			}

@@ -93,7 +93,10 @@ func consolidate(log *slog.Logger, ds *Dataset, tok chat.Format, good float64, m
 		r.Kind, r.Advantage, r.BehaviourLogprobs, r.PromptTokens = KindRevised, 0, nil, prompt
 		r.Weight = 1 / sdWeight // the objective multiplies by SelfDistillWeight
 		add = append(add, r)
-		ds.noteLessons(ex.Type, ex.Lessons...)
+		// The context's lessons may be guidance of any type: only fact
+		// lessons (stale questions, agreeing corrections) name the
+		// types whose base data states what changed.
+		ds.noteLessons("", ex.Lessons...)
 	}
 	if len(add) == 0 {
 		return

@@ -717,7 +717,7 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 		}
 		cfg.Lesson = distillLesson(v)
 	}
-	cfg.FinishStaleCycles = dc.FinishStaleCycles
+	cfg.AbandonForLessons = dc.AbandonForLessons
 	rehearsal, err := a.rehearsal()
 	if err != nil {
 		return nil, err

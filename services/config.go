@@ -121,8 +121,8 @@ type DistillConfig struct {
 	// UnvettedAnswers: see distill.Config.Revise (set from the rubrics'
 	// check-mode graders unless this is true).
 	UnvettedAnswers bool `yaml:"unvetted_answers" help:"learn the distiller's own revisions and lesson answers without the rubrics' check-mode graders (default: an answer a check rejects is not learnt)"`
-	// FinishStaleCycles: see distill.Config.FinishStaleCycles.
-	FinishStaleCycles bool   `yaml:"finish_stale_cycles" help:"let a running cycle finish when a fact lesson its data does not know is promoted (default: abandon it, recording nothing, and start again on the longer window)"`
+	// AbandonForLessons: see distill.Config.AbandonForLessons.
+	AbandonForLessons bool   `yaml:"abandon_for_lessons" help:"abandon a running cycle, recording nothing, when a fact lesson its data does not know is promoted, and start again on the longer window (default: let it finish)"`
 	Rehearsal         string `yaml:"rehearsal" help:"conversations of the base's training data that every cycle rehearses (JSON Lines: type, messages ending with the answer; empty: the checkpoint's rehearsal.jsonl if it has one; off: none)"`
 }
 
