@@ -12,6 +12,63 @@ func SiLU(dst, x []float32) {
 	}
 }
 
+// ExpSum writes dst[i] = e^(x[i]·scale − shift) for i < len(x) (x·scale and the difference each
+// rounded to float32) and returns the sum of the dst values, accumulated in float64 (the
+// softmax and log-softmax denominators). Each exponential has a relative error below 2e-7; e^x is 0 below
+// −87.3. dst must be at least as long as x; dst may be x itself. Safe for concurrent use.
+func ExpSum(dst, x []float32, scale, shift float32) float64 {
+	return current.Load().expSum(dst[:len(x)], x, scale, shift)
+}
+
+// SwiGLU writes h[i] = g[i]·σ(g[i])·u[i] with σ(x) = 1/(1 + e^−x), for i < len(g) (the Llama
+// MLP's gated activation); e^x as in ExpSum. h and u must be at least as long as g; h may be g
+// or u. Safe for concurrent use.
+func SwiGLU(h, g, u []float32) {
+	current.Load().swiglu(h[:len(g)], g, u[:len(g)])
+}
+
+func expSumGeneric(dst, x []float32, scale, shift float32) float64 {
+	var sum float64
+	for i, v := range x {
+		e := expGeneric(v*scale - shift)
+		dst[i] = e
+		sum += float64(e)
+	}
+	return sum
+}
+
+func swigluGeneric(h, g, u []float32) {
+	for i, x := range g {
+		h[i] = x * (1 / (1 + expGeneric(-x))) * u[i]
+	}
+}
+
+// expGeneric is a float32 e^x with relative error below 2e-7 over the float32 range (Cody–Waite
+// range reduction and a degree-6 polynomial); 0 below −87.3, math.Exp above 88.
+func expGeneric(x float32) float32 {
+	if x < -87.3 {
+		return 0
+	}
+	if x > 88 {
+		return float32(math.Exp(float64(x)))
+	}
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693359375
+		ln2lo = -2.12194440e-4
+	)
+	n := float32(math.Floor(float64(x*log2e + 0.5)))
+	r := x - n*ln2hi - n*ln2lo
+	p := float32(1.9875691500e-4)
+	p = p*r + 1.3981999507e-3
+	p = p*r + 8.3334519073e-3
+	p = p*r + 4.1665795894e-2
+	p = p*r + 1.6666665459e-1
+	p = p*r + 5.0000001201e-1
+	e := p*r*r + r + 1
+	return e * math.Float32frombits(uint32(int32(n)+127)<<23)
+}
+
 // Softmax replaces x with softmax(x), computed stably (the maximum is
 // subtracted first). An empty x is left alone. Safe for concurrent use.
 func Softmax(x []float32) {

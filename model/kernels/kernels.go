@@ -26,10 +26,17 @@ type impl struct {
 	gemvQ   func(t QType, out []float32, w []byte, nb int, xq []int8, xds []float32)
 	gemvQ16 func(t QType, out []float32, w []byte, nb int, xq []int16, xds []float32)
 	dequant func(t QType, dst []float32, row []byte, nb int)
+	// quantAct and quantAct16 quantize one activation row (quantizeAct, quantizeAct16).
+	quantAct   func(q []int8, ds, x []float32)
+	quantAct16 func(q []int16, ds, x []float32)
+	// expSum and swiglu are ExpSum and SwiGLU on slices of equal length.
+	expSum func(dst, x []float32, scale, shift float32) float64
+	swiglu func(h, g, u []float32)
 }
 
 var portable = &impl{name: "portable", mm: genericMM, dot: dotGeneric, axpy: axpyGeneric, scale: scaleGeneric,
-	gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, dequant: dequantGeneric}
+	gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, dequant: dequantGeneric,
+	quantAct: quantizeAct, quantAct16: quantizeAct16, expSum: expSumGeneric, swiglu: swigluGeneric}
 
 // impls lists the implementations this CPU can run, best first; the last is
 // always portable. Filled by init functions of the architecture files.

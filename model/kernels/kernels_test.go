@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -310,6 +311,80 @@ func TestMatMulSkinny(t *testing.T) {
 					checkOne(t, r, kind, s[0], s[1], s[2], false)
 					checkOne(t, r, kind, s[0], s[1], s[2], true)
 				}
+			}
+		}
+	})
+}
+
+// ExpSum and SwiGLU on every implementation: each e^x within 2e-7 of the float64 value over
+// the float32 range, the limits (0 below −87.3, +Inf above the float32 range), and the sum.
+func TestExpKernels(t *testing.T) {
+	var xs []float32
+	for x := -90.0; x <= 89; x += 0.0137 {
+		xs = append(xs, float32(x))
+	}
+	xs = append(xs, -87.3, -87.29, 88, 88.5, 0, float32(math.Inf(-1)), -1e30, 1e-30)
+	eachImpl(t, func(t *testing.T) {
+		for _, n := range []int{len(xs), 1, 7, 8, 9, 33} {
+			x := xs[len(xs)-n:]
+			dst := make([]float32, n)
+			sum := ExpSum(dst, x, 1, 0)
+			var want float64
+			for i, v := range x {
+				e := math.Exp(float64(v))
+				switch {
+				case v < -87.3:
+					e = 0
+				case e > math.MaxFloat32:
+					e = math.Inf(1)
+				}
+				if e == 0 || math.IsInf(e, 1) {
+					if float64(dst[i]) != e {
+						t.Fatalf("n=%d: e^%g = %g, want %g", n, v, dst[i], e)
+					}
+				} else if d := math.Abs(float64(dst[i])-e) / e; d > 2e-7 {
+					t.Fatalf("n=%d: e^%g = %g, want %g (relative error %g)", n, v, dst[i], e, d)
+				}
+				want += float64(dst[i])
+				// Up to 88 every lane is expGeneric's, bit for bit (the same operations in
+				// the same order).
+				if g := expGeneric(v); v <= 88 && math.Float32bits(dst[i]) != math.Float32bits(g) {
+					t.Fatalf("n=%d: e^%g = %g, expGeneric %g", n, v, dst[i], g)
+				}
+			}
+			if !math.IsInf(want, 1) && math.Abs(sum-want) > 1e-12*want {
+				t.Fatalf("n=%d: sum %g, want %g", n, sum, want)
+			}
+		}
+		// scale and shift, in place: a softmax's numerators.
+		r := rand.New(rand.NewPCG(3, 3))
+		x := randSlice(r, 301)
+		want := make([]float64, len(x))
+		for i, v := range x {
+			want[i] = math.Exp(float64(v*0.125 - 2))
+		}
+		ExpSum(x, x, 0.125, 2)
+		for i := range x {
+			if d := math.Abs(float64(x[i])-want[i]) / want[i]; d > 3e-7 {
+				t.Fatalf("scaled [%d] = %g, want %g", i, x[i], want[i])
+			}
+		}
+		g, u := randSlice(r, 1000), randSlice(r, 1000)
+		for i := range g {
+			g[i] *= 30 // σ saturates at both ends
+		}
+		g[0], g[1] = -100, 100
+		h := make([]float32, len(g))
+		SwiGLU(h, g, u)
+		hg := make([]float32, len(g))
+		swigluGeneric(hg, g, u)
+		if !slices.Equal(h, hg) {
+			t.Fatal("SwiGLU differs from swigluGeneric")
+		}
+		for i := range g {
+			want := float64(g[i]) / (1 + math.Exp(-float64(g[i]))) * float64(u[i])
+			if d := math.Abs(float64(h[i]) - want); d > 1e-6*math.Abs(want)+1e-30 {
+				t.Fatalf("SwiGLU(%g, %g) = %g, want %g", g[i], u[i], h[i], want)
 			}
 		}
 	})

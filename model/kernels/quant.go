@@ -490,35 +490,40 @@ func checkQ(op string, c, a []float32, w *QMatrix, m, k, n int) {
 // shared contract of MatMulNT applies otherwise (c must not overlap a; deterministic for a
 // given implementation, shape and SetThreads value). Safe for concurrent use.
 func MatMulQ(c, a []float32, w *QMatrix, m int, acc bool) {
-	k, n := w.Cols, w.Rows
-	checkQ("MatMulQ", c, a, w, m, k, n)
+	MatMulQs(a, m, QProduct{C: c, W: w, Acc: acc})
+}
+
+// QProduct is one of the products MatMulQs computes from a shared A: C = A·Wᵀ, or C += A·Wᵀ
+// when Acc.
+type QProduct struct {
+	C   []float32
+	W   *QMatrix
+	Acc bool
+}
+
+// MatMulQs computes every product of ps from the same A [m×k] (every W has k columns), each
+// exactly as MatMulQ computes it alone; on the integer path A's rows are quantized once for
+// all of them (the projections of one input: attention's q, k and v, the MLP's gate and up).
+// No C may overlap a or another product's C. Safe for concurrent use.
+func MatMulQs(a []float32, m int, ps ...QProduct) {
+	if len(ps) == 0 {
+		return
+	}
+	k := ps[0].W.Cols
+	for _, p := range ps {
+		if p.W == nil || p.W.Cols != k {
+			panic("kernels: MatMulQs: nil matrix or matrices of different widths")
+		}
+		checkQ("MatMulQ", p.C, a, p.W, m, k, p.W.Rows)
+	}
 	if m == 0 {
 		return
 	}
 	im := current.Load()
 	if m >= int(quantFloatRows.Load()) {
-		parallelFor(n, qDequantTile, m*k*n, func(lo, hi int) {
-			sc := qScratchPool.Get().(*qScratch)
-			defer qScratchPool.Put(sc)
-			for j0 := lo; j0 < hi; j0 += qDequantTile {
-				j1 := min(j0+qDequantTile, hi)
-				nc := j1 - j0
-				wt := growF(&sc.w, nc*k)
-				w.DequantizeRows(wt, j0, j1)
-				ct := growF(&sc.c, m*nc)
-				im.mm(kindNT, ct, a, wt, m, k, nc, false, 0, m, 0, nc)
-				for i := 0; i < m; i++ {
-					dst, src := c[i*n+j0:i*n+j1], ct[i*nc:(i+1)*nc]
-					if acc {
-						for j, v := range src {
-							dst[j] += v
-						}
-					} else {
-						copy(dst, src)
-					}
-				}
-			}
-		})
+		for _, p := range ps {
+			mulQFloat(im, p.C, a, p.W, m, p.Acc)
+		}
 		return
 	}
 	sc := qScratchPool.Get().(*qScratch)
@@ -528,11 +533,47 @@ func MatMulQ(c, a []float32, w *QMatrix, m int, acc bool) {
 	nds := actDS(k)
 	for i := 0; i < m; i++ {
 		if wide {
-			quantizeAct16(sc.act.q16[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds], a[i*k:(i+1)*k])
+			im.quantAct16(sc.act.q16[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds], a[i*k:(i+1)*k])
 		} else {
-			quantizeAct(sc.act.q[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds], a[i*k:(i+1)*k])
+			im.quantAct(sc.act.q[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds], a[i*k:(i+1)*k])
 		}
 	}
+	for _, p := range ps {
+		mulQInt(im, p.C, &sc.act, wide, p.W, m, p.Acc)
+	}
+}
+
+// mulQFloat is MatMulQ's dequantizing path.
+func mulQFloat(im *impl, c, a []float32, w *QMatrix, m int, acc bool) {
+	k, n := w.Cols, w.Rows
+	parallelFor(n, qDequantTile, m*k*n, func(lo, hi int) {
+		sc := qScratchPool.Get().(*qScratch)
+		defer qScratchPool.Put(sc)
+		for j0 := lo; j0 < hi; j0 += qDequantTile {
+			j1 := min(j0+qDequantTile, hi)
+			nc := j1 - j0
+			wt := growF(&sc.w, nc*k)
+			w.DequantizeRows(wt, j0, j1)
+			ct := growF(&sc.c, m*nc)
+			im.mm(kindNT, ct, a, wt, m, k, nc, false, 0, m, 0, nc)
+			for i := 0; i < m; i++ {
+				dst, src := c[i*n+j0:i*n+j1], ct[i*nc:(i+1)*nc]
+				if acc {
+					for j, v := range src {
+						dst[j] += v
+					}
+				} else {
+					copy(dst, src)
+				}
+			}
+		}
+	})
+}
+
+// mulQInt is MatMulQ's integer path on the quantized rows of A in act.
+func mulQInt(im *impl, c []float32, act *q8Act, wide bool, w *QMatrix, m int, acc bool) {
+	k, n := w.Cols, w.Rows
+	nds := actDS(k)
 	rb := w.rowBytes
 	parallelFor(n, qRowTile, m*k*n/4, func(lo, hi int) {
 		var tmp [qRowTile]float32
@@ -546,9 +587,9 @@ func MatMulQ(c, a []float32, w *QMatrix, m int, acc bool) {
 					out = tmp[:j1-j0]
 				}
 				if wide {
-					im.gemvQ16(w.Type, out, rows, w.nb, sc.act.q16[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds])
+					im.gemvQ16(w.Type, out, rows, w.nb, act.q16[i*k:(i+1)*k], act.ds[i*nds:(i+1)*nds])
 				} else {
-					im.gemvQ(w.Type, out, rows, w.nb, sc.act.q[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds])
+					im.gemvQ(w.Type, out, rows, w.nb, act.q[i*k:(i+1)*k], act.ds[i*nds:(i+1)*nds])
 				}
 				if acc {
 					for j, v := range out {

@@ -8,13 +8,13 @@ import "golang.org/x/sys/cpu"
 func quantAVX2OK() bool { return avx2OK() && cpu.X86.HasF16C }
 
 //go:noescape
-func gemvQ4_1AVX2(out *float32, w *byte, nrows, nb int, xq *int8, xds *float32)
+func gemvQ4_1x8AVX2(out *float32, w *byte, nrows, nb int, xq *int8, xds *float32)
 
 //go:noescape
-func gemvQ4_0AVX2(out *float32, w *byte, nrows, nb int, xq *int8, xds *float32)
+func gemvQ4_0x8AVX2(out *float32, w *byte, nrows, nb int, xq *int8, xds *float32)
 
 //go:noescape
-func gemvQ8_0AVX2(out *float32, w *byte, nrows, nb int, xq *int8, xds *float32)
+func gemvQ8_0x8AVX2(out *float32, w *byte, nrows, nb int, xq *int8, xds *float32)
 
 //go:noescape
 func dequantQ4_1AVX2(dst *float32, d, m, q *byte, nb int)
@@ -37,11 +37,11 @@ func gemvQAVX2(t QType, out []float32, w []byte, nb int, xq []int8, xds []float3
 	}
 	switch t {
 	case Q4_1:
-		gemvQ4_1AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+		gemvQ4_1x8AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
 	case Q4_0:
-		gemvQ4_0AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+		gemvQ4_0x8AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
 	case Q8_0:
-		gemvQ8_0AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+		gemvQ8_0x8AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
 	default:
 		panic("kernels: gemvQ: unknown type")
 	}
@@ -96,4 +96,36 @@ func gemvQ16AVX2(t QType, out []float32, w []byte, nb int, xq []int16, xds []flo
 	default:
 		panic("kernels: gemvQ16: unknown type")
 	}
+}
+
+//go:noescape
+func quantAct8AVX2(q *int8, ds *float32, x *float32, nb, nbp int)
+
+//go:noescape
+func quantAct16AVX2(q *int16, ds *float32, x *float32, nb, nbp int)
+
+// quantActAVX2 is quantizeAct: q and ds (actDS(len(x))) from x.
+func quantActAVX2(q []int8, ds, x []float32) {
+	clear(ds)
+	nb := len(x) / QBlock
+	if nb == 0 {
+		return
+	}
+	if len(q) < nb*QBlock || len(ds) < 2*roundUp(nb, 8) {
+		panic("kernels: quantAct: short slices")
+	}
+	quantAct8AVX2(&q[0], &ds[0], &x[0], nb, len(ds)/2)
+}
+
+// quantAct16AVX2Row is quantizeAct16.
+func quantAct16AVX2Row(q []int16, ds, x []float32) {
+	clear(ds)
+	nb := len(x) / QBlock
+	if nb == 0 {
+		return
+	}
+	if len(q) < nb*QBlock || len(ds) < 2*roundUp(nb, 8) {
+		panic("kernels: quantAct16: short slices")
+	}
+	quantAct16AVX2(&q[0], &ds[0], &x[0], nb, len(ds)/2)
 }

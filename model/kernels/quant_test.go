@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -121,6 +122,47 @@ func TestQuantKernels(t *testing.T) {
 	})
 }
 
+// Every implementation's activation quantizers equal the portable ones bit for bit, on blocks
+// of zeros, of one value, of mixed magnitudes and at the rounding ties.
+func TestQuantizeActKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	eachImpl(t, func(t *testing.T) {
+		im := current.Load()
+		for _, cols := range []int{32, 64, 256, 288, 576, 1536} {
+			x := randSlice(r, cols)
+			clear(x[:QBlock])                                // a zero block
+			for j := QBlock; j < 2*QBlock && j < cols; j++ { // a block of ties: 127·(j/2) steps
+				x[j] = float32(j-QBlock) / 2
+			}
+			for j := 2 * QBlock; j < cols; j += 7 {
+				x[j] *= float32(math.Pow(10, float64(j%9-4)))
+			}
+			nds := actDS(cols)
+			var want, got q8Act
+			want.grow(1, cols, false)
+			want.grow(1, cols, true)
+			got.grow(1, cols, false)
+			got.grow(1, cols, true)
+			for i := range got.ds {
+				got.ds[i] = float32(i + 1) // padding must come back zero
+			}
+			quantizeAct(want.q, want.ds[:nds], x)
+			im.quantAct(got.q, got.ds[:nds], x)
+			if !slices.Equal(got.q, want.q) || !slices.Equal(got.ds, want.ds) {
+				t.Fatalf("int8 cols=%d: q %v ds %v, want %v %v", cols, got.q[:40], got.ds, want.q[:40], want.ds)
+			}
+			for i := range got.ds {
+				got.ds[i] = float32(i + 1)
+			}
+			quantizeAct16(want.q16, want.ds[:nds], x)
+			im.quantAct16(got.q16, got.ds[:nds], x)
+			if !slices.Equal(got.q16, want.q16) || !slices.Equal(got.ds, want.ds) {
+				t.Fatalf("int16 cols=%d: q %v ds %v, want %v %v", cols, got.q16[:40], got.ds, want.q16[:40], want.ds)
+			}
+		}
+	})
+}
+
 // refQ returns A·Wᵀ (nt) or A·W in float64 with the dequantized W, and the magnitudes Σ|a·w|.
 func refQ(w *QMatrix, a []float32, m int, nt bool) (want, mag []float64) {
 	wf := make([]float32, w.Rows*w.Cols)
@@ -184,6 +226,32 @@ func TestMatMulQ(t *testing.T) {
 							}
 						}
 					}
+				}
+			}
+		}
+	})
+}
+
+// MatMulQs gives each product exactly what MatMulQ gives it alone, on both paths.
+func TestMatMulQsEqualsMatMulQ(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	eachImpl(t, func(t *testing.T) {
+		for _, m := range []int{1, 3, 9} {
+			a := randSlice(r, m*96)
+			ws := []*QMatrix{randQMatrix(r, Q4_1, 40, 96), randQMatrix(r, Q8_0, 17, 96), randQMatrix(r, Q4_0, 33, 96)}
+			var ps []QProduct
+			var want [][]float32
+			for i, w := range ws {
+				c := randSlice(r, m*w.Rows)
+				ref := append([]float32(nil), c...)
+				MatMulQ(ref, a, w, m, i == 1)
+				ps = append(ps, QProduct{C: c, W: w, Acc: i == 1})
+				want = append(want, ref)
+			}
+			MatMulQs(a, m, ps...)
+			for i, p := range ps {
+				if !slices.Equal(p.C, want[i]) {
+					t.Fatalf("m=%d product %d (%s): differs from MatMulQ", m, i, p.W.Type)
 				}
 			}
 		}

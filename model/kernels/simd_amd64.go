@@ -2,7 +2,7 @@ package kernels
 
 import "golang.org/x/sys/cpu"
 
-//go:generate go run internal/gen/main.go
+//go:generate go run ./internal/gen
 
 // gemmFunc is a generated microkernel: C[mr × nv·W] (+)= A·B over kc steps.
 // A element (i,p) at a + i·ia + p·sa bytes (broadcast), B row p at b + p·ldb
@@ -87,9 +87,14 @@ func avx2OK() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 func hasAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasFMA }
 
 func (s *simd) impl(name string) *impl {
-	im := &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS, gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, dequant: dequantGeneric}
+	im := &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS, gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, dequant: dequantGeneric,
+		quantAct: quantizeAct, quantAct16: quantizeAct16, expSum: expSumGeneric, swiglu: swigluGeneric}
+	if avx2OK() {
+		im.expSum, im.swiglu = expSumSIMD, swigluSIMD
+	}
 	if quantAVX2OK() {
 		im.gemvQ, im.gemvQ16, im.dequant = gemvQAVX2, gemvQ16AVX2, dequantAVX2
+		im.quantAct, im.quantAct16 = quantActAVX2, quantAct16AVX2Row
 	}
 	return im
 }
@@ -145,8 +150,37 @@ func (s *simd) mm(kind int, c, a, b []float32, m, k, n int, acc bool, i0, i1, j0
 	case kind == kindTN && s.skinny(k, j1-j0):
 		s.tnSkinny(c, a, b, m, k, n, acc, i0, i1, j0, j1)
 		return
+	case kind == kindNN && i1-i0 <= s.mr && k > 0:
+		s.nnDirect(c, a, b, k, n, acc, i0, i1, j0, j1)
+		return
 	}
 	s.gemm(kind, c, a, b, m, k, n, acc, i0, i1, j0, j1)
+}
+
+// nnDirect is gemm for A·B with at most one microkernel's rows of A (decode's attention
+// probabilities times the values): every element of B is used once, so the microkernels read
+// B's rows in place instead of from a packed copy. The k blocks, the microkernel calls and
+// the order of their sums are gemm's, so the columns in whole vectors are gemm's bit for bit;
+// the last (j1-j0) % lanes columns go to the portable code.
+func (s *simd) nnDirect(c, a, b []float32, k, n int, acc bool, i0, i1, j0, j1 int) {
+	W := s.lanes
+	NR := s.nvMax * W
+	jv := j0 + (j1-j0)/W*W
+	if jv < j1 {
+		genericMM(kindNN, c, a, b, 0, k, n, acc, i0, i1, jv, j1)
+	}
+	mr := i1 - i0
+	for pc := 0; pc < k; pc += kcBlock {
+		kc := min(kcBlock, k-pc)
+		load := acc || pc > 0
+		_ = a[(i1-1)*k+pc+kc-1] // bounds for the assembly
+		for jr := j0; jr < jv; jr += NR {
+			nr := min(NR, jv-jr) // a multiple of W
+			_ = b[(pc+kc-1)*n+jr+nr-1]
+			_ = c[(i1-1)*n+jr+nr-1]
+			s.kern(mr, nr/W)(kc, &a[i0*k+pc], 4, k*4, &b[pc*n+jr], n*4, &c[i0*n+jr], n*4, load)
+		}
+	}
 }
 
 // tnSkinny computes C[i0:i1, j0:j1] = Aᵀ·B for few columns by computing Cᵀ
@@ -390,4 +424,29 @@ func packB(kind int, dst, b []float32, k, n, pc, kc, jc, nc, NR, W int) {
 			}
 		}
 	}
+}
+
+//go:noescape
+func expSumAVX2(dst, x *float32, n int, scale, shift float32) float64
+
+//go:noescape
+func swigluAVX2(h, gate, up *float32, n int)
+
+func expSumSIMD(dst, x []float32, scale, shift float32) float64 {
+	n := len(x) / 8 * 8
+	var s float64
+	if n > 0 {
+		_, _ = dst[n-1], x[n-1]
+		s = expSumAVX2(&dst[0], &x[0], n, scale, shift)
+	}
+	return s + expSumGeneric(dst[n:], x[n:], scale, shift)
+}
+
+func swigluSIMD(h, g, u []float32) {
+	n := len(g) / 8 * 8
+	if n > 0 {
+		_, _, _ = h[n-1], g[n-1], u[n-1]
+		swigluAVX2(&h[0], &g[0], &u[0], n)
+	}
+	swigluGeneric(h[n:], g[n:], u[n:])
 }

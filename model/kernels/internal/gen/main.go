@@ -1,10 +1,8 @@
-//go:build ignore
-
-// Command gen writes the Go assembly of package kernels (kernels_amd64.s) and
-// its Go declarations (stubs_amd64.go). Run from model/kernels (or use
-// go generate there):
+// Command gen writes the Go assembly of package kernels (kernels_amd64.s and the quantized
+// kernels, quant_amd64.s) and the float32 kernels' Go declarations (stubs_amd64.go). Run
+// from model/kernels (or use go generate there):
 //
-//	go run internal/gen/main.go [-out dir]
+//	go run ./internal/gen [-out dir]
 //
 // The output is committed; building the package never needs this program.
 //
@@ -92,6 +90,9 @@ func main() {
 	transpose8()
 	fmaPeak()
 	if err := os.WriteFile(filepath.Join(*out, "kernels_amd64.s"), s.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(*out, "quant_amd64.s"), quantKernels(), 0o644); err != nil {
 		log.Fatal(err)
 	}
 	src, err := format.Source(g.Bytes())

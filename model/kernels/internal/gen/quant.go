@@ -1,0 +1,358 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// The quantized matrix-vector kernels (quant_amd64.s): one generator for every weight type
+// (Q4_0, Q4_1, Q8_0) and activation width (int8, int16), so that the variants share their
+// loop, reduction and offset code and differ only in how a block's 32 products are formed.
+//
+//	func gemv<T>x<A>AVX2(out *float32, w *byte, nrows, nb int, xq *int<A>, xds *float32)
+//
+// For r in [0, nrows): out[r] = Σ_b d_w·d_x·Σ_j q_w·q_x + the block's offset term (Q4_1:
+// m_w·s_x, Q4_0: −8·d_w·s_x), over rows back to back from w in QMatrix's layout (nb blocks a
+// row: half scales d (and m) padded to nbp, a multiple of 8, then the quants); xq holds the
+// activation row, xds its d[nbp] then s[nbp] (s = d·Σq). AVX2, FMA and F16C.
+//
+// A group of 8 blocks: each block's products are summed to 8 int32 lanes, the 8 blocks' lanes
+// are reduced to one vector of 8 block sums (pairwise: 32-bit, then 64-bit unpacks and adds,
+// then the two 128-bit halves; measured a little faster than VPHADDD on Zen 3), which is
+// converted once and multiplied by the 8 blocks' d_w·d_x (one VCVTPH2PS, one VMULPS). The
+// nb mod 8 blocks of a row's last group are done one at a time with the scale broadcast from
+// the stack. The quants are prefetched 2 KB ahead (decode streams the weights from memory).
+//
+// Registers: DI out, SI row, CX rows left, R10 nb, R11 xq, R12 xds; per row BX d, R14 m,
+// DX quants, R13 xd, R15 xs, R9 xq, R8 blocks left, AX tail index; Y0 sum, Y7 offset terms,
+// Y4 the group's scales, Y5 the group's m (Q4_1), Y15 nibble mask, Y14 int16 ones (int8
+// activations), Y1-Y3 and Y6 temporaries, Y8-Y12 the group's reduction.
+
+// Software prefetch of the quants: instruction and distance in bytes.
+const (
+	prefetchOp    = "PREFETCHT0"
+	prefetchAhead = 2048
+)
+
+type qkern struct {
+	typ  string // Q4_0 | Q4_1 | Q8_0
+	bits int    // activation width: 8 | 16
+}
+
+func (k qkern) name() string { return fmt.Sprintf("gemv%sx%dAVX2", k.typ, k.bits) }
+
+// qsBytes is the bytes of one block's quants; xBytes of one block's activations.
+func (k qkern) qsBytes() int {
+	if k.typ == "Q8_0" {
+		return 32
+	}
+	return 16
+}
+
+func (k qkern) xBytes() int { return 32 * k.bits / 8 }
+
+func (k qkern) xType() string { return fmt.Sprintf("int%d", k.bits) }
+
+var qs bytes.Buffer
+
+func q(format string, args ...any) { fmt.Fprintf(&qs, "\t"+format+"\n", args...) }
+
+func ql(label string) { fmt.Fprintf(&qs, "%s:\n", label) }
+
+// blockDot writes the 8 int32 partial sums of the block whose quants are at qo(DX) and
+// activations at xo(R9) into register dst (Y1, Y2, Y3 are clobbered; dst may be one of them).
+func (k qkern) blockDot(qo, xo int, dst string) {
+	switch {
+	case k.typ != "Q8_0" && k.bits == 16:
+		// 16 bytes → 16 words; low nibbles are q_0..q_15, high nibbles q_16..q_31.
+		q("VPMOVZXBW %d(DX), Y1", qo)
+		q("VPSRLW $4, Y1, Y2")
+		q("VPAND Y15, Y1, Y1")
+		q("VPMADDWD %d(R9), Y1, Y1", xo)
+		q("VPMADDWD %d(R9), Y2, Y2", xo+32)
+		q("VPADDD Y2, Y1, %s", dst)
+	case k.typ == "Q8_0" && k.bits == 16:
+		q("VPMOVSXBW %d(DX), Y1", qo)
+		q("VPMOVSXBW %d(DX), Y2", qo+16)
+		q("VPMADDWD %d(R9), Y1, Y1", xo)
+		q("VPMADDWD %d(R9), Y2, Y2", xo+32)
+		q("VPADDD Y2, Y1, %s", dst)
+	case k.typ != "Q8_0":
+		// nibbles → 32 bytes (low half q_0..q_15, high half q_16..q_31), unsigned × signed.
+		q("VMOVDQU %d(DX), X1", qo)
+		q("VPSRLW $4, X1, X2")
+		q("VINSERTI128 $1, X2, Y1, Y1")
+		q("VPAND Y15, Y1, Y1")
+		q("VPMADDUBSW %d(R9), Y1, Y1", xo)
+		q("VPMADDWD Y14, Y1, %s", dst)
+	default:
+		// signed × signed through |w| and the sign moved onto x.
+		q("VMOVDQU %d(DX), Y1", qo)
+		q("VPABSB Y1, Y2")
+		q("VMOVDQU %d(R9), Y3", xo)
+		q("VPSIGNB Y1, Y3, Y3")
+		q("VPMADDUBSW Y3, Y2, Y1")
+		q("VPMADDWD Y14, Y1, %s", dst)
+	}
+}
+
+func (k qkern) gen() {
+	n := k.name()
+	lbl := func(s string) string { return n + "_" + s }
+	qb, xb := k.qsBytes(), k.xBytes()
+	fmt.Fprintf(&qs, "\n// func %s(out *float32, w *byte, nrows, nb int, xq *%s, xds *float32)\n", n, k.xType())
+	fmt.Fprintf(&qs, "TEXT ·%s(SB), NOSPLIT, $32-48\n", n)
+	q("MOVQ out+0(FP), DI")
+	q("MOVQ w+8(FP), SI")
+	q("MOVQ nrows+16(FP), CX")
+	q("MOVQ nb+24(FP), R10")
+	q("MOVQ xq+32(FP), R11")
+	q("MOVQ xds+40(FP), R12")
+	if k.typ != "Q8_0" {
+		if k.bits == 16 {
+			q("MOVL $0x000f000f, AX")
+		} else {
+			q("MOVL $0x0f0f0f0f, AX")
+		}
+		q("VMOVD AX, X15")
+		q("VPBROADCASTD X15, Y15")
+	}
+	if k.bits == 8 {
+		q("MOVL $0x00010001, AX")
+		q("VMOVD AX, X14")
+		q("VPBROADCASTD X14, Y14")
+	}
+	ql(lbl("row"))
+	q("TESTQ CX, CX")
+	q("JZ %s", lbl("done"))
+	q("VXORPS Y0, Y0, Y0")
+	if k.typ != "Q8_0" {
+		q("VXORPS Y7, Y7, Y7")
+	}
+	// AX = 2·nbp: the bytes of one row of half scales.
+	q("MOVQ R10, AX")
+	q("ADDQ $7, AX")
+	q("ANDQ $-8, AX")
+	q("SHLQ $1, AX")
+	q("MOVQ SI, BX")
+	q("MOVQ R12, R13")
+	q("LEAQ (R12)(AX*2), R15")
+	q("MOVQ R11, R9")
+	q("MOVQ R10, R8")
+	if k.typ == "Q4_1" {
+		q("LEAQ (SI)(AX*1), R14")
+		q("LEAQ (SI)(AX*2), DX")
+	} else {
+		q("LEAQ (SI)(AX*1), DX")
+	}
+	ql(lbl("grp"))
+	for off := 0; off < 8*qb; off += 64 {
+		q("%s %d(DX)", prefetchOp, prefetchAhead+off)
+	}
+	q("VCVTPH2PS (BX), Y4")
+	switch k.typ {
+	case "Q4_1":
+		q("VCVTPH2PS (R14), Y5")
+		q("VFMADD231PS (R15), Y5, Y7")
+	case "Q4_0":
+		q("VFMADD231PS (R15), Y4, Y7")
+	}
+	q("VMULPS (R13), Y4, Y4")
+	q("CMPQ R8, $8")
+	q("JB %s", lbl("tail"))
+	// Eight blocks, reduced pairwise as they come: Y8 ← blocks 0-3, Y9 ← blocks 4-7.
+	// t(a,b) = unpacklo32(a,b) + unpackhi32(a,b): lanes [a0+a2 b0+b2 a1+a3 b1+b3 | …].
+	pair32 := func(a, b, dst string) {
+		q("VPUNPCKLDQ %s, %s, Y12", b, a)
+		q("VPUNPCKHDQ %s, %s, %s", b, a, dst)
+		q("VPADDD Y12, %s, %s", dst, dst)
+	}
+	pair64 := func(a, b, dst string) {
+		q("VPUNPCKLQDQ %s, %s, Y12", b, a)
+		q("VPUNPCKHQDQ %s, %s, %s", b, a, dst)
+		q("VPADDD Y12, %s, %s", dst, dst)
+	}
+	k.blockDot(0, 0, "Y8")
+	k.blockDot(qb, xb, "Y9")
+	pair32("Y8", "Y9", "Y8") // [0 1 0 1 | …]
+	k.blockDot(2*qb, 2*xb, "Y9")
+	k.blockDot(3*qb, 3*xb, "Y10")
+	pair32("Y9", "Y10", "Y9")
+	pair64("Y8", "Y9", "Y8") // [0 1 2 3 | 0 1 2 3]
+	k.blockDot(4*qb, 4*xb, "Y9")
+	k.blockDot(5*qb, 5*xb, "Y10")
+	pair32("Y9", "Y10", "Y9")
+	k.blockDot(6*qb, 6*xb, "Y10")
+	k.blockDot(7*qb, 7*xb, "Y11")
+	pair32("Y10", "Y11", "Y10")
+	pair64("Y9", "Y10", "Y9")
+	// Y8 = [b0..b3 low halves | b0..b3 high halves], Y9 likewise for b4..b7.
+	q("VPERM2I128 $0x20, Y9, Y8, Y10")
+	q("VPERM2I128 $0x31, Y9, Y8, Y11")
+	q("VPADDD Y11, Y10, Y10")
+	q("VCVTDQ2PS Y10, Y10")
+	q("VFMADD231PS Y4, Y10, Y0")
+	q("ADDQ $%d, DX", 8*qb)
+	q("ADDQ $%d, R9", 8*xb)
+	q("ADDQ $16, BX")
+	if k.typ == "Q4_1" {
+		q("ADDQ $16, R14")
+	}
+	q("ADDQ $32, R13")
+	q("ADDQ $32, R15")
+	q("SUBQ $8, R8")
+	q("JNZ %s", lbl("grp"))
+	q("JMP %s", lbl("end"))
+	ql(lbl("tail"))
+	q("VMOVUPS Y4, scale-32(SP)")
+	q("XORQ AX, AX")
+	ql(lbl("tblk"))
+	k.blockDot(0, 0, "Y1")
+	q("VCVTDQ2PS Y1, Y1")
+	q("VBROADCASTSS scale-32(SP)(AX*4), Y6")
+	q("VFMADD231PS Y6, Y1, Y0")
+	q("ADDQ $%d, DX", qb)
+	q("ADDQ $%d, R9", xb)
+	q("INCQ AX")
+	q("CMPQ AX, R8")
+	q("JB %s", lbl("tblk"))
+	ql(lbl("end"))
+	switch k.typ {
+	case "Q4_1":
+		q("VADDPS Y7, Y0, Y0")
+	case "Q4_0":
+		q("MOVL $0xc1000000, AX // −8")
+		q("VMOVD AX, X2")
+		q("VBROADCASTSS X2, Y2")
+		q("VFMADD231PS Y2, Y7, Y0")
+	}
+	q("VEXTRACTF128 $1, Y0, X1")
+	q("VADDPS X1, X0, X0")
+	q("VHADDPS X0, X0, X0")
+	q("VHADDPS X0, X0, X0")
+	q("VMOVSS X0, (DI)")
+	q("ADDQ $4, DI")
+	q("MOVQ DX, SI")
+	q("DECQ CX")
+	q("JMP %s", lbl("row"))
+	ql(lbl("done"))
+	q("VZEROUPPER")
+	q("RET")
+}
+
+// quantAct writes the activation quantizer for width bits (generic: quantizeAct16 and
+// quantizeAct in quant.go, whose results it equals bit for bit):
+//
+//	func quantAct<bits>AVX2(q *int<bits>, ds *float32, x *float32, nb, nbp int)
+//
+// Per 32-block of x: d = max|x|/L (L = 32767 or 127, a float32 division), q = x·(1/d) rounded
+// to nearest even (VCVTPS2DQ; q = 0 when d = 0), s = d·Σq; d goes to ds[b], s to ds[nbp+b].
+func quantAct(bits int) {
+	n := fmt.Sprintf("quantAct%dAVX2", bits)
+	lbl := func(s string) string { return n + "_" + s }
+	levels := map[int]string{16: "0x46fffe00", 8: "0x42fe0000"}[bits] // 32767.0, 127.0
+	fmt.Fprintf(&qs, "\n// func %s(q *int%d, ds *float32, x *float32, nb, nbp int)\n", n, bits)
+	fmt.Fprintf(&qs, "TEXT ·%s(SB), NOSPLIT, $0-40\n", n)
+	q("MOVQ q+0(FP), DI")
+	q("MOVQ ds+8(FP), BX")
+	q("MOVQ x+16(FP), SI")
+	q("MOVQ nb+24(FP), CX")
+	q("MOVQ nbp+32(FP), DX")
+	q("LEAQ (BX)(DX*4), DX")
+	q("MOVL $0x7fffffff, AX")
+	q("VMOVD AX, X15")
+	q("VPBROADCASTD X15, Y15")
+	q("MOVL $%s, AX", levels)
+	q("VMOVD AX, X14")
+	q("MOVL $0x3f800000, AX") // 1.0
+	q("VMOVD AX, X13")
+	if bits == 8 {
+		q("MOVQ $0x0703060205010400, AX") // VPERMD order after the two packs
+		q("VMOVQ AX, X12")
+		q("VPMOVZXBD X12, Y12")
+	}
+	q("TESTQ CX, CX")
+	q("JZ %s", lbl("done"))
+	ql(lbl("blk"))
+	for i := 0; i < 4; i++ {
+		q("VMOVUPS %d(SI), Y%d", 32*i, i)
+	}
+	q("VANDPS Y15, Y0, Y4")
+	for i := 1; i < 4; i++ {
+		q("VANDPS Y15, Y%d, Y5", i)
+		q("VMAXPS Y5, Y4, Y4")
+	}
+	q("VEXTRACTF128 $1, Y4, X5")
+	q("VMAXPS X5, X4, X4")
+	q("VPERMILPS $0x4e, X4, X5")
+	q("VMAXPS X5, X4, X4")
+	q("VPERMILPS $0xb1, X4, X5")
+	q("VMAXPS X5, X4, X4")
+	q("VDIVSS X14, X4, X6") // d
+	q("VMOVSS X6, (BX)")
+	q("VDIVSS X6, X13, X7") // 1/d
+	q("VXORPS X8, X8, X8")
+	q("VCMPSS $4, X8, X6, X9") // d ≠ 0
+	q("VANDPS X9, X7, X7")
+	q("VBROADCASTSS X7, Y7")
+	for i := 0; i < 4; i++ {
+		q("VMULPS Y7, Y%d, Y%d", i, i)
+		q("VCVTPS2DQ Y%d, Y%d", i, i)
+	}
+	q("VPADDD Y1, Y0, Y8")
+	q("VPADDD Y3, Y2, Y9")
+	q("VPADDD Y9, Y8, Y8")
+	q("VEXTRACTI128 $1, Y8, X9")
+	q("VPADDD X9, X8, X8")
+	q("VPSHUFD $0x4e, X8, X9")
+	q("VPADDD X9, X8, X8")
+	q("VPSHUFD $0xb1, X8, X9")
+	q("VPADDD X9, X8, X8")
+	q("VCVTDQ2PS X8, X8")
+	q("VMULSS X8, X6, X8") // s = d·Σq
+	q("VMOVSS X8, (DX)")
+	q("VPACKSSDW Y1, Y0, Y0") // [0-3 8-11 | 4-7 12-15]
+	q("VPACKSSDW Y3, Y2, Y2")
+	if bits == 16 {
+		q("VPERMQ $0xd8, Y0, Y0")
+		q("VPERMQ $0xd8, Y2, Y2")
+		q("VMOVDQU Y0, (DI)")
+		q("VMOVDQU Y2, 32(DI)")
+		q("ADDQ $64, DI")
+	} else {
+		q("VPACKSSWB Y2, Y0, Y0") // dwords [0 2 4 6 | 1 3 5 7] of the block's groups of 4
+		q("VPERMD Y0, Y12, Y0")
+		q("VMOVDQU Y0, (DI)")
+		q("ADDQ $32, DI")
+	}
+	q("ADDQ $128, SI")
+	q("ADDQ $4, BX")
+	q("ADDQ $4, DX")
+	q("DECQ CX")
+	q("JNZ %s", lbl("blk"))
+	ql(lbl("done"))
+	q("VZEROUPPER")
+	q("RET")
+}
+
+// quantKernels returns quant_amd64.s.
+func quantKernels() []byte {
+	qs.Reset()
+	qs.WriteString(`// Code generated by internal/gen; DO NOT EDIT.
+
+//go:build amd64
+
+#include "textflag.h"
+
+// Integer dot products of quantized weight rows with one quantized activation row; see
+// internal/gen/quant.go for the algorithm and registers, and quant.go for the row layout and
+// the generic versions these match.
+`)
+	for _, bits := range []int{8, 16} {
+		for _, t := range []string{"Q4_1", "Q4_0", "Q8_0"} {
+			qkern{t, bits}.gen()
+		}
+		quantAct(bits)
+	}
+	return bytes.Clone(qs.Bytes())
+}
