@@ -470,9 +470,8 @@ func (e *Engine) step(seqs []*genSeq) {
 	}
 	u := grow(&bf.u, N*maxR)
 
-	proj := func(l, mod int, y, xin []float32, acc bool) {
+	addLoRA := func(l, mod int, y, xin []float32) {
 		in, out := c.moduleDims(mod)
-		m.layerMatrix(l, mod).mul(y, xin, N, in, out, acc)
 		for _, g := range groups {
 			if g.ad == nil || g.ad.layers[l][mod].A == nil {
 				continue
@@ -480,6 +479,11 @@ func (e *Engine) step(seqs []*genSeq) {
 			p, rows := g.ad.layers[l][mod], g.hi-g.lo
 			loraForward(y[g.lo*out:], u, xin[g.lo*in:], p.A, p.B, rows, in, out, g.ad.Config.Rank, g.ad.Scale())
 		}
+	}
+	proj := func(l, mod int, y, xin []float32, acc bool) {
+		in, out := c.moduleDims(mod)
+		m.layerMatrix(l, mod).mul(y, xin, N, in, out, acc)
+		addLoRA(l, mod, y, xin)
 	}
 	m.embed(x, tokens)
 	workers := runtime.GOMAXPROCS(0)
@@ -495,9 +499,10 @@ func (e *Engine) step(seqs []*genSeq) {
 	for l := 0; l < c.NumHiddenLayers; l++ {
 		w := &m.W.Layers[l]
 		rmsnormForward(ln, nil, x, w.InputNorm, N, C, eps)
-		proj(l, modQ, qrows, ln, false)
-		proj(l, modK, krows, ln, false)
-		proj(l, modV, vrows, ln, false)
+		m.mulShared(l, ln, N, []int{modQ, modK, modV}, [][]float32{qrows, krows, vrows})
+		addLoRA(l, modQ, qrows, ln)
+		addLoRA(l, modK, krows, ln)
+		addLoRA(l, modV, vrows, ln)
 		rowsToHeads(qh, qrows, N, H, hd, pos, m.rope)
 		// rotate keys and append keys and values to each sequence's cache
 		for i, s := range seqs {
@@ -544,8 +549,9 @@ func (e *Engine) step(seqs []*genSeq) {
 		headsToRows(attrows, atto, N, H, hd, nil, nil)
 		proj(l, modO, x, attrows, true)
 		rmsnormForward(ln, nil, x, w.PostNorm, N, C, eps)
-		proj(l, modGate, gate, ln, false)
-		proj(l, modUp, up, ln, false)
+		m.mulShared(l, ln, N, []int{modGate, modUp}, [][]float32{gate, up})
+		addLoRA(l, modGate, gate, ln)
+		addLoRA(l, modUp, up, ln)
 		swigluForward(hh, gate, up, N*I)
 		proj(l, modDown, x, hh, true)
 	}

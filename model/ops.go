@@ -244,10 +244,7 @@ func sigmoid(x float32) float32 { return 1 / (1 + expf(-x)) }
 
 func swigluForward(h, g, u []float32, n int) {
 	parallelRows(n, 8, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			x := g[i]
-			h[i] = x * sigmoid(x) * u[i]
-		}
+		kernels.SwiGLU(h[lo:hi], g[lo:hi], u[lo:hi])
 	})
 }
 
@@ -300,21 +297,12 @@ func makeSpans(seqLens []int, H int) ([]seqSpan, int) {
 func softmaxCausalRow(row []float32, i int, scale float32) {
 	mx := float32(math.Inf(-1))
 	for j := 0; j <= i; j++ {
-		row[j] *= scale
-		if row[j] > mx {
-			mx = row[j]
+		if v := row[j] * scale; v > mx {
+			mx = v
 		}
 	}
-	var sum float32
-	for j := 0; j <= i; j++ {
-		e := expf(row[j] - mx)
-		row[j] = e
-		sum += e
-	}
-	inv := 1 / sum
-	for j := 0; j <= i; j++ {
-		row[j] *= inv
-	}
+	sum := kernels.ExpSum(row[:i+1], row[:i+1], scale, mx)
+	kernels.Scale(float32(1/sum), row[:i+1])
 	clear(row[i+1:])
 }
 

@@ -241,6 +241,25 @@ func (w matrix) mul(y, x []float32, T, in, out int, acc bool) {
 	kernels.MatMulNT(y, x, w.f, T, in, out, acc)
 }
 
+// mulShared computes ys[i] = x[T×in]·Wᵀ for the modules mods of layer l, which take the same
+// input x: the quantized ones in one kernels.MatMulQs call, so that x is quantized once for
+// all of them (attention's q, k, v; the MLP's gate and up).
+func (m *Model) mulShared(l int, x []float32, T int, mods []int, ys [][]float32) {
+	var ps [numModules]kernels.QProduct
+	n := 0
+	for i, mod := range mods {
+		w := m.layerMatrix(l, mod)
+		if w.q != nil {
+			ps[n] = kernels.QProduct{C: ys[i], W: w.q}
+			n++
+			continue
+		}
+		in, out := m.Config.moduleDims(mod)
+		w.mul(ys[i], x, T, in, out, false)
+	}
+	kernels.MatMulQs(x, T, ps[:n]...)
+}
+
 // backward adds dy·W into dx (when dx is not nil) and dyᵀ·x into dw (when dw is not nil; only
 // float32 weights have gradients).
 func (w matrix) backward(dx, dw, dy, x []float32, T, in, out int) {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"citizen/model/kernels"
 )
 
 // TokenLogprob is a token id with its log-probability.
@@ -25,10 +27,7 @@ func logSoftmaxT(lp, z []float32, temp float32) {
 			mx = v * inv
 		}
 	}
-	var sum float64
-	for _, v := range z {
-		sum += float64(expf(v*inv - mx))
-	}
+	sum := kernels.ExpSum(lp[:len(z)], z, inv, mx) // lp as scratch
 	lse := mx + float32(math.Log(sum))
 	for i, v := range z {
 		lp[i] = v*inv - lse
