@@ -459,6 +459,7 @@ func SetQuantActBits(bits int) int {
 // row of A passes over them); the dequantizing path converts qDequantTile rows at a time.
 const (
 	qRowTile     = 16
+	qRowTile1    = 128 // the group with a single row of A
 	qDequantTile = 256
 )
 
@@ -575,10 +576,14 @@ func mulQInt(im *impl, c []float32, act *q8Act, wide bool, w *QMatrix, m int, ac
 	k, n := w.Cols, w.Rows
 	nds := actDS(k)
 	rb := w.rowBytes
+	tile := qRowTile
+	if m == 1 {
+		tile = qRowTile1 // nothing to keep in L1: fewer, longer kernel calls
+	}
 	parallelFor(n, qRowTile, m*k*n/4, func(lo, hi int) {
-		var tmp [qRowTile]float32
-		for j0 := lo; j0 < hi; j0 += qRowTile {
-			j1 := min(j0+qRowTile, hi)
+		var tmp [qRowTile1]float32
+		for j0 := lo; j0 < hi; j0 += tile {
+			j1 := min(j0+tile, hi)
 			rows := w.data[j0*rb : j1*rb]
 			for i := 0; i < m; i++ {
 				dst := c[i*n+j0 : i*n+j1]

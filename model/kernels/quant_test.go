@@ -200,7 +200,7 @@ func TestMatMulQ(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	eachImpl(t, func(t *testing.T) {
 		for _, qt := range qTypes {
-			for _, sh := range []struct{ m, n, k int }{{1, 37, 64}, {3, 300, 96}, {7, 16, 32}, {8, 33, 64}, {21, 517, 128}} {
+			for _, sh := range []struct{ m, n, k int }{{1, 37, 64}, {1, 300, 64}, {3, 300, 96}, {7, 16, 32}, {8, 33, 64}, {21, 517, 128}} {
 				for _, acc := range []bool{false, true} {
 					for _, threads := range []int{1, 2} {
 						defer SetThreads(Threads())
