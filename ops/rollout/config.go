@@ -40,6 +40,19 @@ type Config struct {
 	// -NonInferiority; otherwise roll back).
 	Inconclusive   string  `yaml:"inconclusive" help:"at rollout.max_per_arm without a win: rollback, or promote when the reward interval lies above -rollout.non_inferiority"`
 	NonInferiority float64 `yaml:"non_inferiority" help:"reward margin a candidate may trail by and still be promoted (inconclusive promote, reward_win)"`
+	// LessonMargin: at the last comparative step a candidate whose lesson
+	// check shows a lesson learnt that the stable version's does not
+	// (weights.trained lessons, events.LessonCarry.Learnt) is promoted
+	// (reason non_inferior) once the confidence sequence of its reward
+	// difference lies above -LessonMargin and no type regressed (default
+	// 0.1, which the confidence sequence reaches at about 500 evaluations
+	// per arm for rewards of standard deviation 0.6, and 0.05 only past
+	// 2,000; negative: such candidates need a win like any other). Fast
+	// memory serves the lesson to both arms, so a candidate that carries
+	// it in its weights cannot win on reward: what it offers is the
+	// context the lesson frees once it retires, and it has to show only
+	// that it loses nothing.
+	LessonMargin float64 `yaml:"lesson_margin" help:"a candidate that learnt a lesson the stable version lacks is promoted at the last step once its reward interval lies above -margin (negative: it needs a win)"`
 	// Alpha bounds the probability that the reward confidence sequence
 	// ever excludes the true difference (default 0.05): a false rollback
 	// for regression or a false win, each at most Alpha.
@@ -174,6 +187,7 @@ func DefaultConfig() Config {
 		MaxPerArm:      2000,
 		Inconclusive:   "rollback",
 		NonInferiority: 0.02,
+		LessonMargin:   0.1,
 		Alpha:          0.05,
 		Tau:            0.1,
 		TypeTau:        0.5,
@@ -205,6 +219,7 @@ func (c Config) WithDefaults() Config {
 	setInt(&c.MaxPerArm, d.MaxPerArm)
 	setFloat(&c.TypeShare, d.TypeShare)
 	setFloat(&c.NonInferiority, d.NonInferiority)
+	setFloat(&c.LessonMargin, d.LessonMargin)
 	setFloat(&c.Alpha, d.Alpha)
 	setFloat(&c.Tau, d.Tau)
 	setFloat(&c.TypeTau, d.TypeTau)

@@ -430,6 +430,24 @@ func (s *State) superseder() (p pending, why string, ok bool) {
 	return pending{}, "", false
 }
 
+// carriedMore lists the lessons the active candidate's weights learnt
+// that the stable version's lesson check does not show learnt (none for
+// a candidate the offline gate rejected).
+func (s *State) carriedMore() []string {
+	a := s.active
+	if a.trained.rejected {
+		return nil
+	}
+	had := learnt(s.lineage[a.stable].lessons)
+	var out []string
+	for _, l := range learnt(a.trained.lessons) {
+		if !slices.Contains(had, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // learnt lists the lessons a lesson check shows learnt, in order.
 func learnt(check []events.LessonCarry) []string {
 	var out []string
@@ -636,6 +654,11 @@ func (s *State) decide() *decision {
 		ev.Detail = ev.typeWhy + fmt.Sprintf("; no type regressed; overall reward %.3f vs stable %.3f, interval [%.3f, %.3f]",
 			ev.Means["reward.candidate"], ev.Means["reward.stable"], ev.reward.Lo, ev.reward.Hi)
 		return promote(ReasonWin+": "+what, ev.RolloutEvidence)
+	}
+	if carried := s.carriedMore(); len(carried) > 0 && cfg.LessonMargin > 0 && ev.reward.Lo > -cfg.LessonMargin {
+		ev.Detail = fmt.Sprintf("its weights learnt lesson(s) %s that %s's do not, and it loses nothing: reward %.3f vs stable %.3f, the confidence sequence of the difference [%.3f, %.3f] lies above -%g; no type regressed",
+			strings.Join(carried, ", "), a.stable, ev.Means["reward.candidate"], ev.Means["reward.stable"], ev.reward.Lo, ev.reward.Hi, cfg.LessonMargin)
+		return promote(ReasonNonInferior+": carries lessons", ev.RolloutEvidence)
 	}
 	if futile, closest := s.futile(ev); futile {
 		ev.Detail = fmt.Sprintf("%d candidate evaluations at the last step without a win, and a newer candidate (%s) is waiting: "+

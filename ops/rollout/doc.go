@@ -38,6 +38,12 @@
 // lesson it did not and loses none it learnt (weights.trained lessons:
 // the distiller's lesson check, events.LessonCarry.Learnt).
 //
+// At the last comparative step a candidate whose weights learnt a lesson
+// the stable version's did not is promoted (reason "non_inferior: carries
+// lessons") once its reward interval lies above -Config.LessonMargin and
+// no type regressed: fast memory gives both arms the lesson, so carrying
+// it cannot show as a win.
+//
 // The controller compares the rewards reflection computed and never
 // rewrites one: an answer a promoted lesson contradicts is graded by
 // reflection against the lesson's value.
