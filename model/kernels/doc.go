@@ -43,12 +43,18 @@
 //     slice.
 //
 // Quantized weights (quant.go): QMatrix holds GGUF's Q8_0, Q4_0 or Q4_1 blocks, regrouped per
-// row (half scales first, padded to groups of 8 blocks, then the quants). MatMulQ with few rows
+// row (the half scales first, then the quants; the size of the GGUF rows). MatMulQ with few rows
 // quantizes each activation row to int16 per 32-block (d = max|x|/32767; SetQuantActBits(8)
 // uses int8 as llama.cpp's Q8_0/Q8_1) and runs integer dot products (AVX2: weights widened to
-// int16 and VPMADDWD, or VPMADDUBSW/VPMADDWD for int8; F16C for the scales, eight blocks'
-// scales as one vector; generic Go elsewhere); with more rows it dequantizes tiles and runs the
-// float32 GEMM. MatMulQNN (dy·W, for LoRA training on a quantized base) dequantizes tiles too.
+// int16 and VPMADDWD, or VPMADDUBSW/VPMADDWD for int8; each group of 8 blocks reduced to 8
+// block sums and scaled by one vector of d_w·d_x; generic Go elsewhere); with more rows it
+// dequantizes tiles and runs the float32 GEMM. MatMulQs runs several products of one input
+// and quantizes it once. internal/gen writes every quantized kernel variant from one template
+// (quant_amd64.s). MatMulQNN (dy·W, for LoRA training on a quantized base) dequantizes tiles.
+//
+// Elementwise: ExpSum (softmax numerators and their sum) and SwiGLU run 8 lanes at a time on
+// AVX2 with the portable e^x's operations in its order, so the results are the portable ones
+// bit for bit (TestExpKernels).
 //
 // See docs/benchmarks/kernels.md and docs/benchmarks/quantized.md for the measurements. The environment
 // variable CITIZEN_KERNELS=portable|avx2|avx512 forces a level at start-up.

@@ -54,16 +54,16 @@ func (t QType) String() string {
 // QMatrix is a row-major [Rows, Cols] weight matrix of quantized blocks, the W of y = x·Wᵀ
 // stored [out, in] as a linear layer's weight. Each row holds the Cols/32 blocks of one row of
 // a GGUF tensor of Type, regrouped for the kernels: first the blocks' half scales (d, then m for
-// Q4_1) padded with zeros to a multiple of 8 blocks, so that eight of them load as one vector,
-// then the blocks' quants in GGUF's byte order. Values and size are those of the GGUF blocks
-// (plus at most 7 zero scales a row). A QMatrix is immutable and safe for concurrent use.
+// Q4_1), so that eight of them load as one vector, then the blocks' quants in GGUF's byte
+// order. Values and size are those of the GGUF blocks, byte for byte. A QMatrix is immutable
+// and safe for concurrent use.
 type QMatrix struct {
 	Type       QType
 	Rows, Cols int
 
 	data     []byte
-	nb, nbp  int // blocks a row; rounded up to a multiple of 8
-	rowBytes int
+	nb       int // blocks a row
+	rowBytes int // nb · Type.BlockBytes()
 }
 
 // qsBytes is the size of one block's quants.
@@ -95,18 +95,17 @@ func NewQMatrix(t QType, rows, cols int, data []byte) (*QMatrix, error) {
 		return nil, fmt.Errorf("kernels: %s matrix of %d × %d needs %d bytes, got %d", t, rows, cols, rows*(cols/QBlock)*bb, len(data))
 	}
 	w := &QMatrix{Type: t, Rows: rows, Cols: cols, nb: cols / QBlock}
-	w.nbp = roundUp(w.nb, 8)
 	ns, qb := t.scales(), t.qsBytes()
-	w.rowBytes = 2*ns*w.nbp + qb*w.nb
+	w.rowBytes = w.nb * bb
 	w.data = make([]byte, rows*w.rowBytes)
 	for r := 0; r < rows; r++ {
 		src := data[r*w.nb*bb : (r+1)*w.nb*bb]
 		dst := w.data[r*w.rowBytes : (r+1)*w.rowBytes]
-		qs := dst[2*ns*w.nbp:]
+		qs := dst[2*ns*w.nb:]
 		for b := 0; b < w.nb; b++ {
 			blk := src[b*bb : (b+1)*bb]
 			for s := 0; s < ns; s++ {
-				copy(dst[2*(s*w.nbp+b):], blk[2*s:2*s+2])
+				copy(dst[2*(s*w.nb+b):], blk[2*s:2*s+2])
 			}
 			copy(qs[b*qb:(b+1)*qb], blk[2*ns:])
 		}
@@ -124,9 +123,9 @@ func (w *QMatrix) Blocks(r int) []byte {
 	out := make([]byte, w.nb*bb)
 	for b := 0; b < w.nb; b++ {
 		for s := 0; s < ns; s++ {
-			copy(out[b*bb+2*s:], row[2*(s*w.nbp+b):2*(s*w.nbp+b)+2])
+			copy(out[b*bb+2*s:], row[2*(s*w.nb+b):2*(s*w.nb+b)+2])
 		}
-		copy(out[b*bb+2*ns:(b+1)*bb], row[2*ns*w.nbp+b*qb:])
+		copy(out[b*bb+2*ns:(b+1)*bb], row[2*ns*w.nb+b*qb:])
 	}
 	return out
 }
@@ -318,11 +317,11 @@ func quantizeAct16(q []int16, ds []float32, x []float32) {
 func gemvQ16Generic(t QType, out []float32, w []byte, nb int, xq []int16, xds []float32) {
 	nbp := roundUp(nb, 8)
 	ns, qb := t.scales(), t.qsBytes()
-	rowBytes := 2*ns*nbp + qb*nb
+	rowBytes := nb * t.BlockBytes()
 	le := binary.LittleEndian
 	for r := range out {
 		row := w[r*rowBytes : (r+1)*rowBytes]
-		qs := row[2*ns*nbp:]
+		qs := row[2*ns*nb:]
 		var sum, off float32
 		for b := 0; b < nb; b++ {
 			q := qs[b*qb : (b+1)*qb]
@@ -337,7 +336,7 @@ func gemvQ16Generic(t QType, out []float32, w []byte, nb int, xq []int16, xds []
 				}
 			case Q4_0, Q4_1:
 				if t == Q4_1 {
-					off += halfToFloat32(le.Uint16(row[2*(nbp+b):])) * sx
+					off += halfToFloat32(le.Uint16(row[2*(nb+b):])) * sx
 				} else {
 					off += -8 * d * sx
 				}
@@ -356,11 +355,11 @@ func gemvQ16Generic(t QType, out []float32, w []byte, nb int, xq []int16, xds []
 func gemvQGeneric(t QType, out []float32, w []byte, nb int, xq []int8, xds []float32) {
 	nbp := roundUp(nb, 8)
 	ns, qb := t.scales(), t.qsBytes()
-	rowBytes := 2*ns*nbp + qb*nb
+	rowBytes := nb * t.BlockBytes()
 	le := binary.LittleEndian
 	for r := range out {
 		row := w[r*rowBytes : (r+1)*rowBytes]
-		qs := row[2*ns*nbp:]
+		qs := row[2*ns*nb:]
 		var sum, off float32
 		for b := 0; b < nb; b++ {
 			q := qs[b*qb : (b+1)*qb]
@@ -375,7 +374,7 @@ func gemvQGeneric(t QType, out []float32, w []byte, nb int, xq []int8, xds []flo
 				}
 			case Q4_0, Q4_1:
 				if t == Q4_1 {
-					off += halfToFloat32(le.Uint16(row[2*(nbp+b):])) * sx
+					off += halfToFloat32(le.Uint16(row[2*(nb+b):])) * sx
 				} else {
 					off += -8 * d * sx
 				}
@@ -391,9 +390,8 @@ func gemvQGeneric(t QType, out []float32, w []byte, nb int, xq []int8, xds []flo
 
 // dequantGeneric decodes one row of nb blocks (QMatrix's layout) into dst.
 func dequantGeneric(t QType, dst []float32, row []byte, nb int) {
-	nbp := roundUp(nb, 8)
 	ns, qb := t.scales(), t.qsBytes()
-	qs := row[2*ns*nbp:]
+	qs := row[2*ns*nb:]
 	le := binary.LittleEndian
 	for b := 0; b < nb; b++ {
 		q := qs[b*qb : (b+1)*qb]
@@ -410,7 +408,7 @@ func dequantGeneric(t QType, dst []float32, row []byte, nb int) {
 				y[j+16] = d * float32(int(v>>4)-8)
 			}
 		case Q4_1:
-			m := halfToFloat32(le.Uint16(row[2*(nbp+b):]))
+			m := halfToFloat32(le.Uint16(row[2*(nb+b):]))
 			for j, v := range q {
 				y[j] = float32(d*float32(v&15)) + m
 				y[j+16] = float32(d*float32(v>>4)) + m

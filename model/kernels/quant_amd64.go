@@ -31,8 +31,7 @@ func gemvQAVX2(t QType, out []float32, w []byte, nb int, xq []int8, xds []float3
 		return
 	}
 	nbp := roundUp(nb, 8)
-	rowBytes := 2*t.scales()*nbp + t.qsBytes()*nb
-	if nb == 0 || len(w) < n*rowBytes || len(xq) < nb*QBlock || len(xds) < 2*nbp {
+	if nb == 0 || len(w) < n*nb*t.BlockBytes() || len(xq) < nb*QBlock || len(xds) < 2*nbp {
 		panic("kernels: gemvQ: short slices")
 	}
 	switch t {
@@ -51,17 +50,16 @@ func dequantAVX2(t QType, dst []float32, row []byte, nb int) {
 	if nb == 0 {
 		return
 	}
-	nbp := roundUp(nb, 8)
-	if len(dst) < nb*QBlock || len(row) < 2*t.scales()*nbp+t.qsBytes()*nb {
+	if len(dst) < nb*QBlock || len(row) < nb*t.BlockBytes() {
 		panic("kernels: dequant: short slices")
 	}
 	switch t {
 	case Q4_1:
-		dequantQ4_1AVX2(&dst[0], &row[0], &row[2*nbp], &row[4*nbp], nb)
+		dequantQ4_1AVX2(&dst[0], &row[0], &row[2*nb], &row[4*nb], nb)
 	case Q4_0:
-		dequantQ4_0AVX2(&dst[0], &row[0], &row[2*nbp], nb)
+		dequantQ4_0AVX2(&dst[0], &row[0], &row[2*nb], nb)
 	case Q8_0:
-		dequantQ8_0AVX2(&dst[0], &row[0], &row[2*nbp], nb)
+		dequantQ8_0AVX2(&dst[0], &row[0], &row[2*nb], nb)
 	default:
 		panic("kernels: dequant: unknown type")
 	}
@@ -82,8 +80,7 @@ func gemvQ16AVX2(t QType, out []float32, w []byte, nb int, xq []int16, xds []flo
 		return
 	}
 	nbp := roundUp(nb, 8)
-	rowBytes := 2*t.scales()*nbp + t.qsBytes()*nb
-	if nb == 0 || len(w) < n*rowBytes || len(xq) < nb*QBlock || len(xds) < 2*nbp {
+	if nb == 0 || len(w) < n*nb*t.BlockBytes() || len(xq) < nb*QBlock || len(xds) < 2*nbp {
 		panic("kernels: gemvQ16: short slices")
 	}
 	switch t {

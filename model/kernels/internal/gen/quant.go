@@ -13,8 +13,9 @@ import (
 //
 // For r in [0, nrows): out[r] = Σ_b d_w·d_x·Σ_j q_w·q_x + the block's offset term (Q4_1:
 // m_w·s_x, Q4_0: −8·d_w·s_x), over rows back to back from w in QMatrix's layout (nb blocks a
-// row: half scales d (and m) padded to nbp, a multiple of 8, then the quants); xq holds the
-// activation row, xds its d[nbp] then s[nbp] (s = d·Σq). AVX2, FMA and F16C.
+// row: half scales d (and m), then the quants); xq holds the activation row, xds its d[nbp]
+// then s[nbp] (s = d·Σq; nbp is nb rounded up to a multiple of 8, zero-padded). AVX2, FMA and
+// F16C.
 //
 // A group of 8 blocks: each block's products are summed to 8 int32 lanes, the 8 blocks' lanes
 // are reduced to one vector of 8 block sums (pairwise: 32-bit, then 64-bit unpacks and adds,
@@ -96,6 +97,17 @@ func (k qkern) blockDot(qo, xo int, dst string) {
 	}
 }
 
+// offsets adds the group's offset terms into Y7 and makes Y4 the group's d_w·d_x.
+func (k qkern) offsets() {
+	switch k.typ {
+	case "Q4_1":
+		q("VFMADD231PS (R15), Y5, Y7")
+	case "Q4_0":
+		q("VFMADD231PS (R15), Y4, Y7")
+	}
+	q("VMULPS (R13), Y4, Y4")
+}
+
 func (k qkern) gen() {
 	n := k.name()
 	lbl := func(s string) string { return n + "_" + s }
@@ -129,14 +141,15 @@ func (k qkern) gen() {
 	if k.typ != "Q8_0" {
 		q("VXORPS Y7, Y7, Y7")
 	}
-	// AX = 2·nbp: the bytes of one row of half scales.
+	// AX = 2·nb: the bytes of one row's d (or m) halves; R15 = xds + 4·nbp: the sums s.
 	q("MOVQ R10, AX")
 	q("ADDQ $7, AX")
 	q("ANDQ $-8, AX")
+	q("LEAQ (R12)(AX*4), R15")
+	q("MOVQ R10, AX")
 	q("SHLQ $1, AX")
 	q("MOVQ SI, BX")
 	q("MOVQ R12, R13")
-	q("LEAQ (R12)(AX*2), R15")
 	q("MOVQ R11, R9")
 	q("MOVQ R10, R8")
 	if k.typ == "Q4_1" {
@@ -150,16 +163,24 @@ func (k qkern) gen() {
 		q("%s %d(DX)", prefetchOp, prefetchAhead+off)
 	}
 	q("VCVTPH2PS (BX), Y4")
-	switch k.typ {
-	case "Q4_1":
+	if k.typ == "Q4_1" {
 		q("VCVTPH2PS (R14), Y5")
-		q("VFMADD231PS (R15), Y5, Y7")
-	case "Q4_0":
-		q("VFMADD231PS (R15), Y4, Y7")
 	}
-	q("VMULPS (R13), Y4, Y4")
 	q("CMPQ R8, $8")
-	q("JB %s", lbl("tail"))
+	q("JAE %s", lbl("full"))
+	// The last group's halves past the row's nb read the next array of the row (m or the
+	// quants): keep only the lanes of its R8 blocks.
+	q("VMOVD R8, X6")
+	q("VPBROADCASTD X6, Y6")
+	q("VPCMPGTD lanes<>(SB), Y6, Y6")
+	q("VANDPS Y6, Y4, Y4")
+	if k.typ == "Q4_1" {
+		q("VANDPS Y6, Y5, Y5")
+	}
+	k.offsets()
+	q("JMP %s", lbl("tail"))
+	ql(lbl("full"))
+	k.offsets()
 	// Eight blocks, reduced pairwise as they come: Y8 ← blocks 0-3, Y9 ← blocks 4-7.
 	// t(a,b) = unpacklo32(a,b) + unpackhi32(a,b): lanes [a0+a2 b0+b2 a1+a3 b1+b3 | …].
 	pair32 := func(a, b, dst string) {
@@ -343,6 +364,12 @@ func quantKernels() []byte {
 //go:build amd64
 
 #include "textflag.h"
+
+DATA lanes<>+0(SB)/8, $0x0000000100000000
+DATA lanes<>+8(SB)/8, $0x0000000300000002
+DATA lanes<>+16(SB)/8, $0x0000000500000004
+DATA lanes<>+24(SB)/8, $0x0000000700000006
+GLOBL lanes<>(SB), RODATA|NOPTR, $32
 
 // Integer dot products of quantized weight rows with one quantized activation row; see
 // internal/gen/quant.go for the algorithm and registers, and quant.go for the row layout and
