@@ -77,7 +77,14 @@ type InteractionView struct {
 	Polarity                               *float64
 	Correction, Hint                       string
 	Aspects                                []string
+	// Deleted: an interaction.deleted withdrew it; it has no point.
+	Deleted bool
 }
+
+// IndexedTypes are the event types the indexer folds: what the memory
+// worker subscribes to.
+var IndexedTypes = []string{events.TypeInteractionRecorded, events.TypeInteractionEvaluated, events.TypeFeedbackInterpreted,
+	events.TypeInteractionDeleted}
 
 // Text is what gets embedded: the last user turn and the answer.
 func (v InteractionView) Text() string { return v.Prompt + "\n" + v.Answer }
@@ -132,6 +139,8 @@ func foldInto(v *InteractionView, evs []events.Event) error {
 				v.Hint = x.Hint
 			}
 			v.Aspects = append(v.Aspects, x.Aspects...)
+		case *events.InteractionDeleted:
+			v.Deleted = true
 		}
 	}
 	return nil
@@ -142,9 +151,7 @@ func foldInto(v *InteractionView, evs []events.Event) error {
 // not folded yet) and upserts the point; an event already folded (a
 // redelivery) changes nothing.
 func (in *Indexer) Handle(ctx context.Context, ev events.Event) ([]events.Event, error) {
-	switch ev.Type {
-	case events.TypeInteractionRecorded, events.TypeInteractionEvaluated, events.TypeFeedbackInterpreted:
-	default:
+	if !slices.Contains(IndexedTypes, ev.Type) {
 		return nil, nil
 	}
 	in.mu.Lock()
@@ -172,6 +179,17 @@ func (in *Indexer) Handle(ctx context.Context, ev events.Event) ([]events.Event,
 	}
 	if view.ID == "" {
 		return nil, errors.New("memory: stream has no interaction.recorded")
+	}
+	if view.Deleted {
+		// Withdrawn: its point goes, and later events of the stream
+		// (an evaluation, feedback) find the cached view deleted.
+		if err := in.ix.Delete(ctx, InteractionsCollection, []string{PointID(view.ID)}); err != nil {
+			return nil, err
+		}
+		in.mu.Lock()
+		in.folded[ev.Stream] = &foldedStream{through: evs[len(evs)-1].Revision, view: view}
+		in.mu.Unlock()
+		return nil, nil
 	}
 	if vec == nil {
 		vecs, err := in.emb.Embed(ctx, []string{view.Text()})
@@ -257,7 +275,7 @@ type AllReader interface {
 // so services calls this at start: the event store, not the index, is the
 // system of record.
 func (in *Indexer) Rebuild(ctx context.Context, store AllReader, after uint64) (int, uint64, error) {
-	f := events.Filter{Types: []string{events.TypeInteractionRecorded, events.TypeInteractionEvaluated, events.TypeFeedbackInterpreted}}
+	f := events.Filter{Types: IndexedTypes}
 	seen := map[string]bool{}
 	var order []string
 	pos := after
@@ -286,6 +304,13 @@ func (in *Indexer) Rebuild(ctx context.Context, store AllReader, after uint64) (
 		v, err := Fold(evs)
 		if err != nil {
 			continue // a stream without its interaction.recorded is not indexable
+		}
+		if v.Deleted {
+			// A snapshot taken before the deletion may hold its point.
+			if err := in.ix.Delete(ctx, InteractionsCollection, []string{PointID(v.ID)}); err != nil {
+				return n, pos, err
+			}
+			continue
 		}
 		if err := in.Index(ctx, v); err != nil {
 			return n, pos, err

@@ -165,3 +165,66 @@ func TestIndexerIncrementalFold(t *testing.T) {
 		t.Fatalf("point after incremental folds: %+v", hits)
 	}
 }
+
+// A deleted interaction (interaction.deleted, DELETE of a stored
+// completion) leaves the index at once, an evaluation arriving after the
+// deletion does not bring it back, and a rebuild (from a snapshot taken
+// before the deletion too) leaves it out.
+func TestDeletedInteractionLeavesTheIndex(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Config{})
+	record(t, st, "a", "policy", "When is support open?", "9 to 5")
+	record(t, st, "b", "policy", "Do you ship abroad?", "Yes")
+	ix := memory.NewEmbedded(memory.EmbeddedConfig{})
+	in, err := memory.NewIndexer(ctx, ix, memory.NewHashEmbedder(64), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handleAll := func(after uint64) uint64 {
+		all, _ := st.ReadAll(ctx, after, events.Filter{}, 100)
+		for _, e := range all {
+			if _, err := in.Handle(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			after = e.Position
+		}
+		return after
+	}
+	count := func(ix *memory.Embedded) int {
+		n, err := ix.Count(ctx, memory.InteractionsCollection, memory.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	pos := handleAll(0)
+	if n := count(ix); n != 2 {
+		t.Fatalf("%d points before the deletion", n)
+	}
+	snap := t.TempDir() + "/snapshot"
+	if err := ix.SaveSnapshot(snap, pos); err != nil {
+		t.Fatal(err)
+	}
+	del, _ := events.Encode(&events.InteractionDeleted{InteractionID: "a", Source: "api"}, events.Meta{Stream: events.InteractionStream("a"), Tenant: "acme"})
+	if _, err := st.Append(ctx, del.Stream, events.Any, del); err != nil {
+		t.Fatal(err)
+	}
+	pos = handleAll(pos)
+	evaluate(t, st, "a", 0.5)
+	handleAll(pos)
+	if n := count(ix); n != 1 {
+		t.Fatalf("%d points after the deletion and a later evaluation, want 1", n)
+	}
+	fromSnap := memory.NewEmbedded(memory.EmbeddedConfig{})
+	at, err := fromSnap.LoadSnapshot(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in2, _ := memory.NewIndexer(ctx, fromSnap, memory.NewHashEmbedder(64), st, nil)
+	if _, _, err := in2.Rebuild(ctx, st, at); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(fromSnap); n != 1 {
+		t.Fatalf("rebuilt from a snapshot taken before the deletion: %d points, want 1", n)
+	}
+}

@@ -464,7 +464,7 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 		return nil, fmt.Errorf("memory: rebuilding from the store: %w", err)
 	}
 	log.Info("memory caught up with the store", "from", after, "to", pos, "interactions", n)
-	types := []string{events.TypeInteractionRecorded, events.TypeInteractionEvaluated, events.TypeFeedbackInterpreted}
+	types := memory.IndexedTypes
 	var svc Service
 	if emb != nil {
 		// The embedded index is this process's own projection: it follows
