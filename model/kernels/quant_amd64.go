@@ -74,6 +74,16 @@ func gemvQ4_0x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float
 //go:noescape
 func gemvQ8_0x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)
 
+//go:noescape
+func gemv2Q4_1x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)
+
+//go:noescape
+func gemv2Q4_0x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)
+
+//go:noescape
+func gemv2Q8_0x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)
+
+// gemvQ16AVX2 runs the rows two at a time (gemv2*), an odd last row alone.
 func gemvQ16AVX2(t QType, out []float32, w []byte, nb int, xq []int16, xds []float32) {
 	n := len(out)
 	if n == 0 {
@@ -83,13 +93,29 @@ func gemvQ16AVX2(t QType, out []float32, w []byte, nb int, xq []int16, xds []flo
 	if nb == 0 || len(w) < n*nb*t.BlockBytes() || len(xq) < nb*QBlock || len(xds) < 2*nbp {
 		panic("kernels: gemvQ16: short slices")
 	}
+	if n2 := n &^ 1; n2 > 0 {
+		switch t {
+		case Q4_1:
+			gemv2Q4_1x16AVX2(&out[0], &w[0], n2, nb, &xq[0], &xds[0])
+		case Q4_0:
+			gemv2Q4_0x16AVX2(&out[0], &w[0], n2, nb, &xq[0], &xds[0])
+		case Q8_0:
+			gemv2Q8_0x16AVX2(&out[0], &w[0], n2, nb, &xq[0], &xds[0])
+		default:
+			panic("kernels: gemvQ16: unknown type")
+		}
+	}
+	if n&1 == 0 {
+		return
+	}
+	last, row := &out[n-1], &w[(n-1)*nb*t.BlockBytes()]
 	switch t {
 	case Q4_1:
-		gemvQ4_1x16AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+		gemvQ4_1x16AVX2(last, row, 1, nb, &xq[0], &xds[0])
 	case Q4_0:
-		gemvQ4_0x16AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+		gemvQ4_0x16AVX2(last, row, 1, nb, &xq[0], &xds[0])
 	case Q8_0:
-		gemvQ8_0x16AVX2(&out[0], &w[0], n, nb, &xq[0], &xds[0])
+		gemvQ8_0x16AVX2(last, row, 1, nb, &xq[0], &xds[0])
 	default:
 		panic("kernels: gemvQ16: unknown type")
 	}

@@ -21,13 +21,14 @@ import (
 // are reduced to one vector of 8 block sums (pairwise: 32-bit, then 64-bit unpacks and adds,
 // then the two 128-bit halves; measured a little faster than VPHADDD on Zen 3), which is
 // converted once and multiplied by the 8 blocks' d_w·d_x (one VCVTPH2PS, one VMULPS). The
-// nb mod 8 blocks of a row's last group are done one at a time with the scale broadcast from
-// the stack. The quants are prefetched 2 KB ahead (decode streams the weights from memory).
+// nb mod 8 blocks of a row's last group are done one at a time, each with lane 0 of the group's
+// scales, rotated down a lane after each block. The quants are prefetched 2 KB ahead (decode
+// streams the weights from memory).
 //
 // Registers: DI out, SI row, CX rows left, R10 nb, R11 xq, R12 xds; per row BX d, R14 m,
 // DX quants, R13 xd, R15 xs, R9 xq, R8 blocks left, AX tail index; Y0 sum, Y7 offset terms,
 // Y4 the group's scales, Y5 the group's m (Q4_1), Y15 nibble mask, Y14 int16 ones (int8
-// activations), Y1-Y3 and Y6 temporaries, Y8-Y12 the group's reduction.
+// activations), Y13 the lane rotation, Y1-Y3 and Y6 temporaries, Y8-Y12 the group's reduction.
 
 // Software prefetch of the quants: instruction and distance in bytes.
 const (
@@ -97,6 +98,207 @@ func (k qkern) blockDot(qo, xo int, dst string) {
 	}
 }
 
+// blockDot16 is blockDot for int16 activations with the quants at qo(base), into dst with the
+// temporaries t1 and t2 (dst may be t1).
+func (k qkern) blockDot16(qo, xo int, base, dst, t1, t2 string) {
+	if k.typ == "Q8_0" {
+		q("VPMOVSXBW %d%s, %s", qo, base, t1)
+		q("VPMOVSXBW %d%s, %s", qo+16, base, t2)
+	} else {
+		q("VPMOVZXBW %d%s, %s", qo, base, t1)
+		q("VPSRLW $4, %s, %s", t1, t2)
+		q("VPAND Y15, %s, %s", t1, t1)
+	}
+	q("VPMADDWD %d(R9), %s, %s", xo, t1, t1)
+	q("VPMADDWD %d(R9), %s, %s", xo+32, t2, t2)
+	q("VPADDD %s, %s, %s", t2, t1, dst)
+}
+
+// gen2 writes the two-row kernel for int16 activations:
+//
+//	func gemv2<T>x16AVX2(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)
+//
+// nrows even; rows r and r+1 go together, sharing the loop, the activation loads' addresses
+// and the reduction: each block's two vectors (row A, row B) are folded together, so the 8
+// blocks × 2 rows reduce to two vectors [A0 B0 A1 B1 | A4 B4 A5 B5] and [A2 B2 A3 B3 | A6 B6 A7
+// B7], scaled by the matching interleave of the rows' d_w·d_x. Row B is row A + AX bytes
+// (AX = the row size). Y0 the interleaved sums, Y7 and Y14 row A's and row B's offset terms
+// and last-group blocks, Y8-Y11 the group's pairs, Y13 the pending pair (the rotation in the
+// last group), Y1-Y6 and Y12 temporaries.
+func (k qkern) gen2() {
+	n := fmt.Sprintf("gemv2%sx16AVX2", k.typ)
+	lbl := func(s string) string { return n + "_" + s }
+	qb, xb := k.qsBytes(), k.xBytes()
+	bb := map[string]int{"Q4_0": 18, "Q4_1": 20, "Q8_0": 34}[k.typ]
+	fmt.Fprintf(&qs, "\n// func %s(out *float32, w *byte, nrows, nb int, xq *int16, xds *float32)\n", n)
+	fmt.Fprintf(&qs, "TEXT ·%s(SB), NOSPLIT, $0-48\n", n)
+	q("MOVQ out+0(FP), DI")
+	q("MOVQ w+8(FP), SI")
+	q("MOVQ nrows+16(FP), CX")
+	q("MOVQ nb+24(FP), R10")
+	q("MOVQ xq+32(FP), R11")
+	q("MOVQ xds+40(FP), R12")
+	if k.typ != "Q8_0" {
+		q("MOVL $0x000f000f, AX")
+		q("VMOVD AX, X15")
+		q("VPBROADCASTD X15, Y15")
+	}
+	ql(lbl("row"))
+	q("TESTQ CX, CX")
+	q("JZ %s", lbl("done"))
+	q("VXORPS Y0, Y0, Y0")
+	q("VXORPS Y7, Y7, Y7")
+	q("VXORPS Y14, Y14, Y14")
+	q("MOVQ R10, AX")
+	q("ADDQ $7, AX")
+	q("ANDQ $-8, AX")
+	q("LEAQ (R12)(AX*4), R15")
+	q("MOVQ R10, AX")
+	q("SHLQ $1, AX")
+	q("MOVQ SI, BX")
+	q("MOVQ R12, R13")
+	q("MOVQ R11, R9")
+	q("MOVQ R10, R8")
+	if k.typ == "Q4_1" {
+		q("LEAQ (SI)(AX*1), R14")
+		q("LEAQ (SI)(AX*2), DX")
+	} else {
+		q("LEAQ (SI)(AX*1), DX")
+	}
+	q("IMUL3Q $%d, R10, AX", bb)
+	ql(lbl("grp"))
+	for off := 0; off < 8*qb; off += 64 {
+		q("%s %d(DX)", prefetchOp, prefetchAhead+off)
+		q("%s %d(DX)(AX*1)", prefetchOp, prefetchAhead+off)
+	}
+	q("CMPQ R8, $8")
+	q("JB %s", lbl("tail"))
+	pair32 := func(a, b, dst string) {
+		q("VPUNPCKLDQ %s, %s, Y12", b, a)
+		q("VPUNPCKHDQ %s, %s, %s", b, a, dst)
+		q("VPADDD Y12, %s, %s", dst, dst)
+	}
+	pair64 := func(a, b, dst string) {
+		q("VPUNPCKLQDQ %s, %s, Y12", b, a)
+		q("VPUNPCKHQDQ %s, %s, %s", b, a, dst)
+		q("VPADDD Y12, %s, %s", dst, dst)
+	}
+	for b := 0; b < 8; b++ {
+		k.blockDot16(b*qb, b*xb, "(DX)", "Y1", "Y1", "Y2")
+		k.blockDot16(b*qb, b*xb, "(DX)(AX*1)", "Y3", "Y3", "Y6")
+		if b%2 == 0 {
+			pair32("Y1", "Y3", "Y13") // [A B A B | A B A B] of block b
+		} else {
+			pair32("Y1", "Y3", "Y1")
+			pair64("Y13", "Y1", fmt.Sprintf("Y%d", 8+b/2)) // blocks b-1, b
+		}
+	}
+	// Y8..Y11 = blocks (0,1), (2,3), (4,5), (6,7): [A B A' B' | the same over the high lanes].
+	q("VPERM2I128 $0x20, Y10, Y8, Y1")
+	q("VPERM2I128 $0x31, Y10, Y8, Y2")
+	q("VPADDD Y2, Y1, Y1")
+	q("VCVTDQ2PS Y1, Y1") // [A0 B0 A1 B1 | A4 B4 A5 B5]
+	q("VPERM2I128 $0x20, Y11, Y9, Y2")
+	q("VPERM2I128 $0x31, Y11, Y9, Y3")
+	q("VPADDD Y3, Y2, Y2")
+	q("VCVTDQ2PS Y2, Y2") // [A2 B2 A3 B3 | A6 B6 A7 B7]
+	q("VCVTPH2PS (BX), Y4")
+	q("VCVTPH2PS (BX)(AX*1), Y5")
+	k.offsets2(false)
+	q("VMULPS (R13), Y4, Y4")
+	q("VMULPS (R13), Y5, Y5")
+	q("VUNPCKLPS Y5, Y4, Y3")
+	q("VFMADD231PS Y3, Y1, Y0")
+	q("VUNPCKHPS Y5, Y4, Y3")
+	q("VFMADD231PS Y3, Y2, Y0")
+	q("ADDQ $%d, DX", 8*qb)
+	q("ADDQ $%d, R9", 8*xb)
+	q("ADDQ $16, BX")
+	if k.typ == "Q4_1" {
+		q("ADDQ $16, R14")
+	}
+	q("ADDQ $32, R13")
+	q("ADDQ $32, R15")
+	q("SUBQ $8, R8")
+	q("JNZ %s", lbl("grp"))
+	q("JMP %s", lbl("end"))
+	// The last R8 < 8 blocks one at a time into Y7 and Y14; the halves past the row's nb
+	// are masked off.
+	ql(lbl("tail"))
+	q("VMOVD R8, X6")
+	q("VPBROADCASTD X6, Y6")
+	q("VPCMPGTD lanes<>(SB), Y6, Y6")
+	q("VCVTPH2PS (BX), Y4")
+	q("VCVTPH2PS (BX)(AX*1), Y5")
+	q("VANDPS Y6, Y4, Y4")
+	q("VANDPS Y6, Y5, Y5")
+	k.offsets2(true)
+	q("VMULPS (R13), Y4, Y4")
+	q("VMULPS (R13), Y5, Y5")
+	q("VMOVDQU rotate<>(SB), Y13")
+	ql(lbl("tblk"))
+	k.blockDot16(0, 0, "(DX)", "Y1", "Y1", "Y2")
+	q("VCVTDQ2PS Y1, Y1")
+	q("VBROADCASTSS X4, Y2")
+	q("VFMADD231PS Y2, Y1, Y7")
+	k.blockDot16(0, 0, "(DX)(AX*1)", "Y3", "Y3", "Y6")
+	q("VCVTDQ2PS Y3, Y3")
+	q("VBROADCASTSS X5, Y6")
+	q("VFMADD231PS Y6, Y3, Y14")
+	q("VPERMPS Y4, Y13, Y4")
+	q("VPERMPS Y5, Y13, Y5")
+	q("ADDQ $%d, DX", qb)
+	q("ADDQ $%d, R9", xb)
+	q("DECQ R8")
+	q("JNZ %s", lbl("tblk"))
+	ql(lbl("end"))
+	// Y0 = [A B A B | A B A B]; Y7, Y14 row A's and row B's.
+	q("VEXTRACTF128 $1, Y0, X1")
+	q("VADDPS X1, X0, X0")
+	q("VPERMILPS $0x4e, X0, X1")
+	q("VADDPS X1, X0, X0") // [A B A B]
+	q("VEXTRACTF128 $1, Y7, X1")
+	q("VADDPS X1, X7, X7")
+	q("VEXTRACTF128 $1, Y14, X2")
+	q("VADDPS X2, X14, X14")
+	q("VHADDPS X14, X7, X1")
+	q("VHADDPS X1, X1, X1") // [a b a b]
+	q("VADDPS X1, X0, X0")
+	q("VMOVQ X0, (DI)")
+	q("ADDQ $8, DI")
+	q("LEAQ (DX)(AX*1), SI")
+	q("SUBQ $2, CX")
+	q("JMP %s", lbl("row"))
+	ql(lbl("done"))
+	q("VZEROUPPER")
+	q("RET")
+}
+
+// offsets2 adds the group's offset terms of rows A (d in Y4, m at (R14)) and B (d in Y5, m at
+// (R14)(AX*1)) into Y7 and Y14: Q4_0 −8·d·s, Q4_1 m·s. masked: the tail group, whose m halves
+// past nb are cleared with the mask in Y6 (Y4 and Y5 already are).
+func (k qkern) offsets2(masked bool) {
+	switch k.typ {
+	case "Q4_1":
+		for i, acc := range []string{"Y7", "Y14"} {
+			if i == 0 {
+				q("VCVTPH2PS (R14), Y3")
+			} else {
+				q("VCVTPH2PS (R14)(AX*1), Y3")
+			}
+			if masked {
+				q("VANDPS Y6, Y3, Y3")
+			}
+			q("VFMADD231PS (R15), Y3, %s", acc)
+		}
+	case "Q4_0":
+		q("VMULPS neg8<>(SB), Y4, Y3")
+		q("VFMADD231PS (R15), Y3, Y7")
+		q("VMULPS neg8<>(SB), Y5, Y3")
+		q("VFMADD231PS (R15), Y3, Y14")
+	}
+}
+
 // offsets adds the group's offset terms into Y7 and makes Y4 the group's d_w·d_x.
 func (k qkern) offsets() {
 	switch k.typ {
@@ -113,7 +315,7 @@ func (k qkern) gen() {
 	lbl := func(s string) string { return n + "_" + s }
 	qb, xb := k.qsBytes(), k.xBytes()
 	fmt.Fprintf(&qs, "\n// func %s(out *float32, w *byte, nrows, nb int, xq *%s, xds *float32)\n", n, k.xType())
-	fmt.Fprintf(&qs, "TEXT ·%s(SB), NOSPLIT, $32-48\n", n)
+	fmt.Fprintf(&qs, "TEXT ·%s(SB), NOSPLIT, $0-48\n", n)
 	q("MOVQ out+0(FP), DI")
 	q("MOVQ w+8(FP), SI")
 	q("MOVQ nrows+16(FP), CX")
@@ -134,6 +336,7 @@ func (k qkern) gen() {
 		q("VMOVD AX, X14")
 		q("VPBROADCASTD X14, Y14")
 	}
+	q("VMOVDQU rotate<>(SB), Y13")
 	ql(lbl("row"))
 	q("TESTQ CX, CX")
 	q("JZ %s", lbl("done"))
@@ -224,19 +427,18 @@ func (k qkern) gen() {
 	q("SUBQ $8, R8")
 	q("JNZ %s", lbl("grp"))
 	q("JMP %s", lbl("end"))
+	// The last nb mod 8 blocks one at a time: the block's scale is Y4's lane 0, then Y4 is
+	// rotated down a lane (Y13 = the rotation's indices).
 	ql(lbl("tail"))
-	q("VMOVUPS Y4, scale-32(SP)")
-	q("XORQ AX, AX")
-	ql(lbl("tblk"))
 	k.blockDot(0, 0, "Y1")
 	q("VCVTDQ2PS Y1, Y1")
-	q("VBROADCASTSS scale-32(SP)(AX*4), Y6")
+	q("VBROADCASTSS X4, Y6")
+	q("VPERMPS Y4, Y13, Y4")
 	q("VFMADD231PS Y6, Y1, Y0")
 	q("ADDQ $%d, DX", qb)
 	q("ADDQ $%d, R9", xb)
-	q("INCQ AX")
-	q("CMPQ AX, R8")
-	q("JB %s", lbl("tblk"))
+	q("DECQ R8")
+	q("JNZ %s", lbl("tail"))
 	ql(lbl("end"))
 	switch k.typ {
 	case "Q4_1":
@@ -249,8 +451,10 @@ func (k qkern) gen() {
 	}
 	q("VEXTRACTF128 $1, Y0, X1")
 	q("VADDPS X1, X0, X0")
-	q("VHADDPS X0, X0, X0")
-	q("VHADDPS X0, X0, X0")
+	q("VPERMILPS $0x4e, X0, X1")
+	q("VADDPS X1, X0, X0")
+	q("VPERMILPS $0xb1, X0, X1")
+	q("VADDPS X1, X0, X0")
 	q("VMOVSS X0, (DI)")
 	q("ADDQ $4, DI")
 	q("MOVQ DX, SI")
@@ -371,6 +575,18 @@ DATA lanes<>+16(SB)/8, $0x0000000500000004
 DATA lanes<>+24(SB)/8, $0x0000000700000006
 GLOBL lanes<>(SB), RODATA|NOPTR, $32
 
+DATA rotate<>+0(SB)/8, $0x0000000200000001
+DATA rotate<>+8(SB)/8, $0x0000000400000003
+DATA rotate<>+16(SB)/8, $0x0000000600000005
+DATA rotate<>+24(SB)/8, $0x0000000000000007
+GLOBL rotate<>(SB), RODATA|NOPTR, $32
+
+DATA neg8<>+0(SB)/8, $0xc1000000c1000000
+DATA neg8<>+8(SB)/8, $0xc1000000c1000000
+DATA neg8<>+16(SB)/8, $0xc1000000c1000000
+DATA neg8<>+24(SB)/8, $0xc1000000c1000000
+GLOBL neg8<>(SB), RODATA|NOPTR, $32
+
 // Integer dot products of quantized weight rows with one quantized activation row; see
 // internal/gen/quant.go for the algorithm and registers, and quant.go for the row layout and
 // the generic versions these match.
@@ -378,6 +594,9 @@ GLOBL lanes<>(SB), RODATA|NOPTR, $32
 	for _, bits := range []int{8, 16} {
 		for _, t := range []string{"Q4_1", "Q4_0", "Q8_0"} {
 			qkern{t, bits}.gen()
+			if bits == 16 {
+				qkern{t, bits}.gen2()
+			}
 		}
 		quantAct(bits)
 	}
