@@ -100,3 +100,57 @@ func BenchmarkEvaluate(b *testing.B) {
 		reportRates(b, cpu0)
 	})
 }
+
+// benchPrompts are user messages of the kinds unlabelled traffic holds:
+// some match a shipped rubric's patterns, most match none.
+var benchPrompts = []string{
+	"What is the capital of France? Answer in one word, then say why in a short sentence.",
+	"Summarise this paragraph for a newsletter: the team shipped the new dashboard, fixed the login bug and started on the mobile app.",
+	"Write a haiku about autumn leaves falling on a quiet pond.",
+	"What is 17 * 23?",
+	"Can you classify this ticket: my invoice shows the wrong address.",
+	"Translate 'good morning, how are you today?' into German and Spanish.",
+	"Please give me three ideas for a birthday party for a seven year old who likes dinosaurs.",
+	"Explain the difference between a process and a thread in two sentences.",
+}
+
+// BenchmarkInfer measures type inference from the rubrics' prompt
+// patterns on the shipped rubrics (per prompt, cycling through
+// benchPrompts).
+func BenchmarkInfer(b *testing.B) {
+	r := DefaultRubrics()
+	b.ReportAllocs()
+	cpu0 := cputime.Seconds()
+	for i := 0; b.Loop(); i++ {
+		r.Infer(benchPrompts[i%len(benchPrompts)])
+	}
+	reportRates(b, cpu0)
+}
+
+// BenchmarkEvaluateUnlabelled is BenchmarkEvaluate's "handle" on
+// interactions no client labelled, without logprobs or a reference: the
+// type comes from the rubrics' patterns, mostly none.
+func BenchmarkEvaluateUnlabelled(b *testing.B) {
+	e, err := NewEvaluator(EvaluatorConfig{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs := make([]events.Event, len(benchPrompts))
+	for i, p := range benchPrompts {
+		r := &events.InteractionRecorded{InteractionID: fmt.Sprintf("u%d", i), Tenant: "acme", ModelVersion: "v1", Model: "citizen",
+			Messages: []events.ChatMessage{{Role: "system", Content: "You are a helpful assistant. Answer briefly."}, {Role: "user", Content: p}},
+			Choices:  []events.Choice{{Message: events.ChatMessage{Role: "assistant", Content: "Paris. It is the seat of the government."}, FinishReason: "stop"}}}
+		if evs[i], err = events.Encode(r, events.Meta{Stream: events.InteractionStream(r.InteractionID), Tenant: "acme"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu0 := cputime.Seconds()
+	for i := 0; b.Loop(); i++ {
+		if out, err := e.Handle(ctx, evs[i%len(evs)]); err != nil || len(out) != 1 {
+			b.Fatal(out, err)
+		}
+	}
+	reportRates(b, cpu0)
+}

@@ -88,21 +88,27 @@ func Evaluate(r *Rubrics, cfg Config, rec *events.InteractionRecorded, fb Feedba
 	if out.TaskType == "" && fb.Type != "" {
 		out.TaskType, out.TypeSource, out.TypeConfidence = fb.Type, "inferred", fb.TypeConfidence
 	}
+	question := lastUser(rec.Messages)
+	matched, inferred := "", false // the rubrics' patterns' type for question, once asked
 	if out.TaskType == "" {
-		if t := r.Infer(lastUser(rec.Messages)); t != "" {
-			out.TaskType, out.TypeSource, out.TypeConfidence = t, "inferred", 0.6
+		matched, inferred = r.Infer(question), true
+		if matched != "" {
+			out.TaskType, out.TypeSource, out.TypeConfidence = matched, "inferred", 0.6
 		} else {
 			out.TaskType, out.TypeSource, out.TypeConfidence = "unknown", "unknown", 0
 		}
 	}
 
 	// graders
-	gi := &GradeInput{Answer: answer, ToolCalls: choice.Message.ToolCalls, Tools: rec.Tools, Metadata: rec.Metadata, Correction: fb.Correction, Question: lastUser(rec.Messages)}
+	gi := &GradeInput{Answer: answer, ToolCalls: choice.Message.ToolCalls, Tools: rec.Tools, Metadata: rec.Metadata, Correction: fb.Correction, Question: question}
 	graders, ok := r.For(out.TaskType)
 	if !ok {
 		// A type the rubrics do not name (a new task family) is graded by
 		// the rubric its question matches, if any, not only the default.
-		if t := r.Infer(gi.Question); t != "" && t != out.TaskType {
+		if !inferred {
+			matched = r.Infer(question)
+		}
+		if t := matched; t != "" && t != out.TaskType {
 			graders, _ = r.For(t)
 			out.GradedAs = t
 		}
@@ -276,33 +282,33 @@ func selfEvaluate(lps []events.TokenLogprob, cfg SelfEvalConfig) *events.SelfEva
 			min = lp
 		}
 		if len(t.Top) > 0 {
-			var z float64
-			ps := make([]float64, 0, len(t.Top)+1)
+			// The entropy of the renormalised distribution q = p/z is
+			// log z - Σ p·log p / z, and log p is the recorded logprob:
+			// one Log per token instead of one per alternative.
+			var z, plp float64
 			sampledIn := false
 			for _, a := range t.Top {
-				p := math.Exp(float64(a.Logprob))
+				alp := float64(a.Logprob)
+				p := math.Exp(alp)
 				if math.IsNaN(p) {
 					continue
 				}
-				ps = append(ps, p)
 				z += p
+				if p > 0 {
+					plp += p * alp
+				}
 				if a.Token == t.Token {
 					sampledIn = true
 				}
 			}
 			if !sampledIn {
-				p := math.Exp(lp)
-				ps = append(ps, p)
-				z += p
-			}
-			if z > 0 {
-				h := 0.0
-				for _, p := range ps {
-					if q := p / z; q > 0 {
-						h -= q * math.Log(q)
-					}
+				if p := math.Exp(lp); p > 0 {
+					z += p
+					plp += p * lp
 				}
-				ent += h
+			}
+			if z > 0 && !math.IsInf(z, 0) {
+				ent += math.Log(z) - plp/z
 				nEnt++
 			}
 		}

@@ -238,11 +238,15 @@ type numericGrader struct{ base }
 
 var reNumber = regexp.MustCompile(`[-+]?[$€£]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?`)
 
+// numberMarks are the currency signs and thousands separators ParseNumbers
+// drops (built once: a Replacer compiles its table on first use).
+var numberMarks = strings.NewReplacer("$", "", "€", "", "£", "", ",", "")
+
 // ParseNumbers returns the numbers in s in order ("$1,240.50" -> 1240.5).
 func ParseNumbers(s string) []float64 {
 	var out []float64
 	for _, m := range reNumber.FindAllString(s, -1) {
-		m = strings.NewReplacer("$", "", "€", "", "£", "", ",", "").Replace(m)
+		m = numberMarks.Replace(m)
 		if f, err := strconv.ParseFloat(m, 64); err == nil && !math.IsInf(f, 0) {
 			out = append(out, f)
 		}

@@ -115,6 +115,7 @@ type Rubrics struct {
 
 type compiledType struct {
 	match   []*regexp.Regexp
+	pre     []*prefilter // parallel to match
 	graders []Grader
 }
 
@@ -144,6 +145,7 @@ func ParseRubrics(data []byte) (*Rubrics, error) {
 				return nil, fmt.Errorf("%w: line %d: match: %v", ErrRubric, lineOf(&root, append(path, "match"), i), err)
 			}
 			ct.match = append(ct.match, re)
+			ct.pre = append(ct.pre, newPrefilter(re))
 		}
 		seen := map[string]bool{}
 		for i, gs := range tr.Graders {
@@ -275,9 +277,11 @@ func (r *Rubrics) Infer(prompt string) string {
 	if prompt == "" {
 		return ""
 	}
+	t := &text{s: prompt}
 	for _, name := range r.order {
-		for _, re := range r.types[name].match {
-			if re.MatchString(prompt) {
+		ct := r.types[name]
+		for i, re := range ct.match {
+			if ct.pre[i].may(t) && re.MatchString(prompt) {
 				return name
 			}
 		}
