@@ -193,6 +193,11 @@ func (s *Server) chat(c echo.Context) error {
 		return s.fail(c, errModelNotFound(dec.Model))
 	}
 	dec.Gen.Version = version
+	if s.deps.Admit != nil {
+		if err := s.deps.Admit(); err != nil {
+			return s.fail(c, errOverloaded(err.Error()))
+		}
+	}
 	rpm, tpm := s.limitsOf(key)
 	if ok, wait, what := s.limiter.admit(key.ID, rpm, tpm); !ok {
 		return s.fail(c, errRateLimited("Rate limit reached for "+what+" per minute on this API key. Please try again later.", wait))

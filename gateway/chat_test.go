@@ -3,11 +3,13 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"citizen/events"
@@ -463,5 +465,40 @@ func TestOnlyAcknowledgedCompletionsAreRecorded(t *testing.T) {
 	}
 	if got := len(e.interactions()); got != acked || acked == 0 || acked == n {
 		t.Fatalf("acknowledged %d of %d, recorded %d", acked, n, got)
+	}
+}
+
+// A refusal by Deps.Admit is a retryable 503 overloaded, for completions
+// and responses alike, and records nothing.
+func TestAdmitRefusesBeforeRecording(t *testing.T) {
+	var refuse atomic.Bool
+	e := newEnv(t, func(_ *Config, d *Deps) {
+		d.Admit = func() error {
+			if refuse.Load() {
+				return errors.New("reflection owes 12 messages")
+			}
+			return nil
+		}
+	})
+	refuse.Store(true)
+	for _, c := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/v1/chat/completions", map[string]any{"model": "citizen", "messages": userMsg("x")}},
+		{"/v1/chat/completions", map[string]any{"model": "citizen", "messages": userMsg("x"), "stream": true}},
+		{"/v1/responses", map[string]any{"model": "citizen", "input": "x"}},
+	} {
+		resp, body := e.post(c.path, keyA, c.body)
+		if ae := apiErrOf(t, body); resp.StatusCode != 503 || ae.Code == nil || *ae.Code != "overloaded" || resp.Header.Get("Retry-After") == "" || !strings.Contains(ae.Message, "reflection owes 12") {
+			t.Errorf("%s %v: %d %s, want 503 overloaded with Retry-After and the reason", c.path, c.body["stream"], resp.StatusCode, body)
+		}
+	}
+	if n := len(e.interactions()); n != 0 {
+		t.Fatalf("%d interactions recorded while refusing", n)
+	}
+	refuse.Store(false)
+	if resp, body := e.post("/v1/chat/completions", keyA, map[string]any{"model": "citizen", "messages": userMsg("x")}); resp.StatusCode != 200 || len(e.interactions()) != 1 {
+		t.Fatalf("admitted again: %d %s", resp.StatusCode, body)
 	}
 }

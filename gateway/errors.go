@@ -50,6 +50,13 @@ func (e *APIError) body() errorBody {
 	return errorBody{Error: o}
 }
 
+// errOverloaded refuses a request the service would record but could not
+// yet grade (Deps.Admit): 503 with Retry-After, nothing recorded.
+func errOverloaded(why string) *APIError {
+	return &APIError{Status: http.StatusServiceUnavailable, Type: "api_error", Code: "overloaded",
+		Message: "The service is overloaded (" + why + "). Please retry shortly.", RetryAfter: time.Second}
+}
+
 // setRetryHeaders sets Retry-After and retry-after-ms.
 func (e *APIError) setRetryHeaders(h http.Header) {
 	if e.RetryAfter <= 0 {

@@ -56,6 +56,11 @@ type Deps struct {
 	// a non-nil error (for example the event store cannot record) makes
 	// the gateway not ready, with the error's text in the body.
 	Ready func() error
+	// Admit, if set, is asked before each generating request (chat
+	// completions, responses): a non-nil error refuses it with 503
+	// overloaded and Retry-After before anything is recorded (the workers
+	// are too far behind to grade more; see services' bus.max_backlog).
+	Admit func() error
 	// Lessons, if set, says which lessons to place in each request's
 	// context (fast memory).
 	Lessons LessonSource

@@ -349,6 +349,33 @@ func (b *InProcess) SettledThrough(published uint64) uint64 {
 	return low
 }
 
+// Backlog returns how many messages of topics group has not yet
+// acknowledged: the messages it has not taken, those in flight and those
+// waiting for redelivery. A topic the group has not joined or reserved
+// yet is owed every message it retains. known is false when the group has
+// joined or reserved none of the topics (nobody consumes for it).
+func (b *InProcess) Backlog(_ context.Context, group string, topics []string) (n int64, known bool, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, name := range topics {
+		t, ok := b.topics[name]
+		if !ok {
+			continue
+		}
+		g, ok := t.groups[group]
+		if !ok {
+			n += int64(len(t.log))
+			continue
+		}
+		known = true
+		n += int64(t.end()-g.next) + int64(len(g.inflight)) + int64(len(g.redeliver))
+	}
+	if !known {
+		return 0, false, nil
+	}
+	return n, true, nil
+}
+
 func (b *InProcess) leave(t *topic, g *group) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

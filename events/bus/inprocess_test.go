@@ -382,3 +382,63 @@ func TestInProcessBackPressureWithIdleGroup(t *testing.T) {
 		t.Fatalf("idle group resumed at %s, want the oldest retained k-%d", m.Payload, n-4)
 	}
 }
+
+// TestInProcessBacklog counts what a group owes: messages not taken, in
+// flight and nacked; a group that has not joined owes every retained one.
+func TestInProcessBacklog(t *testing.T) {
+	b := bus.NewInProcess(bus.InProcessConfig{}, nil)
+	t.Cleanup(func() { _ = b.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	backlog := func(group string, topics ...string) int64 {
+		t.Helper()
+		n, known, err := b.Backlog(ctx, group, topics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !known {
+			return -1
+		}
+		return n
+	}
+	for i := range 10 {
+		topic := "a"
+		if i%2 == 1 {
+			topic = "b"
+		}
+		if err := b.Publisher().Publish(topic, message.NewMessage(watermill.NewUUID(), []byte(fmt.Sprint(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := backlog("g", "a", "b", "missing"); n != -1 {
+		t.Fatalf("before the group joined: %d, want it unknown (-1)", n)
+	}
+	msgs, err := b.Subscriber(bus.SubscriberConfig{Group: "g", Parallelism: 1}).Subscribe(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	(<-msgs).Ack()
+	(<-msgs).Ack()
+	m := <-msgs // in flight
+	if n := backlog("g", "a"); n != 3 {
+		t.Errorf("2 of 5 acked, one in flight: %d, want 3", n)
+	}
+	m.Nack()
+	if n := backlog("g", "a"); n != 3 {
+		t.Errorf("after a nack: %d, want 3", n)
+	}
+	for range 3 {
+		(<-msgs).Ack()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for backlog("g", "a") != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // the last ack settles after Ack returns
+	}
+	if n := backlog("g", "a", "b"); n != 5 {
+		t.Errorf("a drained, b untouched: %d, want 5", n)
+	}
+	b.Subscriber(bus.SubscriberConfig{Group: "reserved"}).(bus.Reserver).Reserve("b")
+	if n := backlog("reserved", "b"); n != 5 {
+		t.Errorf("a group that reserved b: %d, want 5", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -81,7 +82,15 @@ type Relay struct {
 	pub    message.Publisher
 	cfg    RelayConfig
 	logger *slog.Logger
+	// published is the position of the last event published while Run
+	// runs (0 before the first).
+	published atomic.Uint64
 }
+
+// Published returns the store position of the last event this relay has
+// published, 0 before the first: LastPosition minus it is what the bus has
+// not received yet.
+func (r *Relay) Published() uint64 { return r.published.Load() }
 
 // NewRelay returns a relay from store to pub. logger may be nil.
 func NewRelay(store events.Store, pub message.Publisher, cfg RelayConfig, logger *slog.Logger) (*Relay, error) {
@@ -108,6 +117,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("bus: relay %s: reading checkpoint: %w", r.cfg.Name, err)
 	}
+	r.published.Store(after)
 	r.logger.Info("relay starting", "after", after)
 
 	parent := ctx
@@ -192,6 +202,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			return finish(err)
 		}
 		published = batch[len(batch)-1].Position
+		r.published.Store(published)
 		if published-saved >= uint64(r.cfg.CheckpointEvery) {
 			if err := save(ctx); err != nil && ctx.Err() == nil {
 				r.logger.Warn("relay could not save its checkpoint", "position", published, "err", err)

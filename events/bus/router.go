@@ -260,6 +260,14 @@ type Settler interface {
 	SettledThrough(published uint64) uint64
 }
 
+// Backlogger reports how many messages of topics a consumer group has not
+// yet acknowledged: the in-process bus counts its own, kafka.Backlog asks
+// the brokers. known is false for a group that consumes none of the
+// topics (it has never joined them, or has never committed on them).
+type Backlogger interface {
+	Backlog(ctx context.Context, group string, topics []string) (n int64, known bool, err error)
+}
+
 func (h EventHandler) handle(msg *message.Message) error {
 	cause, err := FromMessage(msg)
 	if err != nil {
