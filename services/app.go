@@ -48,6 +48,7 @@ type App struct {
 
 	Store  events.Store
 	Bus    Bus
+	relay  *bus.Relay // the bus's relay (it runs while this process holds the lease)
 	Engine gateway.Engine
 	// Embedded is set when the engine is the embedded model.
 	Embedded *embedded.Engine
@@ -170,6 +171,7 @@ func OpenStore(cfg Config, log *slog.Logger) (events.Store, error) {
 type Bus interface {
 	Publisher() message.Publisher
 	Subscriber(group string) message.Subscriber
+	bus.Backlogger
 	Close() error
 }
 
@@ -189,6 +191,7 @@ type kafkaBus struct {
 	sub     kafka.SubscriberConfig // Brokers, Consumers, timeouts and Topic
 	subs    []*kafka.Subscriber
 	ns      string // bus.kafka_namespace
+	kafkaBacklog
 }
 
 func (b *kafkaBus) Publisher() message.Publisher { return namespacedPublisher{b.pub, b.ns} }
@@ -231,7 +234,11 @@ func (a *App) initBus(ctx context.Context) (Service, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.Bus = &kafkaBus{pub: pub, brokers: bc.KafkaBrokers, log: log, ns: bc.KafkaNamespace, sub: kafka.SubscriberConfig{Brokers: bc.KafkaBrokers,
+		lag, err := newKafkaBacklog(bc)
+		if err != nil {
+			return nil, err
+		}
+		a.Bus = &kafkaBus{pub: pub, brokers: bc.KafkaBrokers, log: log, ns: bc.KafkaNamespace, kafkaBacklog: lag, sub: kafka.SubscriberConfig{Brokers: bc.KafkaBrokers,
 			Consumers: bc.KafkaConsumers, SessionTimeout: bc.KafkaSessionTimeout, RebalanceTimeout: bc.KafkaSessionTimeout, Topic: topic}}
 	default:
 		a.Bus = inprocessBus{bus.NewInProcess(bus.InProcessConfig{}, log)}
@@ -240,6 +247,7 @@ func (a *App) initBus(ctx context.Context) (Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.relay = relay
 	l, err := a.leaser()
 	if err != nil {
 		return nil, err
@@ -368,14 +376,19 @@ func (a *App) initGateway(ctx context.Context) (Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	watch, err := newBacklogWatch(a.Store, a.Config.Bus.MaxBacklog, a.metrics(), a.logger("backlog"))
+	if err != nil {
+		return nil, err
+	}
+	ready := func() error { return errors.Join(a.storeReady(), watch.Err()) }
 	srv, err := gateway.New(cfg, gateway.Deps{Store: a.Store, Engine: a.Engine, Logger: a.logger("gateway"), Registry: a.metrics(),
 		Routes: func(v1 *echo.Group) { a.opsRoutes(v1); oh.RegisterAPI(v1) }, Pages: func(e *echo.Echo) { oh.RegisterPages(e) },
-		OnShutdown: oh.CloseStreams, Ready: a.storeReady, Lessons: a.lessonSource(ctx), Embedder: a.embedder()})
+		OnShutdown: oh.CloseStreams, Ready: ready, Admit: watch.Err, Lessons: a.lessonSource(ctx), Embedder: a.embedder()})
 	if err != nil {
 		return nil, err
 	}
 	a.Gateway = srv
-	return ServiceFunc(func(ctx context.Context) error { return srv.Run(ctx, "") }), nil
+	return &gatewayService{srv: srv, watch: watch, source: a.backlogSource, ready: make(chan struct{})}, nil
 }
 
 // worker runs one consumer group's handlers on its own router.
@@ -410,7 +423,7 @@ func (a *App) initFeedback(ctx context.Context) (Service, error) {
 	}
 	in := feedback.NewIngester(feedback.IngesterConfig{Reader: a.Store, Interpreter: interp}, a.logger("feedback"))
 	return a.worker("feedback", bus.EventHandler{
-		Name: "feedback", Topics: []string{bus.Topic(events.TypeFeedbackReceived)},
+		Name: "feedback", Topics: topicsOf(groupFeedback),
 		Subscriber: a.Bus.Subscriber("feedback"), Store: a.Store, Handle: in.Handle,
 	})
 }
@@ -472,11 +485,7 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 		// processes, each index getting a part).
 		svc = ServiceFunc(func(ctx context.Context) error { return followStore(ctx, a.Store, pos, types, idx.Handle, log) })
 	} else {
-		topics := make([]string, len(types))
-		for i, t := range types {
-			topics[i] = bus.Topic(t)
-		}
-		svc, err = a.worker("memory", bus.EventHandler{Name: "memory", Topics: topics,
+		svc, err = a.worker("memory", bus.EventHandler{Name: "memory", Topics: topicsOf(types),
 			Subscriber: a.Bus.Subscriber("memory"), Store: a.Store, Handle: idx.Handle})
 		if err != nil {
 			return nil, err
@@ -541,9 +550,9 @@ func (a *App) initReflection(ctx context.Context) (Service, error) {
 	det := reflection.NewDetectors(dc)
 	group := a.Bus.Subscriber
 	return a.worker("reflection",
-		bus.EventHandler{Name: "evaluator", Topics: []string{bus.Topic(events.TypeInteractionRecorded), bus.Topic(events.TypeFeedbackReceived), bus.Topic(events.TypeFeedbackInterpreted)},
+		bus.EventHandler{Name: "evaluator", Topics: topicsOf(groupReflection),
 			Subscriber: group("reflection"), Store: a.Store, Handle: ev.Handle},
-		bus.EventHandler{Name: "detectors", Topics: []string{bus.Topic(events.TypeInteractionEvaluated), bus.Topic(events.TypeRolloutStarted), bus.Topic(events.TypeRolloutPromoted)},
+		bus.EventHandler{Name: "detectors", Topics: topicsOf(groupDetectors),
 			Subscriber: group("detectors"), Store: a.Store, Handle: det.Handle},
 	)
 }

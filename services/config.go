@@ -101,6 +101,8 @@ type BusConfig struct {
 	KafkaConsumers int `yaml:"kafka_consumers" help:"consumer-group members per topic a worker process runs (backend kafka): messages of that many partitions in flight at once"`
 	// KafkaSessionTimeout: see kafka.SubscriberConfig.SessionTimeout.
 	KafkaSessionTimeout time.Duration `yaml:"kafka_session_timeout" help:"how long a consumer of a dead process keeps its partitions before the group hands them to the others (backend kafka; the broker allows 6s to 5m by default)"`
+	// MaxBacklog bounds the work the worker roles owe (see backlog.go).
+	MaxBacklog int64 `yaml:"max_backlog" help:"messages a worker role may owe (unacknowledged on the bus plus events the relay has not published) before /readyz says not ready and the gateway refuses new completions with 503 overloaded; 0: no bound"`
 }
 
 // DistillConfig configures the distiller's training cycles.
@@ -154,7 +156,7 @@ func DefaultConfig() Config {
 		DataDir:         "./data",
 		Log:             LogConfig{Level: "info", Format: "text"},
 		Store:           StoreConfig{Backend: "embedded", PGSchema: "citizen"},
-		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5, KafkaPartitions: 8, KafkaConsumers: 4, KafkaSessionTimeout: 10 * time.Second},
+		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5, KafkaPartitions: 8, KafkaConsumers: 4, KafkaSessionTimeout: 10 * time.Second, MaxBacklog: 20000},
 		Gateway:         gateway.DefaultConfig(),
 		Reflection:      reflection.DefaultConfig(),
 		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
@@ -184,6 +186,9 @@ func (c *Config) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("store.backend %q: want embedded, postgres, memory or esdb", c.Store.Backend))
+	}
+	if c.Bus.MaxBacklog < 0 {
+		errs = append(errs, fmt.Errorf("bus.max_backlog %d: want 0 (no bound) or more", c.Bus.MaxBacklog))
 	}
 	switch c.Bus.Backend {
 	case "inprocess":

@@ -23,12 +23,8 @@ func (a *App) initLessons(ctx context.Context) (Service, error) {
 		return nil, err
 	}
 	log.Debug("lessons rebuilt from the store", "through", pos)
-	topics := make([]string, len(lessons.Topics))
-	for i, t := range lessons.Topics {
-		topics[i] = bus.Topic(t)
-	}
 	return a.worker("lessons", bus.EventHandler{
-		Name: "lessons", Topics: topics, Subscriber: a.Bus.Subscriber("lessons"), Store: a.Store, Handle: l.Handle,
+		Name: "lessons", Topics: topicsOf(lessons.Topics), Subscriber: a.Bus.Subscriber("lessons"), Store: a.Store, Handle: l.Handle,
 	})
 }
 
