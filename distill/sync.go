@@ -2,7 +2,9 @@ package distill
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"citizen/events"
 	"citizen/model"
@@ -33,11 +35,55 @@ type Fallbacker interface {
 // deterministic). It blocks until ctx ends or the store fails, like
 // events.Store.Subscribe.
 func SyncVersions(ctx context.Context, s events.Store, e VersionAdder, root string, base model.Config, logger *slog.Logger) error {
+	fb, _ := e.(Fallbacker)
+	return syncVersions(ctx, s, fb, logger, func(wt *events.WeightsTrained) error {
+		a, err := LoadVersion(*wt, root, base)
+		if err != nil {
+			return err
+		}
+		return e.AddVersion(wt.Version, wt.Parent, a)
+	})
+}
+
+// ArtifactLoader is an engine that has its weights loaded from a
+// version's artifact directory by a server of its own (gateway's Upstream
+// hands the directory to its inference server).
+type ArtifactLoader interface {
+	// LoadArtifact serves version id, trained from parent, from the PEFT
+	// directory dir (its path here, under SyncArtifacts' root).
+	LoadArtifact(ctx context.Context, id, parent, dir string) error
+}
+
+// SyncArtifacts is SyncVersions for an engine that loads artifacts
+// itself: for each version SyncVersions would load, it checks the
+// artifact's sha256 against the lineage and hands the directory to
+// e.LoadArtifact. Fallbacks and version.unavailable are as SyncVersions'.
+func SyncArtifacts(ctx context.Context, s events.Store, e ArtifactLoader, root string, logger *slog.Logger) error {
+	fb, _ := e.(Fallbacker)
+	return syncVersions(ctx, s, fb, logger, func(wt *events.WeightsTrained) error {
+		if wt.Artifact == nil {
+			return fmt.Errorf("distill: version %s has no artifact", wt.Version)
+		}
+		dir := ArtifactDir(root, wt.Artifact.Path)
+		got, err := fileSHA256(filepath.Join(dir, "adapter_model.safetensors"))
+		if err != nil {
+			return err
+		}
+		if wt.Artifact.SHA256 != "" && got != wt.Artifact.SHA256 {
+			return fmt.Errorf("%s: sha256 %s, lineage says %s", dir, got, wt.Artifact.SHA256)
+		}
+		return e.LoadArtifact(ctx, wt.Version, wt.Parent, dir)
+	})
+}
+
+// syncVersions follows weights.trained and rollout.started and calls load
+// for every version to serve (SyncVersions' rules), serving a version that
+// load fails for by its parent through fb and recording why.
+func syncVersions(ctx context.Context, s events.Store, fb Fallbacker, logger *slog.Logger, loadVersion func(*events.WeightsTrained) error) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	log := logger.With("component", "distill-sync")
-	fb, _ := e.(Fallbacker)
 	unavailable := func(wt *events.WeightsTrained, cause error) {
 		servedBy := wt.Parent
 		if servedBy == "" {
@@ -64,12 +110,7 @@ func SyncVersions(ctx context.Context, s events.Store, e VersionAdder, root stri
 		}
 	}
 	load := func(wt *events.WeightsTrained) {
-		a, err := LoadVersion(*wt, root, base)
-		if err != nil {
-			unavailable(wt, err)
-			return
-		}
-		if err := e.AddVersion(wt.Version, wt.Parent, a); err != nil {
+		if err := loadVersion(wt); err != nil {
 			unavailable(wt, err)
 			return
 		}

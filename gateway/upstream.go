@@ -10,8 +10,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -56,6 +58,14 @@ type UpstreamConfig struct {
 // to the client only when asked. Safe for concurrent use.
 type Upstream struct {
 	cfg UpstreamConfig
+
+	mu sync.RWMutex
+	// versions are the versions served: cfg.Versions, then the adapters
+	// loaded (LoadAdapter).
+	versions []VersionInfo
+	// fallbacks maps a version whose adapter could not be loaded to the
+	// version whose model answers for it (AddFallback).
+	fallbacks map[string]string
 }
 
 // NewUpstream returns an upstream engine.
@@ -85,7 +95,7 @@ func NewUpstream(cfg UpstreamConfig) (*Upstream, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Transport: upstreamTransport()}
 	}
-	return &Upstream{cfg: cfg}, nil
+	return &Upstream{cfg: cfg, versions: slices.Clone(cfg.Versions), fallbacks: map[string]string{}}, nil
 }
 
 // upstreamIdleConns is how many idle keep-alive connections the default
@@ -105,22 +115,36 @@ func upstreamTransport() *http.Transport {
 // Name implements Engine.
 func (u *Upstream) Name() string { return "upstream" }
 
-// Versions implements Engine.
-func (u *Upstream) Versions(context.Context) ([]VersionInfo, error) { return u.cfg.Versions, nil }
-
-func (u *Upstream) modelFor(version string) (string, bool) {
-	if m, ok := u.cfg.ModelNames[version]; ok {
-		return m, true
-	}
-	for _, v := range u.cfg.Versions {
-		if v.ID == version {
-			if version == "base" {
-				return u.cfg.Model, true
-			}
-			return version, true
+// Versions implements Engine: the configured versions, the adapters
+// loaded, and the versions served by a fallback.
+func (u *Upstream) Versions(context.Context) ([]VersionInfo, error) {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	out := slices.Clone(u.versions)
+	for id, by := range u.fallbacks {
+		if served, ok := u.resolveLocked(id); ok {
+			out = append(out, VersionInfo{ID: id, Parent: by, ServedBy: served})
 		}
 	}
-	return "", false
+	return out, nil
+}
+
+// modelFor returns the upstream model name that serves version and the
+// version that answers (version itself, or its fallback).
+func (u *Upstream) modelFor(version string) (model, served string, ok bool) {
+	u.mu.RLock()
+	served, ok = u.resolveLocked(version)
+	u.mu.RUnlock()
+	if !ok {
+		return "", "", false
+	}
+	if m, ok := u.cfg.ModelNames[served]; ok {
+		return m, served, true
+	}
+	if served == "base" {
+		return u.cfg.Model, served, true
+	}
+	return served, served, true
 }
 
 type upMessage struct {
@@ -232,7 +256,7 @@ func (u *Upstream) body(req *GenerateRequest, model string) ([]byte, error) {
 
 // Generate implements Engine.
 func (u *Upstream) Generate(ctx context.Context, req *GenerateRequest, emit func(Delta) error) (*Result, error) {
-	model, ok := u.modelFor(req.Version)
+	model, served, ok := u.modelFor(req.Version)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownVersion, req.Version)
 	}
@@ -261,6 +285,7 @@ func (u *Upstream) Generate(ctx context.Context, req *GenerateRequest, emit func
 		}
 		res, started, err := u.attempt(ctx, req, body, emit)
 		if err == nil {
+			res.Version = served
 			return res, nil
 		}
 		if ctx.Err() != nil {
