@@ -106,6 +106,7 @@ func (a *App) Modules() []Module {
 		{Name: "lessons", Deps: []string{"store", "bus"}, Init: a.initLessons},
 		{Name: "distiller", Deps: []string{"store", "engine", "memory"}, Init: a.initDistiller},
 		{Name: "rollout", Deps: []string{"store"}, Init: a.initRollout},
+		{Name: "inference", Init: a.initInference, NotInAll: true},
 	}
 }
 
@@ -330,12 +331,7 @@ func (a *App) initEngine(ctx context.Context) (Service, error) {
 		a.Engine = gateway.NewStubEngine()
 		return nil, nil
 	case "upstream":
-		up, err := gateway.NewUpstream(gateway.UpstreamConfig{BaseURL: mc.UpstreamURL, APIKey: mc.UpstreamKey, Model: mc.UpstreamModel})
-		if err != nil {
-			return nil, err
-		}
-		a.Engine = up
-		return nil, nil
+		return a.initUpstream(ctx)
 	}
 	log := a.logger("engine")
 	path, err := a.checkpoint(ctx)

@@ -34,7 +34,7 @@ import (
 type Config struct {
 	// Target lists the components to run ("all" = every one). Its help
 	// lists App.Modules' names ({components}).
-	Target  []string  `yaml:"target" help:"components to run: all, or a comma list of {components}"`
+	Target  []string  `yaml:"target" help:"components to run: all (every one but inference, the inference server), or a comma list of {components}"`
 	DataDir string    `yaml:"data_dir" help:"directory for the event store, checkpoints, keys and weights"`
 	Log     LogConfig `yaml:"log"`
 
@@ -53,6 +53,8 @@ type Config struct {
 	// LLM judge beside it).
 	Feedback feedback.Config `yaml:"feedback"`
 	Model    ModelConfig     `yaml:"model"`
+	// Inference: the inference server (target inference).
+	Inference InferenceConfig `yaml:"inference"`
 
 	// ShutdownTimeout bounds how long each component may take to stop on
 	// SIGINT/SIGTERM; the gateway drains in-flight requests for as long.
@@ -146,6 +148,10 @@ type ModelConfig struct {
 	UpstreamURL   string  `yaml:"upstream_url" help:"base URL of an OpenAI-compatible server (engine upstream)"`
 	UpstreamKey   string  `yaml:"upstream_key" secret:"true" help:"API key for the upstream server"`
 	UpstreamModel string  `yaml:"upstream_model" help:"model name at the upstream server"`
+	// The inference path in front of vLLM: see initUpstream.
+	UpstreamTokenIDs   bool   `yaml:"upstream_token_ids" help:"ask the upstream server for the exact prompt and completion token ids (vLLM's return_token_ids), recorded for training; off for servers that reject the field (ids are then recorded as -1)"`
+	UpstreamAdapters   bool   `yaml:"upstream_adapters" help:"load every version the distiller trains into the upstream server with vLLM's POST /v1/load_lora_adapter (lora_name: the version id) and request it by that model name; off: the upstream serves the base only"`
+	UpstreamAdapterDir string `yaml:"upstream_adapter_dir" help:"the distiller's directory (data_dir/distill, a shared volume) as the upstream server sees it: an adapter's lora_path is this joined with its artifact path (empty: the same absolute path as in this process)"`
 }
 
 // DefaultConfig is the embedded-defaults configuration: everything in one
@@ -163,7 +169,8 @@ func DefaultConfig() Config {
 		Feedback:        feedback.DefaultConfig(),
 		Distill:         DistillConfig{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8, MaxSuiteLoss: 0.02, SuiteStableMargin: 2},
 		Rollout:         rollout.DefaultConfig(),
-		Model:           ModelConfig{Engine: "embedded", Name: catalog.Default},
+		Model:           ModelConfig{Engine: "embedded", Name: catalog.Default, UpstreamTokenIDs: true, UpstreamAdapters: true},
+		Inference:       InferenceConfig{Listen: ":8000"},
 		ShutdownTimeout: 30 * time.Second,
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"time"
 )
@@ -41,6 +42,20 @@ type Module struct {
 	// Init builds the component. It may return a nil Service for modules
 	// that only provide state to others.
 	Init func(ctx context.Context) (Service, error)
+	// NotInAll leaves the module out of target "all": it runs only when
+	// named (the inference server, a tier of its own).
+	NotInAll bool
+}
+
+// coversAll reports whether order holds every module of mods that target
+// "all" selects.
+func coversAll(mods []Module, order []string) bool {
+	for _, m := range mods {
+		if !m.NotInAll && !slices.Contains(order, m.Name) {
+			return false
+		}
+	}
+	return true
 }
 
 // Manager initialises, runs and stops a set of modules.
@@ -59,7 +74,8 @@ func NewManager(log *slog.Logger, mods ...Module) *Manager {
 }
 
 // Order returns the modules needed for targets (with their transitive
-// dependencies) in dependency order. "all" selects every module.
+// dependencies) in dependency order. "all" selects every module but those
+// marked NotInAll.
 func (m *Manager) Order(targets []string) ([]string, error) {
 	want := map[string]bool{}
 	var visit func(name string, path []string) error
@@ -90,8 +106,10 @@ func (m *Manager) Order(targets []string) ([]string, error) {
 	}
 	for _, t := range targets {
 		if t == "all" {
-			for name := range m.modules {
-				want[name] = true
+			for name, mod := range m.modules {
+				if !mod.NotInAll {
+					want[name] = true
+				}
 			}
 			continue
 		}

@@ -62,7 +62,7 @@ func (a *App) checkDeployment() error {
 	if err != nil {
 		return err
 	}
-	if len(order) == len(a.Modules()) {
+	if coversAll(a.Modules(), order) {
 		return nil // every role in this process
 	}
 	target := "--target=" + strings.Join(cfg.Target, ",")
@@ -124,7 +124,7 @@ func (a *App) leaser() (events.Leaser, error) {
 			if err != nil {
 				return nil, err
 			}
-			if len(order) != len(a.Modules()) {
+			if !coversAll(a.Modules(), order) {
 				return nil, fmt.Errorf("%w: store.backend=%s cannot elect the relay, the distiller and the rollout controller "+
 					"(no lease across processes): run every role in one process (--target=all), or use store.backend=postgres",
 					ErrInconsistentDeployment, a.Config.Store.Backend)
