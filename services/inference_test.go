@@ -346,4 +346,40 @@ func TestInferenceTier(t *testing.T) {
 		return m == "citizen@v1"
 	})
 	check(id, "v1", "v1")
+
+	// A version whose artifact fails its checksum never reaches the
+	// server: its parent answers for it, and version.unavailable says so.
+	bad := *wt
+	bad.Version, bad.Artifact = "v2", &events.Artifact{Format: "peft-lora", Path: wt.Artifact.Path, SHA256: strings.Repeat("0", 64)}
+	appendPayload(t, st, events.VersionStream("v2"), &bad)
+	waitCond(t, ctx, 20*time.Second, "version.unavailable for v2", func() bool {
+		evs, err := st.ReadStream(ctx, events.VersionStream("v2"), 0, events.Forward, 10)
+		return err == nil && len(evs) == 2 && evs[1].Type == events.TypeVersionUnavailable
+	})
+	if _, m := ask("citizen@v2", "c-v2", false); m != "citizen@base" {
+		t.Fatalf("v2 answered as %s, want its parent", m)
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if len(tp.loads) != 1 {
+		t.Fatalf("load_lora_adapter calls: %v", tp.loads)
+	}
+}
+
+// The inference server is a tier of its own: target all leaves it out,
+// and it needs no other module (it opens no store).
+func TestInferenceTarget(t *testing.T) {
+	m := NewManager(quiet(), (&App{}).Modules()...)
+	all, err := m.Order([]string{"all"})
+	if err != nil || slices.Contains(all, "inference") || !coversAll((&App{}).Modules(), all) {
+		t.Fatalf("all: %v %v", all, err)
+	}
+	only, err := m.Order([]string{"inference"})
+	if err != nil || !reflect.DeepEqual(only, []string{"inference"}) {
+		t.Fatalf("inference: %v %v", only, err)
+	}
+	with, _ := m.Order([]string{"all", "inference"})
+	if !coversAll((&App{}).Modules(), with) || !slices.Contains(with, "inference") {
+		t.Fatalf("all,inference: %v", with)
+	}
 }
