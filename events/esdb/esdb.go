@@ -10,28 +10,89 @@
 //     and "$causationId", which its projections understand.
 //   - Stream revisions are ESDB event numbers. Positions are the events'
 //     prepare positions in $all: unique and increasing, but not gapless
-//     and not starting at 1 (eventstest runs without Features.Gapless).
+//     and not starting at 1 (eventstest runs without Features.Gapless). A
+//     position handed back to ReadAll or Subscribe is sent as a $all
+//     position with commit = prepare, which holds for events appended
+//     through gRPC (no explicit transactions).
 //   - Expected revisions map onto esdb.Any, NoStream, StreamExists and
 //     Revision(n); a conflict becomes *events.WrongRevisionError with the
-//     stream's actual revision read back after the failure.
-//   - Idempotency: before appending, the stream is read (at most
-//     IDLookback events from its end) for the batch's ids; a batch whose
-//     events are all there is answered from the stored copies. ESDB has no
-//     global id index, so an id reused in another stream is not detected
-//     (Features.StreamScopedIDs), and two identical retries racing each
-//     other rely on ESDB's own idempotent-write check.
+//     stream's actual revision.
 //   - ReadAll reads $all forward and filters on the client (this client's
-//     ReadAll has no server-side filter); Subscribe is a catch-up
-//     subscription to $all with a server-side stream-prefix or event-type
-//     filter, the exact Filter applied on the client.
+//     ReadAll has no server-side filter).
 //   - Checkpoints are streams "_citizen-checkpoint-<name>" whose last event
 //     holds the position (max count 1); streams with the "_citizen-"
 //     prefix and ESDB's system events ("$" types) are never returned by
 //     ReadAll or Subscribe.
 //
-// Untested here: no EventStoreDB server could run on the development
-// machine. The conformance suite runs against a server when
-// CITIZEN_ESDB_URL is set; until it has, treat this backend as unproven.
+// # Idempotent appends
+//
+// ESDB has no index by event id, so Append does not search the stream for
+// the batch's ids. It reads at most len(batch) events before the write
+// (none for an exact revision or NoStream) and len(batch) after it (for
+// the positions), and relies on the server's idempotency check, which
+// compares ids where a retry of the same call would find them:
+//
+//   - Exact(n) and NoStream (n = -1): a batch already stored at revisions
+//     n+1 .. n+len is always recognised, however far the stream has moved
+//     on and across server restarts (the server compares the stored ids
+//     there; so does Append when the server refuses the revision). The
+//     result is the stored copies', as the first Append returned.
+//   - Any and StreamExists: the batch is recognised when it is the
+//     stream's last len events (Append reads them first: the retry after
+//     a lost reply) or when the server's idempotency check finds it. That
+//     check is best effort: it looks the first id up in a cache of
+//     recently written events, kept in memory per node and lost on restart
+//     or leader change. A batch stored earlier, with other events after
+//     it, and out of that cache is written again (a duplicate).
+//   - A batch found partly stored (its first k events where the rest
+//     should follow, at revision n+1 or as the stream's tail, or refused as
+//     partly stored by the server) fails with events.ErrMalformed and
+//     writes nothing: an append is atomic, so such a batch is not a retry.
+//     Send the stored part and the rest as two appends.
+//   - Not detected: an id already stored anywhere else in the stream (a
+//     batch mixing an old event with new ones, or a retry whose batch is
+//     not where the expected revision puts it) and an id stored in another
+//     stream (Features.StreamScopedIDs). Such events are written again.
+//   - A retry with a different exact revision than the call that stored
+//     the batch finds it only if it is the stream's tail; otherwise it is
+//     a *events.WrongRevisionError.
+//
+// Callers that retry should keep the expected revision of the first try
+// (Exact or NoStream where they can), which makes the retry exact.
+//
+// # Subscriptions
+//
+// Subscribe is a catch-up subscription to $all with a server-side
+// stream-prefix or event-type filter, the exact Filter applied on the
+// client. When the server drops it (restart, leader change, network,
+// deadline) it is opened again after the last event received, after a
+// capped exponential backoff (Config.ResumeInitial doubling to
+// Config.ResumeMax, with jitter; reset once a subscription receives an
+// event). Events at or before the last position received are skipped, so
+// a server that sends one again does not deliver it twice; starting after
+// the last received event skips none. Subscribe gives up only when ctx is
+// done, the store is closed (events.ErrClosed), the handler fails, or the
+// server refuses for good: unauthenticated, permission denied, an invalid
+// request such as a bad filter, an unsupported feature, a closed client.
+//
+// Persistent subscriptions (server-side consumer groups) are not used.
+// They keep the group's checkpoint on the server, spread events over the
+// group's members, redeliver unacknowledged ones and park poison events.
+// In citizen those jobs belong to the bus: one elected relay (events/bus)
+// reads the store from its own checkpoint, kept with Store.Checkpoint,
+// and publishes to the bus, whose consumer groups (Kafka) spread the
+// events over workers with retries and a poison topic. Subscribe's
+// contract (every matching event after a position the caller picks, in
+// position order, without gaps or duplicates) is what a catch-up
+// subscription gives and a persistent one does not: a group's members
+// see events out of order (round robin, retries, parking), and its start
+// is fixed when the group is created, not chosen per call.
+//
+// Untested against a server: none could run on the development machine.
+// The resume loop and the idempotency decisions run here against a fake
+// client that models the server's documented behaviour; the conformance
+// suite runs against a server when CITIZEN_ESDB_URL is set. Until it has,
+// treat this backend as unproven.
 package esdb
 
 import (
@@ -40,6 +101,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"strings"
 	"sync"
@@ -48,7 +110,6 @@ import (
 	"citizen/events"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
-	"github.com/google/uuid"
 )
 
 // Config configures Open.
@@ -59,9 +120,12 @@ type Config struct {
 	// Check validates appends; its zero value checks types strictly
 	// against events.Types.
 	Check events.AppendCheck
-	// IDLookback bounds how many of a stream's last events are searched
-	// for already stored ids on Append (default 10,000).
-	IDLookback uint64
+	// ResumeInitial and ResumeMax bound the wait before a dropped
+	// subscription is opened again (defaults 100 ms and 5 s).
+	ResumeInitial, ResumeMax time.Duration
+	// Logger receives a warning for each resumed subscription (default:
+	// discarded).
+	Logger *slog.Logger
 }
 
 // internalPrefix marks streams the backend uses for itself.
@@ -72,7 +136,8 @@ const checkpointType = "citizen.checkpoint"
 // Store is an events.Store on EventStoreDB. Safe for concurrent use.
 type Store struct {
 	cfg    Config
-	client *esdb.Client
+	client client
+	log    *slog.Logger
 
 	mu     sync.RWMutex
 	closed bool
@@ -87,14 +152,27 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("events: esdb: %w", err)
 	}
-	client, err := esdb.NewClient(conf)
+	c, err := esdb.NewClient(conf)
 	if err != nil {
 		return nil, fmt.Errorf("events: esdb: %w", err)
 	}
-	if cfg.IDLookback == 0 {
-		cfg.IDLookback = 10_000
+	return newStore(cfg, grpcClient{c}), nil
+}
+
+// newStore is a Store on c, with cfg's defaults filled in.
+func newStore(cfg Config, c client) *Store {
+	if cfg.ResumeInitial <= 0 {
+		cfg.ResumeInitial = 100 * time.Millisecond
 	}
-	return &Store{cfg: cfg, client: client, done: make(chan struct{})}, nil
+	if cfg.ResumeMax <= 0 {
+		cfg.ResumeMax = 5 * time.Second
+	}
+	cfg.ResumeMax = max(cfg.ResumeMax, cfg.ResumeInitial)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Store{cfg: cfg, client: c, log: log.With("component", "esdb"), done: make(chan struct{})}
 }
 
 // metadata is the envelope beyond id, type and data.
@@ -163,17 +241,12 @@ func (s *Store) begin(ctx context.Context) error {
 
 func (s *Store) end() { s.mu.RUnlock() }
 
-func isCode(err error, code esdb.ErrorCode) bool {
-	var e *esdb.Error
-	return errors.As(err, &e) && e.Code() == code
-}
-
 // readStream reads up to n events of stream from revision from in
 // direction dir; found is false for a stream with no events.
 func (s *Store) readStream(ctx context.Context, stream string, from esdb.StreamPosition, dir esdb.Direction, n uint64) (evs []events.Event, found bool, err error) {
 	rs, err := s.client.ReadStream(ctx, stream, esdb.ReadStreamOptions{Direction: dir, From: from}, n)
 	if err != nil {
-		if isCode(err, esdb.ErrorCodeResourceNotFound) {
+		if errors.Is(err, errNotFound) {
 			return nil, false, nil
 		}
 		return nil, false, fmt.Errorf("events: esdb: read %q: %w", stream, err)
@@ -184,7 +257,7 @@ func (s *Store) readStream(ctx context.Context, stream string, from esdb.StreamP
 		if errors.Is(err, io.EOF) {
 			return evs, true, nil
 		}
-		if isCode(err, esdb.ErrorCodeResourceNotFound) {
+		if errors.Is(err, errNotFound) {
 			return nil, false, nil
 		}
 		if err != nil {
@@ -196,66 +269,6 @@ func (s *Store) readStream(ctx context.Context, stream string, from esdb.StreamP
 		}
 		evs = append(evs, ev)
 	}
-}
-
-// Append implements events.Store.
-func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Event) (events.AppendResult, error) {
-	if err := s.cfg.Check.Validate(stream, evs); err != nil {
-		return events.AppendResult{}, err
-	}
-	if err := s.begin(ctx); err != nil {
-		return events.AppendResult{}, err
-	}
-	defer s.end()
-	// Ids already in the stream.
-	stored, _, err := s.readStream(ctx, stream, esdb.End{}, esdb.Backwards, s.cfg.IDLookback)
-	if err != nil {
-		return events.AppendResult{}, err
-	}
-	byID := make(map[uuid.UUID]events.Event, len(stored))
-	for _, ev := range stored {
-		byID[ev.ID] = ev
-	}
-	var fresh []esdb.EventData
-	for i := range evs {
-		if _, ok := byID[evs[i].ID]; ok {
-			continue
-		}
-		d, err := toEventData(&evs[i])
-		if err != nil {
-			return events.AppendResult{}, err
-		}
-		fresh = append(fresh, d)
-	}
-	if len(fresh) == 0 {
-		first, last := byID[evs[0].ID], byID[evs[len(evs)-1].ID]
-		return events.AppendResult{FirstPosition: first.Position, LastPosition: last.Position, NextRevision: last.Revision}, nil
-	}
-	if _, err := s.client.AppendToStream(ctx, stream, esdb.AppendToStreamOptions{ExpectedRevision: toExpected(expected)}, fresh...); err != nil {
-		if isCode(err, esdb.ErrorCodeWrongExpectedVersion) {
-			wr := &events.WrongRevisionError{Stream: stream, Expected: expected}
-			if last, found, rerr := s.readStream(ctx, stream, esdb.End{}, esdb.Backwards, 1); rerr == nil && found && len(last) == 1 {
-				wr.Actual, wr.Exists = last[0].Revision, true
-			}
-			return events.AppendResult{}, wr
-		}
-		return events.AppendResult{}, fmt.Errorf("events: esdb: append to %q: %w", stream, err)
-	}
-	// Read the batch back for its positions (the write result carries the
-	// last commit position only).
-	tail, _, err := s.readStream(ctx, stream, esdb.End{}, esdb.Backwards, s.cfg.IDLookback)
-	if err != nil {
-		return events.AppendResult{}, err
-	}
-	for _, ev := range tail {
-		byID[ev.ID] = ev
-	}
-	first, ok1 := byID[evs[0].ID]
-	last, ok2 := byID[evs[len(evs)-1].ID]
-	if !ok1 || !ok2 {
-		return events.AppendResult{}, fmt.Errorf("events: esdb: appended events to %q not found when read back", stream)
-	}
-	return events.AppendResult{FirstPosition: first.Position, LastPosition: last.Position, NextRevision: last.Revision}, nil
 }
 
 // ReadStream implements events.Store.
@@ -333,79 +346,6 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, f events.Filter, max 
 		}
 	}
 	return out, nil
-}
-
-// serverFilter picks the server-side filter of a subscription: stream
-// prefixes if any, else event types, else ESDB's system events excluded.
-func serverFilter(f events.Filter) *esdb.SubscriptionFilter {
-	switch {
-	case len(f.StreamPrefixes) > 0:
-		return &esdb.SubscriptionFilter{Type: esdb.StreamFilterType, Prefixes: f.StreamPrefixes}
-	case len(f.Types) > 0:
-		return &esdb.SubscriptionFilter{Type: esdb.EventFilterType, Prefixes: f.Types}
-	default:
-		return esdb.ExcludeSystemEventsFilter()
-	}
-}
-
-// Subscribe implements events.Store with a catch-up subscription to $all.
-func (s *Store) Subscribe(ctx context.Context, after uint64, f events.Filter, h events.Handler) error {
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var from esdb.AllPosition = esdb.Start{}
-	if after > 0 {
-		from = esdb.Position{Commit: after, Prepare: after}
-	}
-	sub, err := s.client.SubscribeToAll(sctx, esdb.SubscribeToAllOptions{From: from, Filter: serverFilter(f)})
-	s.end()
-	if err != nil {
-		return fmt.Errorf("events: esdb: subscribe to $all: %w", err)
-	}
-	defer sub.Close()
-	stop := context.AfterFunc(ctx, func() { sub.Close() })
-	defer stop()
-	go func() {
-		select {
-		case <-s.done:
-			sub.Close()
-		case <-sctx.Done():
-		}
-	}()
-	last := after
-	for {
-		e := sub.Recv()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		select {
-		case <-s.done:
-			return events.ErrClosed
-		default:
-		}
-		switch {
-		case e.SubscriptionDropped != nil:
-			return fmt.Errorf("events: esdb: subscription dropped: %w", e.SubscriptionDropped.Error)
-		case e.EventAppeared != nil:
-			r := e.EventAppeared.Event
-			if r == nil || !visible(r) || r.Position.Prepare <= last {
-				continue
-			}
-			ev, err := fromRecorded(r)
-			if err != nil {
-				return err
-			}
-			last = ev.Position
-			if !f.Match(&ev) {
-				continue
-			}
-			if err := h(ctx, ev); err != nil {
-				return err
-			}
-		}
-	}
 }
 
 // LastPosition implements events.Store: the position of the last event
