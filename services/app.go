@@ -562,7 +562,7 @@ func (a *App) initScoreboard(ctx context.Context) (Service, error) {
 	sb := reflection.NewScoreboard()
 	f := events.Filter{Types: []string{events.TypeInteractionEvaluated}}
 	var pos uint64
-	err := scanAfter(ctx, a.Store, 0, f, func(e events.Event) error {
+	err := events.Scan(ctx, a.Store, 0, f, func(e events.Event) error {
 		if err := sb.Apply(e); err != nil {
 			log.Warn("scoreboard skipped an event", "position", e.Position, "err", err)
 		}

@@ -67,7 +67,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return int(ec) // the subcommand has said why
 	}
 	if err != nil {
-		var ue usageError
+		var ue UsageError
 		fmt.Fprintf(env.Stderr, "citizen %s: %v\n", cmd, err)
 		if errors.As(err, &ue) {
 			return 2
@@ -77,12 +77,15 @@ func Main(ctx context.Context, args []string, env Env) int {
 	return 0
 }
 
-type usageError struct{ msg string }
+// UsageError is a command's complaint about its arguments: Main prints it
+// and exits 2.
+type UsageError struct{ Msg string }
 
-func (u usageError) Error() string { return u.msg }
+func (u UsageError) Error() string { return u.Msg }
 
 // extraCommand is a subcommand registered by another file of this package
-// (keys, workplace, pretrain, ops, bench), keeping Main's switch short.
+// (keys, workplace, pretrain, ops) or by the binary (RegisterCommand:
+// bench), keeping Main's switch short.
 type extraCommand struct {
 	summary string
 	run     func(ctx context.Context, args []string, env Env) error
@@ -129,7 +132,7 @@ func parseConfig(fs *flag.FlagSet, args []string, env Env) (Config, error) {
 		return Config{}, err
 	}
 	if fs.NArg() > 0 {
-		return Config{}, usageError{fmt.Sprintf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
+		return Config{}, UsageError{fmt.Sprintf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
 	}
 	return build()
 }
@@ -161,7 +164,7 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 
 func cmdConfig(args []string, env Env) error {
 	if len(args) == 0 || args[0] != "print" {
-		return usageError{"usage: citizen config print [--markdown] [flags]"}
+		return UsageError{"usage: citizen config print [--markdown] [flags]"}
 	}
 	fs := flag.NewFlagSet("config print", flag.ContinueOnError)
 	markdown := fs.Bool("markdown", false, "print the configuration reference (every setting's flag, environment variable, default and help) as Markdown instead of the effective configuration")
@@ -179,7 +182,7 @@ func cmdConfig(args []string, env Env) error {
 
 func cmdEvents(ctx context.Context, args []string, env Env) error {
 	if len(args) == 0 {
-		return usageError{"usage: citizen events tail|replay|stats [flags]"}
+		return UsageError{"usage: citizen events tail|replay|stats [flags]"}
 	}
 	sub := args[0]
 	if sub == "repair" { // before OpenStore: Open refuses a damaged log
@@ -226,7 +229,7 @@ func cmdEvents(ctx context.Context, args []string, env Env) error {
 		}
 		return printResult(env.Stdout, r, *asJSON)
 	default:
-		return usageError{fmt.Sprintf("unknown events subcommand %q (tail, replay, stats)", sub)}
+		return UsageError{fmt.Sprintf("unknown events subcommand %q (tail, replay, stats)", sub)}
 	}
 }
 
@@ -247,7 +250,7 @@ func tail(ctx context.Context, st events.Store, after uint64, f events.Filter, f
 		}
 		return err
 	}
-	return scanAfter(ctx, st, after, f, func(ev events.Event) error { print(ev); return nil })
+	return events.Scan(ctx, st, after, f, func(ev events.Event) error { print(ev); return nil })
 }
 
 // printResult writes v as indented JSON, or through its String method.
@@ -262,6 +265,22 @@ func printResult(w io.Writer, v fmt.Stringer, asJSON bool) error {
 }
 
 // signalContext is cancelled on SIGINT or SIGTERM.
+// RegisterCommand adds `citizen NAME` to Main, for commands that live
+// outside this package (the benchmarks); summary is its line in the usage.
+// The last registration of a name wins.
+func RegisterCommand(name, summary string, run func(ctx context.Context, args []string, env Env) error) {
+	extraCommands[name] = extraCommand{summary: summary, run: run}
+}
+
+// Serve is `citizen serve ARGS`: it runs the configured modules until ctx
+// is cancelled or SIGINT/SIGTERM arrives.
+func Serve(ctx context.Context, args []string, env Env) error { return cmdServe(ctx, args, env) }
+
+// SignalContext is ctx, cancelled on SIGINT or SIGTERM.
+func SignalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signalContext(ctx)
+}
+
 func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }

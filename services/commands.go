@@ -17,12 +17,11 @@ func init() {
 	extraCommands["keys"] = extraCommand{summary: "create, list or revoke API keys (create|list|revoke)", run: cmdKeys}
 	extraCommands["workplace"] = extraCommand{summary: "drive a running citizen with simulated users (workplace run|corpus)", run: cmdWorkplace}
 	extraCommands["ops"] = extraCommand{summary: "operate a running citizen (ops rollout status|pause|resume|promote|abort, versions, stream)", run: cmdOps}
-	extraCommands["bench"] = extraCommand{summary: "bench learn | gateway: learning with drift and faults; the per-interaction hot path against a mock upstream", run: cmdBenchAll}
 }
 
 func cmdKeys(ctx context.Context, args []string, env Env) error {
 	if len(args) == 0 {
-		return usageError{"usage: citizen keys create --tenant T [--user U] [--name N] [--rpm N] [--tpm N] | list | revoke ID"}
+		return UsageError{"usage: citizen keys create --tenant T [--user U] [--name N] [--rpm N] [--tpm N] | list | revoke ID"}
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
@@ -70,14 +69,14 @@ func cmdKeys(ctx context.Context, args []string, env Env) error {
 		return tw.Flush()
 	case "revoke":
 		if fs.NArg() != 1 {
-			return usageError{"usage: citizen keys revoke ID"}
+			return UsageError{"usage: citizen keys revoke ID"}
 		}
 		if err := gateway.RevokeKey(path, fs.Arg(0)); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stderr, "revoked %s\n", fs.Arg(0))
 	default:
-		return usageError{fmt.Sprintf("unknown keys subcommand %q (create, list, revoke)", sub)}
+		return UsageError{fmt.Sprintf("unknown keys subcommand %q (create, list, revoke)", sub)}
 	}
 	return nil
 }

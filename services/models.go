@@ -13,6 +13,7 @@ import (
 	"citizen/model"
 	"citizen/model/catalog"
 	"citizen/model/chat"
+	"citizen/workplace/pretrain"
 )
 
 func init() {
@@ -23,7 +24,7 @@ func init() {
 // prints where its files are (fetching them first).
 func cmdModels(ctx context.Context, args []string, env Env) error {
 	if len(args) == 0 {
-		return usageError{"usage: citizen models list | fetch [NAME] | path [NAME]"}
+		return UsageError{"usage: citizen models list | fetch [NAME] | path [NAME]"}
 	}
 	name := catalog.Default
 	if len(args) > 1 {
@@ -62,7 +63,7 @@ func cmdModels(ctx context.Context, args []string, env Env) error {
 	case "card":
 		return cmdModelCard(ctx, args[1:], env)
 	}
-	return usageError{"usage: citizen models list | fetch [NAME] | path [NAME] | card [NAME] [--per-type N]"}
+	return UsageError{"usage: citizen models list | fetch [NAME] | path [NAME] | card [NAME] [--per-type N]"}
 }
 
 // cmdModelCard prints a model's card: where it comes from, its licence
@@ -95,7 +96,7 @@ func cmdModelCard(ctx context.Context, args []string, env Env) error {
 	}
 	defer cm.Close()
 	start := time.Now()
-	acc, n, err := EvaluateChat(ctx, cm, *perType, *seed)
+	acc, n, err := pretrain.EvaluateChat(ctx, cm, *perType, *seed)
 	if err != nil {
 		return err
 	}

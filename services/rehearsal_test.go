@@ -7,18 +7,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
-	"io"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"citizen/distill"
 	"citizen/model"
 	"citizen/model/chat"
+	"citizen/workplace/pretrain"
 )
 
 var updateRehearsal = flag.Bool("update-rehearsal", false, "rewrite model/base/rehearsal.jsonl from the base's corpus")
@@ -34,7 +33,7 @@ func TestBaseRehearsalIsItsCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var card ModelCard
+	var card pretrain.ModelCard
 	if err := json.Unmarshal(b, &card); err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +48,11 @@ func TestBaseRehearsalIsItsCorpus(t *testing.T) {
 	defer cm.Close()
 	base := cm.Engine.Model()
 	if *updateRehearsal {
-		cases := RehearsalSample(card.Seed, card.Rehearsal)
+		cases := pretrain.RehearsalSample(card.Seed, card.Rehearsal)
 		if err := distill.MeasureRehearsal(context.Background(), base, cm.Tok, cases, base.Config.MaxPositionEmbeddings); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := WriteRehearsal(path, cases); err != nil {
+		if _, err := pretrain.WriteRehearsal(path, cases); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,7 +93,7 @@ func TestBaseRehearsalIsItsCorpus(t *testing.T) {
 	if err := distill.WriteRehearsal(&have, plain); err != nil {
 		t.Fatal(err)
 	}
-	if err := distill.WriteRehearsal(&want, RehearsalSample(card.Seed, card.Rehearsal)); err != nil {
+	if err := distill.WriteRehearsal(&want, pretrain.RehearsalSample(card.Seed, card.Rehearsal)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(have.Bytes(), want.Bytes()) {
@@ -145,46 +144,5 @@ func TestDistillRehearsalConfig(t *testing.T) {
 		if err != nil || len(cases) != c.n {
 			t.Errorf("%s %q: %d cases, %v; want %d", c.checkpoint, c.setting, len(cases), err, c.n)
 		}
-	}
-}
-
-// TestPretrainWritesRehearsal: a (tiny) pretraining run leaves the first
-// --rehearsal conversations of its corpus in rehearsal.jsonl and lists
-// the file, its count and its sha256 in the model card.
-func TestPretrainWritesRehearsal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: trains a model for a few steps")
-	}
-	out := t.TempDir()
-	card, err := Pretrain(context.Background(), PretrainConfig{Out: out, Preset: "tiny", Conversations: 120, Vocab: 400,
-		BatchTokens: 2048, Epochs: 0.1, Budget: time.Minute, LR: 2e-3, Seed: 3, EvalPerType: 1, Rehearsal: 50}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(out, distill.RehearsalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases, err := distill.ParseRehearsal(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range cases {
-		if cases[i].Margin == nil {
-			t.Fatalf("case %d records no margin", i)
-		}
-		cases[i].Margin = nil
-	}
-	var have, want bytes.Buffer
-	if err := distill.WriteRehearsal(&have, cases); err != nil {
-		t.Fatal(err)
-	}
-	if err := distill.WriteRehearsal(&want, RehearsalSample(3, 50)); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(b)
-	if !bytes.Equal(have.Bytes(), want.Bytes()) || card.Rehearsal != 50 || card.Artifacts[distill.RehearsalFile] != hex.EncodeToString(sum[:]) {
-		t.Fatalf("rehearsal.jsonl (%d bytes) is not the corpus's first 50 conversations, or the card (%d, %q) does not say so",
-			len(b), card.Rehearsal, card.Artifacts[distill.RehearsalFile])
 	}
 }

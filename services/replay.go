@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,7 +33,7 @@ func (s StoreStats) String() string {
 	if !s.FirstTime.IsZero() {
 		fmt.Fprintf(&b, "first:         %s\nlast:          %s\n", s.FirstTime.Format(time.RFC3339), s.LastTime.Format(time.RFC3339))
 	}
-	for _, t := range sortedKeys(s.ByType) {
+	for _, t := range slices.Sorted(maps.Keys(s.ByType)) {
 		fmt.Fprintf(&b, "  %-28s %d\n", t, s.ByType[t])
 	}
 	return b.String()
@@ -42,7 +43,7 @@ func (s StoreStats) String() string {
 func Stats(ctx context.Context, st events.Store) (StoreStats, error) {
 	s := StoreStats{ByType: map[string]int{}}
 	streams := map[string]struct{}{}
-	err := scan(ctx, st, func(ev events.Event) error {
+	err := events.Scan(ctx, st, 0, events.Filter{}, func(ev events.Event) error {
 		s.Events++
 		s.ByType[ev.Type]++
 		streams[ev.Stream] = struct{}{}
@@ -55,31 +56,6 @@ func Stats(ctx context.Context, st events.Store) (StoreStats, error) {
 	})
 	s.Streams = len(streams)
 	return s, err
-}
-
-// scan calls fn for every event in position order.
-func scan(ctx context.Context, st events.Store, fn func(events.Event) error) error {
-	return scanAfter(ctx, st, 0, events.Filter{}, fn)
-}
-
-// scanAfter calls fn for every stored event after position after that
-// matches f, in position order, until the end of the store.
-func scanAfter(ctx context.Context, st events.Store, after uint64, f events.Filter, fn func(events.Event) error) error {
-	for {
-		batch, err := st.ReadAll(ctx, after, f, 4096)
-		if err != nil {
-			return err
-		}
-		if len(batch) == 0 {
-			return nil
-		}
-		for _, ev := range batch {
-			if err := fn(ev); err != nil {
-				return err
-			}
-		}
-		after = batch[len(batch)-1].Position
-	}
 }
 
 // Projection is a read model rebuilt from events. Apply must be
@@ -104,10 +80,10 @@ type ReplayResult struct {
 func (r ReplayResult) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "replayed %d events in %.3fs (%.0f events/s); position gaps: %d\n", r.Events, r.Seconds, float64(r.Events)/max(r.Seconds, 1e-9), r.Gaps)
-	for _, t := range sortedKeys(r.Undecodable) {
+	for _, t := range slices.Sorted(maps.Keys(r.Undecodable)) {
 		fmt.Fprintf(&b, "undecodable %s: %d\n", t, r.Undecodable[t])
 	}
-	for _, name := range sortedKeys(r.Projections) {
+	for _, name := range slices.Sorted(maps.Keys(r.Projections)) {
 		fmt.Fprintf(&b, "%s: %v\n", name, r.Projections[name])
 	}
 	return b.String()
@@ -121,7 +97,7 @@ func Replay(ctx context.Context, st events.Store) (ReplayResult, error) {
 	res := ReplayResult{Undecodable: map[string]int{}, Projections: map[string]any{}}
 	projs := NewProjections()
 	var last uint64
-	err := scan(ctx, st, func(ev events.Event) error {
+	err := events.Scan(ctx, st, 0, events.Filter{}, func(ev events.Event) error {
 		res.Events++
 		if ev.Position != last+1 {
 			res.Gaps++
@@ -318,7 +294,7 @@ func ReplayCheck(ctx context.Context, st events.Store, live map[string]LiveSumma
 		if !ok {
 			continue
 		}
-		err := scan(ctx, st, func(ev events.Event) error {
+		err := events.Scan(ctx, st, 0, events.Filter{}, func(ev events.Event) error {
 			if ev.Position > l.Position {
 				return errStopScan
 			}
@@ -359,13 +335,4 @@ type ReplayMatch struct {
 	Position uint64 `json:"position"`
 	Live     string `json:"live,omitempty"`
 	Replayed string `json:"replayed,omitempty"`
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

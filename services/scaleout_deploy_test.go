@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -53,7 +54,7 @@ func settingEnv() map[string]bool {
 func checkEnvNames(t *testing.T, where string, env map[string]string) []string {
 	known := settingEnv()
 	var problems []string
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if known[k] {
 			continue
 		}
@@ -152,7 +153,7 @@ func checkCompose(t *testing.T, b []byte) []string {
 	var problems []string
 	covered := map[string]bool{}
 	citizens := 0
-	for _, name := range sortedKeys(doc.Services) {
+	for _, name := range slices.Sorted(maps.Keys(doc.Services)) {
 		svc := doc.Services[name]
 		if svc.Image != deployImage {
 			continue

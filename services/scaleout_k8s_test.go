@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -241,7 +242,7 @@ func checkManifests(t *testing.T, files map[string][]byte) []string {
 		}
 	}
 	m := &manifests{byKind: map[string]map[string]*k8sObject{}}
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if !strings.HasSuffix(name, ".yaml") || name == "kustomization.yaml" {
 			continue
 		}
@@ -669,7 +670,7 @@ func checkListener(t *testing.T, where string, c k8sContainer, cfg Config, gw bo
 		if len(c.Ports) > 0 {
 			bad("%s: declares ports but runs no gateway: nothing listens", where)
 		}
-		for _, kind := range sortedKeys(probes) {
+		for _, kind := range slices.Sorted(maps.Keys(probes)) {
 			if p := probes[kind]; p != nil && (p.HTTPGet != nil || p.TCPSocket != nil) {
 				bad("%s: %s on a port, but it runs no gateway: nothing listens", where, kind)
 			}
@@ -696,7 +697,7 @@ func checkListener(t *testing.T, where string, c k8sContainer, cfg Config, gw bo
 			bad("%s: no %s", where, kind)
 		}
 	}
-	for _, kind := range sortedKeys(probes) {
+	for _, kind := range slices.Sorted(maps.Keys(probes)) {
 		p := probes[kind]
 		if p == nil {
 			continue

@@ -10,6 +10,7 @@ import (
 	"citizen/model"
 	"citizen/model/chat"
 	"citizen/workplace"
+	"citizen/workplace/pretrain"
 )
 
 // TestServedAccuracyMatchesOffline: the base model answers the workplace's
@@ -57,7 +58,7 @@ func TestServedAccuracyMatchesOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cm.Close()
-	offline, err := workplace.EvaluateWith(ctx, AnswerFunc(cm, ""), shape)
+	offline, err := workplace.EvaluateWith(ctx, pretrain.AnswerFunc(cm, ""), shape)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -343,7 +343,7 @@ func runWorkplace(t *testing.T, c *storyCitizen, cfg workplace.Config) (workplac
 		t.Fatal(err)
 	}
 	t.Logf("workplace: %d conversations in %.1f s", sum.Total.Count, time.Since(start).Seconds())
-	recs, err := readRecords(cfg.LogPath)
+	recs, err := workplace.ReadLog(cfg.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}

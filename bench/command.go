@@ -1,4 +1,4 @@
-package services
+package bench
 
 import (
 	"context"
@@ -16,15 +16,25 @@ import (
 	"time"
 
 	"citizen/bench/hotpath"
+	"citizen/bench/learn"
+	"citizen/services"
 )
 
-// cmdBenchAll dispatches `citizen bench`: gateway here, learn in
-// benchlearn.go.
-func cmdBenchAll(ctx context.Context, args []string, env Env) error {
-	if len(args) > 0 && args[0] == "gateway" {
-		return cmdBenchGateway(ctx, args[1:], env)
+// Summary is the bench command's line in citizen's usage.
+const Summary = "bench learn | gateway: learning with drift and faults; the per-interaction hot path against a mock upstream"
+
+// Command is `citizen bench`: learn (package bench/learn) or gateway
+// (package bench/hotpath against this binary).
+func Command(ctx context.Context, args []string, env services.Env) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "gateway":
+			return cmdBenchGateway(ctx, args[1:], env)
+		case "learn":
+			return learn.Command(ctx, args[1:], env)
+		}
 	}
-	return cmdBench(ctx, args, env)
+	return services.UsageError{Msg: "usage: citizen bench learn|gateway [flags]"}
 }
 
 // cmdBenchGateway runs the hot-path harness (package bench/hotpath)
@@ -32,7 +42,7 @@ func cmdBenchAll(ctx context.Context, args []string, env Env) error {
 // processes re-execute the binary: `bench gateway mock` is the mock
 // upstream, `bench gateway serve --pprof ADDR` is `citizen serve` with
 // net/http/pprof on ADDR (only when profiling).
-func cmdBenchGateway(ctx context.Context, args []string, env Env) error {
+func cmdBenchGateway(ctx context.Context, args []string, env services.Env) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "mock":
@@ -65,7 +75,7 @@ func cmdBenchGateway(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{"usage: citizen bench gateway [flags] (unexpected: " + strings.Join(fs.Args(), " ") + ")"}
+		return services.UsageError{Msg: "usage: citizen bench gateway [flags] (unexpected: " + strings.Join(fs.Args(), " ") + ")"}
 	}
 	for _, t := range strings.Split(*targets, ",") {
 		if t = strings.TrimSpace(t); t != "" {
@@ -110,7 +120,7 @@ func cmdBenchGateway(ctx context.Context, args []string, env Env) error {
 		}()
 	}
 	c.Progress = env.Stderr
-	ctx, stop := signalContext(ctx)
+	ctx, stop := services.SignalContext(ctx)
 	defer stop()
 	rep, err := hotpath.Run(ctx, c)
 	if rep != nil {
@@ -153,7 +163,7 @@ func (p *peerFlags) Set(v string) error {
 	return nil
 }
 
-func benchMock(ctx context.Context, args []string, env Env) error {
+func benchMock(ctx context.Context, args []string, env services.Env) error {
 	fs := flag.NewFlagSet("bench gateway mock", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (prints \"listening ADDR\")")
@@ -162,15 +172,15 @@ func benchMock(ctx context.Context, args []string, env Env) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctx, stop := signalContext(ctx)
+	ctx, stop := services.SignalContext(ctx)
 	defer stop()
 	return hotpath.ServeMock(ctx, *listen, mc, env.Stdout)
 }
 
 // benchServe is `citizen serve` with net/http/pprof served on --pprof.
-func benchServe(ctx context.Context, args []string, env Env) error {
+func benchServe(ctx context.Context, args []string, env services.Env) error {
 	if len(args) < 2 || args[0] != "--pprof" {
-		return usageError{"usage: citizen bench gateway serve --pprof ADDR [serve flags]"}
+		return services.UsageError{Msg: "usage: citizen bench gateway serve --pprof ADDR [serve flags]"}
 	}
 	ln, err := net.Listen("tcp", args[1])
 	if err != nil {
@@ -184,7 +194,7 @@ func benchServe(ctx context.Context, args []string, env Env) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
-	err = cmdServe(ctx, args[2:], env)
+	err = services.Serve(ctx, args[2:], env)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

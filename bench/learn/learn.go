@@ -1,7 +1,6 @@
-package services
+package learn
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +9,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -26,11 +26,12 @@ import (
 	"citizen/distill"
 	"citizen/events"
 	"citizen/model/catalog"
+	"citizen/services"
 	"citizen/workplace"
 )
 
-// LearnConfig are the settings of `citizen bench learn`.
-type LearnConfig struct {
+// Config are the settings of `citizen bench learn`.
+type Config struct {
 	Interactions int
 	Concurrency  int
 	// Rate paces the workplace (conversations started per second; 0: as
@@ -96,7 +97,7 @@ type LearnConfig struct {
 	Baseline string
 }
 
-func (c *LearnConfig) defaults() {
+func (c *Config) defaults() {
 	if len(c.Steps) == 0 {
 		c.Steps = []float64{0.04, 0.5, 1}
 	}
@@ -134,15 +135,13 @@ func (c *LearnConfig) defaults() {
 	}
 }
 
-func cmdBench(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 || args[0] != "learn" {
-		return usageError{"usage: citizen bench learn|gateway [flags]"}
-	}
+// Command is `citizen bench learn [flags]` (args are the flags).
+func Command(ctx context.Context, args []string, env services.Env) error {
 	fs := flag.NewFlagSet("bench learn", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	// Flag defaults are LearnConfig's own (defaults), so the command and
-	// the tests' LearnConfig literals run the same bench.
-	var c LearnConfig
+	// Flag defaults are Config's own (defaults), so the command and
+	// the tests' Config literals run the same bench.
+	var c Config
 	c.defaults()
 	fs.IntVar(&c.Interactions, "interactions", 3000, "workplace conversations to run")
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "conversations in flight")
@@ -173,7 +172,7 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	}
 	steps := fs.String("steps", strings.Join(shares, ","), "rollout: the candidate's traffic shares, comma-separated")
 	fs.IntVar(&c.MaxPerArm, "max-per-arm", c.MaxPerArm, "rollout: evaluations per arm at the last step after which a candidate without a win is rolled back")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	c.Steps = nil
@@ -184,9 +183,9 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 		}
 		c.Steps = append(c.Steps, w)
 	}
-	ctx, stop := signalContext(ctx)
+	ctx, stop := services.SignalContext(ctx)
 	defer stop()
-	rep, err := BenchLearn(ctx, c, env.Stderr)
+	rep, err := Run(ctx, c, env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -194,9 +193,9 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	return nil
 }
 
-// LearnReport is what `citizen bench learn` measures.
-type LearnReport struct {
-	Config LearnConfig `json:"config"`
+// Report is what `citizen bench learn` measures.
+type Report struct {
+	Config Config `json:"config"`
 	// Quiz compares the last promoted version with the base on the same
 	// fresh questions (nil when nothing was promoted or --quiz 0).
 	Quiz *QuizCheck `json:"quiz,omitempty"`
@@ -216,21 +215,21 @@ type LearnReport struct {
 	ToolsByVersion  map[string]float64            `json:"tool_calls_per_conversation_by_version"`
 	Summary         workplace.Summary             `json:"workplace_summary"`
 	// Issue 8's checks, computed from the run.
-	Drifts          []DriftCheck                 `json:"drift_checks"`
-	Lessons         *LessonsCheck                `json:"lessons,omitempty"`
-	Preferences     []PreferenceCheck            `json:"preference_checks,omitempty"`
-	Poison          *PoisonCheck                 `json:"poison,omitempty"`
-	MedianFixS      *float64                     `json:"median_feedback_to_fix_s,omitempty"`
-	BadCandidate    *BadCandidateCheck           `json:"bad_candidate,omitempty"`
-	Acknowledged    int                          `json:"acknowledged_interactions"`
-	Lost            int                          `json:"lost_interactions"`
-	Behaviour       BehaviourCheck               `json:"behaviour"`
-	Replay          map[string]ReplayMatch       `json:"replay,omitempty"`
-	MustShow        []MustShow                   `json:"must_show"`
-	ElapsedS        float64                      `json:"elapsed_s"`
-	WarmUpS         float64                      `json:"warm_up_s"` // the workplace's wait for the distiller's warm-up (waitWarm)
-	Text            string                       `json:"-"`
-	perVersionTypes map[string]map[string][2]int `json:"-"`
+	Drifts          []DriftCheck                    `json:"drift_checks"`
+	Lessons         *LessonsCheck                   `json:"lessons,omitempty"`
+	Preferences     []PreferenceCheck               `json:"preference_checks,omitempty"`
+	Poison          *PoisonCheck                    `json:"poison,omitempty"`
+	MedianFixS      *float64                        `json:"median_feedback_to_fix_s,omitempty"`
+	BadCandidate    *BadCandidateCheck              `json:"bad_candidate,omitempty"`
+	Acknowledged    int                             `json:"acknowledged_interactions"`
+	Lost            int                             `json:"lost_interactions"`
+	Behaviour       BehaviourCheck                  `json:"behaviour"`
+	Replay          map[string]services.ReplayMatch `json:"replay,omitempty"`
+	MustShow        []MustShow                      `json:"must_show"`
+	ElapsedS        float64                         `json:"elapsed_s"`
+	WarmUpS         float64                         `json:"warm_up_s"` // the workplace's wait for the distiller's warm-up (waitWarm)
+	Text            string                          `json:"-"`
+	perVersionTypes map[string]map[string][2]int    `json:"-"`
 }
 
 // DriftCheck is what happened after one drift event to the questions
@@ -413,10 +412,10 @@ type VersionEvent struct {
 	Weight  float64 `json:"weight,omitempty"`
 }
 
-// BenchLearn starts citizen on embedded defaults in this process, drives it
+// Run starts citizen on embedded defaults in this process, drives it
 // with the workplace (drift and faults as configured), and reports how it
 // learned.
-func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnReport, error) {
+func Run(ctx context.Context, c Config, progress io.Writer) (*Report, error) {
 	start := time.Now()
 	c.defaults()
 	if err := os.MkdirAll(c.Out, 0o755); err != nil {
@@ -439,7 +438,7 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	addr := ln.Addr().String()
 	ln.Close()
 
-	cfg := DefaultConfig()
+	cfg := services.DefaultConfig()
 	cfg.DataDir = c.DataDir
 	cfg.Model.Checkpoint = c.Checkpoint
 	cfg.Gateway.Listen = addr
@@ -494,7 +493,7 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	}
 	defer logf.Close()
 	cfg.Distill.Epochs = c.Epochs
-	app := &App{Config: cfg, Log: NewLogger(LogConfig{Level: "info", Format: "text"}, logf)}
+	app := &services.App{Config: cfg, Log: services.NewLogger(services.LogConfig{Level: "info", Format: "text"}, logf)}
 	var bad *badcandidate.Trainer
 	if c.BadCandidate {
 		bad = badcandidate.New(nil)
@@ -503,7 +502,9 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- NewManager(app.Log, app.Modules()...).Run(sctx, []string{"all"}, 30*time.Second) }()
+	go func() {
+		done <- services.NewManager(app.Log, app.Modules()...).Run(sctx, []string{"all"}, 30*time.Second)
+	}()
 	base := "http://" + addr
 	if err := waitReady(ctx, base, done); err != nil {
 		return nil, err
@@ -544,11 +545,11 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	if werr != nil {
 		return nil, fmt.Errorf("bench learn: workplace: %w", werr)
 	}
-	recs, err := readRecords(logPath)
+	recs, err := workplace.ReadLog(logPath)
 	if err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(cfg, app.Log)
+	st, err := services.OpenStore(cfg, app.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -572,17 +573,17 @@ func BenchLearn(ctx context.Context, c LearnConfig, progress io.Writer) (*LearnR
 	}
 	rep.Summary = sum
 	if app.Distiller != nil && app.Rollout != nil {
-		live := map[string]LiveSummary{
-			"distill": {Summary: DistillSummaryOf(app.Distiller.Projection()), Position: app.Distiller.Projection().Position()},
+		live := map[string]services.LiveSummary{
+			"distill": {Summary: services.DistillSummaryOf(app.Distiller.Projection()), Position: app.Distiller.Projection().Position()},
 		}
 		rst := app.Rollout.Status()
-		live["rollout"] = LiveSummary{Summary: RolloutSummaryOf(rst, app.Rollout.Versions()), Position: rst.Position}
-		if rep.Replay, err = ReplayCheck(ctx, st, live); err != nil {
+		live["rollout"] = services.LiveSummary{Summary: services.RolloutSummaryOf(rst, app.Rollout.Versions()), Position: rst.Position}
+		if rep.Replay, err = services.ReplayCheck(ctx, st, live); err != nil {
 			return nil, fmt.Errorf("bench learn: replay: %w", err)
 		}
 	}
 	if c.Baseline != "" {
-		var b LearnReport
+		var b Report
 		data, err := os.ReadFile(c.Baseline)
 		if err != nil {
 			return nil, err
@@ -663,26 +664,6 @@ func waitWarm(ctx context.Context, d *distill.Distiller, done <-chan error, prog
 	return took, nil
 }
 
-func readRecords(path string) ([]workplace.Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []workplace.Record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var r workplace.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("bench learn: workplace log: %w", err)
-		}
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
-	return out, sc.Err()
-}
-
 // servedBy is the version that answered a conversation's last turn.
 func servedBy(r workplace.Record) string {
 	if len(r.Versions) == 0 {
@@ -691,8 +672,8 @@ func servedBy(r workplace.Record) string {
 	return r.Versions[len(r.Versions)-1]
 }
 
-func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, recs []workplace.Record, st events.Store) (*LearnReport, error) {
-	rep := &LearnReport{Config: c, artifacts: map[string]string{}, ByVersion: map[string]map[string]Ratio{}, RewardByVersion: map[string]map[string]float64{},
+func analyseLearning(ctx context.Context, c Config, drift workplace.Drift, recs []workplace.Record, st events.Store) (*Report, error) {
+	rep := &Report{Config: c, artifacts: map[string]string{}, ByVersion: map[string]map[string]Ratio{}, RewardByVersion: map[string]map[string]float64{},
 		LengthByVersion: map[string]float64{}, ToolsByVersion: map[string]float64{}, FinalAccuracy: map[string]float64{}}
 	for _, d := range drift {
 		rep.DriftAt = append(rep.DriftAt, d.At)
@@ -718,7 +699,7 @@ func analyseLearning(ctx context.Context, c LearnConfig, drift workplace.Drift, 
 	var all []events.Event
 	recorded := map[string]bool{}
 	var feedbacks []learnFeedback
-	err := scan(ctx, st, func(ev events.Event) error {
+	err := events.Scan(ctx, st, 0, events.Filter{}, func(ev events.Event) error {
 		if ev.Type == events.TypeInteractionRecorded {
 			id := strings.TrimPrefix(ev.Stream, "interaction-")
 			recorded[id] = true
@@ -832,7 +813,7 @@ func windowTable(b *strings.Builder, windows []LearnWindow, types []string, vers
 // per-version answer length and tool calls, from the workplace's records
 // (win conversations per window; rewards are the workplace's turn
 // scores, the environment's own grading, not citizen's evaluations).
-func (rep *LearnReport) tally(recs []workplace.Record, win int) {
+func (rep *Report) tally(recs []workplace.Record, win int) {
 	win = max(win, 1)
 	lengthSum, lengthN, toolSum := map[string]float64{}, map[string]int{}, map[string]float64{}
 	rewardSum := map[string]map[string]float64{}
@@ -934,7 +915,7 @@ func ratioOf(recs []workplace.Record, from, to int, keep func(workplace.Record) 
 // of the drifted type, the other types' change and the feedback-to-fix
 // latency; the bad candidate's fate and traffic share; acknowledged
 // interactions missing from the store; behaviour of promoted versions.
-func (rep *LearnReport) checks(c LearnConfig, drift workplace.Drift, recs []workplace.Record, recTime map[int]time.Time,
+func (rep *Report) checks(c Config, drift workplace.Drift, recs []workplace.Record, recTime map[int]time.Time,
 	feedbacks []learnFeedback, convOf map[string]int, recorded map[string]bool) {
 	n := len(recs)
 	if n > 0 {
@@ -1099,7 +1080,7 @@ func (rep *LearnReport) checks(c LearnConfig, drift workplace.Drift, recs []work
 
 // behaviour measures the promoted versions' and the base's answer length
 // and tool use per type (BehaviourCheck).
-func (rep *LearnReport) behaviour(recs []workplace.Record) {
+func (rep *Report) behaviour(recs []workplace.Record) {
 	promoted := map[string]bool{}
 	for _, v := range rep.Versions {
 		if v.Kind == "promoted" {
@@ -1124,7 +1105,7 @@ func (rep *LearnReport) behaviour(recs []workplace.Record) {
 	bh.BaseChars, bh.BaseTools, _ = typeMeans(bh.BaseByType, nil)
 }
 
-func (rep *LearnReport) types() []string {
+func (rep *Report) types() []string {
 	set := map[string]bool{}
 	for _, w := range rep.Windows {
 		for t := range w.N {
@@ -1139,7 +1120,7 @@ func (rep *LearnReport) types() []string {
 	return ts
 }
 
-func (rep *LearnReport) render() string {
+func (rep *Report) render() string {
 	var b strings.Builder
 	types := rep.types()
 	rate := "unpaced"
@@ -1182,7 +1163,7 @@ func (rep *LearnReport) render() string {
 			fmt.Fprintf(&b, "  first corrective feedback on conversation %d; first answer stating %q by a version trained after the drift (%s) on conversation %d, %.1f s later\n",
 				d.FeedbackConv, d.Value, d.FixVersion, d.FixConv, *d.FixS)
 		}
-		for _, t := range sortedKeys(d.Others) {
+		for _, t := range slices.Sorted(maps.Keys(d.Others)) {
 			ch := d.Others[t]
 			fmt.Fprintf(&b, "  %-16s %.2f/%d -> %.2f/%d  %+.1f points (SE %.1f)\n", t, ch.Before.Rate, ch.Before.Total, ch.After.Rate, ch.After.Total, ch.Points, ch.SE)
 		}
@@ -1225,7 +1206,7 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
-func (rep *LearnReport) write(dir string) error {
+func (rep *Report) write(dir string) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package services
+package learn
 
 import "testing"
 
@@ -7,7 +7,7 @@ import "testing"
 // 1.645 paired standard errors; without drift the two types the base
 // answers worst must gain 5 points each and no type lose more than 1.
 func TestQuizMustShow(t *testing.T) {
-	status := func(rep *LearnReport, name string) string {
+	status := func(rep *Report, name string) string {
 		rep.mustShow()
 		for _, m := range rep.MustShow {
 			if m.Name == name {
@@ -19,23 +19,23 @@ func TestQuizMustShow(t *testing.T) {
 	qt := func(base, points, se float64) QuizType {
 		return QuizType{Base: Ratio{Rate: base}, Version: Ratio{Rate: base + points/100}, Points: points, SE: se}
 	}
-	family := func(points, se float64) *LearnReport {
-		return &LearnReport{Config: LearnConfig{Drift: "900:family=percentage"},
+	family := func(points, se float64) *Report {
+		return &Report{Config: Config{Drift: "900:family=percentage"},
 			Quiz: &QuizCheck{Version: "d0003", Questions: 100, Types: map[string]QuizType{"percentage": qt(0.05, points, se), "policy": qt(0.9, 0, 1)}}}
 	}
 	for _, c := range []struct {
-		rep  *LearnReport
+		rep  *Report
 		name string
 		want string
 	}{
 		{family(8, 4), "new family learnt", "pass"},
 		{family(6, 4), "new family learnt", "fail"}, // z 1.5
-		{&LearnReport{Config: LearnConfig{Drift: "900:family=percentage"}}, "new family learnt", "fail"},
-		{&LearnReport{Config: LearnConfig{Drift: "600:refund_days=60"}}, "new family learnt", "absent"},
-		{&LearnReport{Quiz: &QuizCheck{Types: map[string]QuizType{"arithmetic": qt(0.2, 6, 2), "unit": qt(0.6, 5, 2), "policy": qt(0.9, -0.5, 1)}}}, "weakest types improve", "pass"},
-		{&LearnReport{Quiz: &QuizCheck{Types: map[string]QuizType{"arithmetic": qt(0.2, 6, 2), "unit": qt(0.6, 4, 2), "policy": qt(0.9, 0, 1)}}}, "weakest types improve", "fail"},
-		{&LearnReport{Quiz: &QuizCheck{Types: map[string]QuizType{"arithmetic": qt(0.2, 6, 2), "unit": qt(0.6, 5, 2), "policy": qt(0.9, -2, 1)}}}, "weakest types improve", "fail"},
-		{&LearnReport{}, "weakest types improve", "fail"},
+		{&Report{Config: Config{Drift: "900:family=percentage"}}, "new family learnt", "fail"},
+		{&Report{Config: Config{Drift: "600:refund_days=60"}}, "new family learnt", "absent"},
+		{&Report{Quiz: &QuizCheck{Types: map[string]QuizType{"arithmetic": qt(0.2, 6, 2), "unit": qt(0.6, 5, 2), "policy": qt(0.9, -0.5, 1)}}}, "weakest types improve", "pass"},
+		{&Report{Quiz: &QuizCheck{Types: map[string]QuizType{"arithmetic": qt(0.2, 6, 2), "unit": qt(0.6, 4, 2), "policy": qt(0.9, 0, 1)}}}, "weakest types improve", "fail"},
+		{&Report{Quiz: &QuizCheck{Types: map[string]QuizType{"arithmetic": qt(0.2, 6, 2), "unit": qt(0.6, 5, 2), "policy": qt(0.9, -2, 1)}}}, "weakest types improve", "fail"},
+		{&Report{}, "weakest types improve", "fail"},
 	} {
 		if got := status(c.rep, c.name); got != c.want {
 			t.Errorf("%s with drift %q, quiz %+v: %s, want %s", c.name, c.rep.Config.Drift, c.rep.Quiz, got, c.want)

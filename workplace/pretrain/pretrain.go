@@ -1,4 +1,7 @@
-package services
+// Package pretrain trains the tokenizer and the embedded base model (the
+// tiny checkpoint tests and benchmarks serve) on the workplace corpus:
+// `citizen pretrain`.
+package pretrain
 
 import (
 	"bytes"
@@ -11,10 +14,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"citizen/distill"
@@ -25,15 +30,11 @@ import (
 	"citizen/workplace"
 )
 
-func init() {
-	extraCommands["pretrain"] = extraCommand{
-		summary: "train the tokenizer and the embedded base model on the workplace corpus",
-		run:     cmdPretrain,
-	}
-}
+// Summary is the pretrain command's line in citizen's usage.
+const Summary = "train the tokenizer and the embedded base model on the workplace corpus"
 
-// PretrainConfig are the settings of `citizen pretrain`.
-type PretrainConfig struct {
+// Config are the settings of `citizen pretrain`.
+type Config struct {
 	Out           string
 	Preset        string // tiny (~3M) or small (~20M)
 	Conversations int
@@ -51,10 +52,12 @@ type PretrainConfig struct {
 	Command   string // recorded in the model card
 }
 
-func cmdPretrain(ctx context.Context, args []string, env Env) error {
+// Command is `citizen pretrain [flags]`: flag errors and progress go to
+// stderr.
+func Command(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pretrain", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	var c PretrainConfig
+	fs.SetOutput(stderr)
+	var c Config
 	fs.StringVar(&c.Out, "out", "model/base", "checkpoint directory to write")
 	fs.StringVar(&c.Preset, "preset", "tiny", "model size: tiny (~3M parameters) or small (~20M)")
 	fs.IntVar(&c.Conversations, "conversations", 24000, "workplace conversations in the corpus")
@@ -70,9 +73,9 @@ func cmdPretrain(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	c.Command = "citizen pretrain " + strings.Join(args, " ")
-	ctx, stop := signalContext(ctx)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	_, err := Pretrain(ctx, c, env.Stderr)
+	_, err := Run(ctx, c, stderr)
 	return err
 }
 
@@ -99,10 +102,10 @@ type ModelCard struct {
 	Artifacts       map[string]string  `json:"artifacts_sha256"`
 }
 
-// Pretrain builds the corpus, trains the tokenizer and the model, saves
+// Run builds the corpus, trains the tokenizer and the model, saves
 // the checkpoint and its model card, and evaluates it on held-out
 // workplace tasks. Progress goes to progress.
-func Pretrain(ctx context.Context, c PretrainConfig, progress io.Writer) (*ModelCard, error) {
+func Run(ctx context.Context, c Config, progress io.Writer) (*ModelCard, error) {
 	start := time.Now()
 	cfg := model.Tiny3M()
 	if c.Preset == "small" {

@@ -1,4 +1,4 @@
-package services
+package learn
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 // mustShow states issue 8's checks as pass, fail or n/a.
-func (rep *LearnReport) mustShow() {
+func (rep *Report) mustShow() {
 	c := rep.Config
 	add := func(name, status, format string, args ...any) {
 		rep.MustShow = append(rep.MustShow, MustShow{Name: name, Status: status, Detail: fmt.Sprintf(format, args...)})
@@ -216,7 +216,7 @@ func (rep *LearnReport) mustShow() {
 	} else {
 		ok := true
 		var parts []string
-		for _, name := range sortedKeys(rep.Replay) {
+		for _, name := range slices.Sorted(maps.Keys(rep.Replay)) {
 			m := rep.Replay[name]
 			ok = ok && m.Equal
 			parts = append(parts, fmt.Sprintf("%s equal=%v at position %d", name, m.Equal, m.Position))
@@ -230,7 +230,7 @@ func (rep *LearnReport) mustShow() {
 // base significantly (one-sided 5%: points over the paired standard error
 // at least 1.645); in a run without drift the two types the base answers
 // worst gain at least 5 points each and no type loses more than 1.
-func (rep *LearnReport) quizMustShow(add func(name, status, format string, args ...any), verdict func(bool) string) {
+func (rep *Report) quizMustShow(add func(name, status, format string, args ...any), verdict func(bool) string) {
 	drift, _ := workplace.ParseDrift(rep.Config.Drift)
 	var families []string
 	for _, e := range drift {

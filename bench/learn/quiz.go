@@ -1,4 +1,4 @@
-package services
+package learn
 
 import (
 	"context"
@@ -51,7 +51,7 @@ type QuizType struct {
 
 // quizPromoted quizzes the base and the last promoted version of the run
 // (nil when none was promoted or c.Quiz < 0).
-func quizPromoted(ctx context.Context, c LearnConfig, drift workplace.Drift, rep *LearnReport, progress io.Writer) (*QuizCheck, error) {
+func quizPromoted(ctx context.Context, c Config, drift workplace.Drift, rep *Report, progress io.Writer) (*QuizCheck, error) {
 	version := ""
 	for _, v := range rep.Versions {
 		if v.Kind == "promoted" {

@@ -1,4 +1,4 @@
-package services
+package learn
 
 import (
 	"context"
@@ -94,7 +94,7 @@ func lessonsCheck(ctx context.Context, st events.Store, drift workplace.Drift, r
 		version string
 	}
 	var canaries []canary
-	err := scan(ctx, st, func(ev events.Event) error {
+	err := events.Scan(ctx, st, 0, events.Filter{}, func(ev events.Event) error {
 		switch {
 		case ev.Type == events.TypeInteractionRecorded:
 			p, err := events.Decode(&ev)

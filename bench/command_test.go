@@ -1,4 +1,4 @@
-package services
+package bench
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"citizen/bench/hotpath"
+	"citizen/services"
 )
 
 // A tiny `citizen bench gateway`: the mock and citizen with every
@@ -20,11 +21,11 @@ func TestBenchGatewayTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts citizen twice")
 	}
-	t.Setenv("CITIZEN_TEST_MAIN", "1") // children run Main (see TestMain)
+	t.Setenv("CITIZEN_TEST_MAIN", "1") // children run services.Main (see TestMain)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	rc := Main(context.Background(), []string{"bench", "gateway", "--rounds", "1", "--serial", "5", "--warmup", "4",
-		"--conns", "2", "--duration", "300ms", "--drain", "60s", "--out", out}, Env{Stdout: &stdout, Stderr: &stderr})
+	rc := services.Main(context.Background(), []string{"bench", "gateway", "--rounds", "1", "--serial", "5", "--warmup", "4",
+		"--conns", "2", "--duration", "300ms", "--drain", "60s", "--out", out}, services.Env{Stdout: &stdout, Stderr: &stderr})
 	if rc != 0 {
 		t.Fatalf("exit %d\n%s", rc, stderr.String())
 	}

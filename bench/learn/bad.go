@@ -1,4 +1,4 @@
-package services
+package learn
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func startBadCandidate(ctx context.Context, bad *badcandidate.Trainer, base stri
 
 // badCandidateStarted attaches how the decorated candidate reached the
 // canary to the rollback check.
-func (rep *LearnReport) badCandidateStarted(o badcandidate.Outcome) {
+func (rep *Report) badCandidateStarted(o badcandidate.Outcome) {
 	if rep.BadCandidate != nil {
 		rep.BadCandidate.Start = &o
 	}

@@ -1,4 +1,4 @@
-package services
+package learn
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"citizen/distill"
 	"citizen/events"
 	"citizen/reflection"
+	"citizen/services"
 	"citizen/workplace"
 )
 
@@ -44,7 +45,7 @@ func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 	// it record without deciding (on 100 questions 2% is two answers, and
 	// it rejected both candidates of one run); a short quiz keeps the test
 	// quick (firstPerFamily and pairQuiz have their own tests).
-	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 1500, Seed: 3, Drift: "200:refund_days=60",
+	rep, err := Run(context.Background(), Config{Interactions: 1500, Seed: 3, Drift: "200:refund_days=60",
 		FeedbackRate: 0.5, Window: 100, Out: out, Checkpoint: ckpt, Quiz: 300, Suite: 100, MaxSuiteLoss: 0.3}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -114,11 +115,11 @@ func TestBenchLearnProducesVersionAndDecision(t *testing.T) {
 
 // trainedVersions reads the weights.trained of the versions a bench run
 // (in out) reports, by version.
-func trainedVersions(t *testing.T, out string, rep *LearnReport) map[string]*events.WeightsTrained {
+func trainedVersions(t *testing.T, out string, rep *Report) map[string]*events.WeightsTrained {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := services.DefaultConfig()
 	cfg.DataDir = filepath.Join(out, "data")
-	st, err := OpenStore(cfg, nil)
+	st, err := services.OpenStore(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func trainedVersions(t *testing.T, out string, rep *LearnReport) map[string]*eve
 func TestBenchLearnRollsBackBadCandidate(t *testing.T) {
 	ckpt := benchCheckpoint(t)
 	out := t.TempDir()
-	rep, err := BenchLearn(context.Background(), LearnConfig{Interactions: 3000, Seed: 4, Drift: "",
+	rep, err := Run(context.Background(), Config{Interactions: 3000, Seed: 4, Drift: "",
 		FeedbackRate: 0.5, Window: 200, Out: out, Checkpoint: ckpt, BadCandidate: true, MinNewGraded: 200, Suite: 20, Rehearsal: "off"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +249,7 @@ func TestLearnReportTally(t *testing.T) {
 		{Index: 3, Type: "policy", Dropped: true, Versions: []string{"d0001"}},
 		{Index: 4, Type: "policy", Correct: true, Reward: 0.9, Versions: []string{"d0001"}},
 	}
-	rep := &LearnReport{ByVersion: map[string]map[string]Ratio{}, RewardByVersion: map[string]map[string]float64{},
+	rep := &Report{ByVersion: map[string]map[string]Ratio{}, RewardByVersion: map[string]map[string]float64{},
 		LengthByVersion: map[string]float64{}, ToolsByVersion: map[string]float64{}}
 	rep.tally(recs, 3)
 	if len(rep.Windows) != 2 {
@@ -286,14 +287,14 @@ func TestBehaviourCheckPerType(t *testing.T) {
 	rec := func(typ, v, answer string, tools int) workplace.Record {
 		return workplace.Record{Type: typ, Answer: answer, ToolCalls: tools, Versions: []string{v}}
 	}
-	run := func(fail, timeout float64, recs ...workplace.Record) *LearnReport {
-		rep := &LearnReport{Config: LearnConfig{ToolFailRate: fail, ToolTimeoutRate: timeout},
+	run := func(fail, timeout float64, recs ...workplace.Record) *Report {
+		rep := &Report{Config: Config{ToolFailRate: fail, ToolTimeoutRate: timeout},
 			Versions: []VersionEvent{{Kind: "promoted", Version: "d0002"}}}
 		rep.behaviour(recs)
 		rep.mustShow()
 		return rep
 	}
-	verdict := func(rep *LearnReport) MustShow {
+	verdict := func(rep *Report) MustShow {
 		for _, m := range rep.MustShow {
 			if m.Name == "behaviour under tool faults" {
 				return m

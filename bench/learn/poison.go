@@ -1,4 +1,4 @@
-package services
+package learn
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"citizen/events"
 	"citizen/gateway"
 	"citizen/internal/statement"
+	"citizen/services"
 )
 
 // PoisonCheck is bench learn's poisoning scenario (--poison N): while the
@@ -150,8 +151,8 @@ func askOnce(ctx context.Context, base, key, user string) (id, answer string, er
 	return out.ID, out.Choices[0].Message.Content, nil
 }
 
-// poisonKeysFile is where BenchLearn's citizen keeps its keys.
-func poisonKeysFile(cfg Config) string {
+// poisonKeysFile is where Run's citizen keeps its keys.
+func poisonKeysFile(cfg services.Config) string {
 	if cfg.Gateway.KeysFile != "" {
 		return cfg.Gateway.KeysFile
 	}
@@ -161,7 +162,7 @@ func poisonKeysFile(cfg Config) string {
 // finish reads the store and the workplace's records for the lessons and
 // answers stating the poisoned value.
 func (pc *PoisonCheck) finish(ctx context.Context, st events.Store) error {
-	err := scanAfter(ctx, st, 0, events.Filter{Types: []string{events.TypeLessonPromoted}}, func(ev events.Event) error {
+	err := events.Scan(ctx, st, 0, events.Filter{Types: []string{events.TypeLessonPromoted}}, func(ev events.Event) error {
 		p, err := events.Decode(&ev)
 		if err != nil {
 			return nil
@@ -180,7 +181,7 @@ func (pc *PoisonCheck) finish(ctx context.Context, st events.Store) error {
 	if err != nil {
 		return err
 	}
-	return scanAfter(ctx, st, 0, events.Filter{Types: []string{events.TypeInteractionRecorded}}, func(ev events.Event) error {
+	return events.Scan(ctx, st, 0, events.Filter{Types: []string{events.TypeInteractionRecorded}}, func(ev events.Event) error {
 		if ev.Tenant == "bench-poison" {
 			return nil
 		}
