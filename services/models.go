@@ -13,7 +13,7 @@ import (
 	"citizen/model"
 	"citizen/model/catalog"
 	"citizen/model/chat"
-	"citizen/workplace/pretrain"
+	"citizen/pretrain"
 )
 
 func init() {

@@ -17,7 +17,7 @@ import (
 	"citizen/distill"
 	"citizen/model"
 	"citizen/model/chat"
-	"citizen/workplace/pretrain"
+	"citizen/pretrain"
 )
 
 var updateRehearsal = flag.Bool("update-rehearsal", false, "rewrite model/base/rehearsal.jsonl from the base's corpus")

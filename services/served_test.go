@@ -9,8 +9,8 @@ import (
 
 	"citizen/model"
 	"citizen/model/chat"
+	"citizen/pretrain"
 	"citizen/workplace"
-	"citizen/workplace/pretrain"
 )
 
 // TestServedAccuracyMatchesOffline: the base model answers the workplace's

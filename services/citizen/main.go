@@ -8,8 +8,8 @@ import (
 	"os"
 
 	"citizen/bench"
+	"citizen/pretrain"
 	"citizen/services"
-	"citizen/workplace/pretrain"
 )
 
 func main() {
