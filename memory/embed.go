@@ -23,12 +23,25 @@ type Embedder interface {
 // 3-5-grams ("feature hashing" with a sign bit), with sublinear term
 // frequency and, once fitted, inverse document frequency per bucket. It
 // needs nothing downloaded and is deterministic.
+//
+// It remembers the vectors of the texts it embedded last (up to
+// recentTexts of them, per fit): an interaction is embedded by
+// reflection (to type it) and by the memory indexer (to index it), and
+// the second call is a map lookup.
 type HashEmbedder struct {
 	dim  int
 	mu   sync.RWMutex
 	idf  []float32 // nil until Fit
 	docs int
+
+	recentMu  sync.Mutex
+	recent    map[string][]float32 // the current generation
+	older     map[string][]float32 // the previous one, read and promoted
+	recentIDF *float32             // the fit both generations were embedded under
 }
+
+// recentTexts bounds a generation of HashEmbedder's recent vectors.
+const recentTexts = 4096
 
 // NewHashEmbedder returns an embedder of the given dimension (default 512).
 func NewHashEmbedder(dim int) *HashEmbedder {
@@ -76,9 +89,60 @@ func (h *HashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if v, ok := h.remembered(t, idf); ok {
+			out[i] = v
+			continue
+		}
 		out[i] = h.embedOne(t, idf)
+		h.remember(t, idf, out[i])
 	}
 	return out, nil
+}
+
+// fitID identifies a fit (nil before the first).
+func fitID(idf []float32) *float32 {
+	if len(idf) == 0 {
+		return nil
+	}
+	return &idf[0]
+}
+
+// remembered returns a copy of t's vector if it was embedded recently
+// under the same fit.
+func (h *HashEmbedder) remembered(t string, idf []float32) ([]float32, bool) {
+	h.recentMu.Lock()
+	defer h.recentMu.Unlock()
+	if h.recentIDF != fitID(idf) {
+		return nil, false
+	}
+	v, ok := h.recent[t]
+	if !ok {
+		if v, ok = h.older[t]; ok {
+			h.putLocked(t, v)
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	return append([]float32(nil), v...), true
+}
+
+func (h *HashEmbedder) remember(t string, idf []float32, v []float32) {
+	h.recentMu.Lock()
+	defer h.recentMu.Unlock()
+	if id := fitID(idf); h.recentIDF != id || h.recent == nil {
+		h.recent, h.older, h.recentIDF = map[string][]float32{}, nil, id
+	}
+	h.putLocked(t, append([]float32(nil), v...))
+}
+
+// putLocked stores v as t's vector in the current generation, starting a
+// new one when it is full (the previous generation is dropped).
+func (h *HashEmbedder) putLocked(t string, v []float32) {
+	if len(h.recent) >= recentTexts {
+		h.older, h.recent = h.recent, make(map[string][]float32, recentTexts)
+	}
+	h.recent[t] = v
 }
 
 func (h *HashEmbedder) embedOne(text string, idf []float32) []float32 {
