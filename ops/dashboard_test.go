@@ -240,6 +240,9 @@ func TestDashboardInChromium(t *testing.T) {
 	c.call(s, "Page.enable", map[string]any{}, nil)
 	c.call(s, "Page.navigate", map[string]any{"url": e.srv.URL + "/ops"}, nil)
 	c.waitEvent("Page.loadEventFired")
+	// this server has no authentication: the operator says so once
+	c.eval(s, waitFor(`document.getElementById('key-dialog').open`), nil)
+	c.eval(s, `document.getElementById('key-none').click(); true`, nil)
 
 	// the stream renders the event stored before the page loaded (backlog)
 	c.eval(s, waitFor(`document.querySelectorAll('#events li.event[data-type="interaction.evaluated"]').length >= 1`), nil)

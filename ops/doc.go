@@ -11,7 +11,24 @@
 //	POST /v1/ops/rollout/{pause,resume,promote,abort}   body {"reason": "..."} (optional); 200 ActionResponse, 409 when the action does not apply
 //	GET  /v1/ops/versions                   lineage of trained versions (weights.trained) with their status, and the rollout state
 //	GET  /v1/ops/stream                     Server-Sent Events (see Handler.stream): evaluations, interpreted feedback, anomalies, weights.trained, rollout.*
-//	GET  /ops                               the dashboard: one self-contained page (embedded, no external resources)
+//	GET  /v1/ops/series                     reward and accuracy per task type and version over time (SeriesResponse)
+//	GET  /v1/ops/recent                     the latest rollout decisions, feedback interpretations and anomalies, newest first
+//	POST /v1/ops/lessons/{id}/approve       promote a proposed lesson on the operator's word (lesson.promoted, actor operator)
+//	GET  /ops, /ops/dashboard.js            the dashboard: an embedded page and its script (no external resources)
+//
+// series and recent read what a key may read, as the stream does (a
+// tenant's key: its own tenant's data only); both come from one projection
+// (board) that catches up with the store on each request.
+//
+// # The dashboard
+//
+// The page asks for the API key once per browser tab (sessionStorage) and
+// requests nothing before. Its panels read this package's routes and
+// those services mounts from other components: GET /v1/ops/scoreboard
+// (reflection), GET /v1/ops/failure-modes (memory), GET /v1/ops/lessons
+// and POST /v1/ops/lessons/{id}/retire (the lessons view). Charts are SVG
+// drawn by the page itself. TestDashboardPanels checks every panel in
+// headless Chromium and writes the screenshots in docs/dashboard.
 //
 // The /v1/ops routes run Deps.Auth; errors have OpenAI's shape
 // {"error": {"message", "type", "code"}}. State is read by a projection

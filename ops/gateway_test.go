@@ -45,8 +45,10 @@ func TestMountedOnGateway(t *testing.T) {
 	if code := e.do(http.MethodPost, "/v1/ops/rollout/pause", gateway.DevKey, "", nil); code != http.StatusConflict {
 		t.Fatalf("pause without rollout: %d", code)
 	}
-	if code := e.do(http.MethodGet, "/ops", "", "", nil); code != http.StatusOK {
-		t.Fatalf("dashboard: %d", code)
+	for _, path := range []string{"/ops", "/ops/dashboard.js"} { // the page and its script need no key
+		if code := e.do(http.MethodGet, path, "", "", nil); code != http.StatusOK {
+			t.Fatalf("dashboard %s: %d", path, code)
+		}
 	}
 	// the stream's filters through the gateway
 	e.ctx = t.Context()

@@ -39,11 +39,22 @@ type env struct {
 
 func newEnv(t *testing.T, auth func(echo.Context) error, heartbeat time.Duration) *env {
 	t.Helper()
+	return newEnvWith(t, Deps{Auth: auth, Heartbeat: heartbeat}, nil)
+}
+
+// newEnvWith serves deps (its Store and Rollout are set here) and, when
+// mount is not nil, the routes mount adds to the same server.
+func newEnvWith(t *testing.T, deps Deps, mount func(e *echo.Echo, store events.Store)) *env {
+	t.Helper()
 	store := memstore.New(memstore.Config{})
 	e := echo.New()
 	cfg := rollout.Config{Stable: "v1"}
-	if _, err := Register(e, Deps{Store: store, Auth: auth, Rollout: cfg, Heartbeat: heartbeat}); err != nil {
+	deps.Store, deps.Rollout = store, cfg
+	if _, err := Register(e, deps); err != nil {
 		t.Fatal(err)
+	}
+	if mount != nil {
+		mount(e, store)
 	}
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)

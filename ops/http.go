@@ -22,6 +22,9 @@ import (
 //go:embed dashboard.html
 var dashboardHTML []byte
 
+//go:embed dashboard.js
+var dashboardJS []byte
+
 // Deps are the HTTP surface's collaborators.
 type Deps struct {
 	// Store is read for the rollout state, the versions and the stream,
@@ -54,10 +57,11 @@ type Deps struct {
 }
 
 // Caller is the identity the operator surface enforces its access rules
-// on. Every route is for operators except the live stream, which a
-// tenant's key may read for its own tenant's events only (events without
-// a tenant, such as rollouts and trained weights, are cross-tenant and
-// therefore operator-only too).
+// on. Every route is for operators except the reads of tenant data (the
+// live stream, the series and the recent events), which a tenant's key
+// may read for its own tenant only (events without a tenant, such as
+// rollouts, anomalies and trained weights, are cross-tenant and therefore
+// operator-only too).
 type Caller struct {
 	// Key identifies the credential (for the per-key stream limit).
 	Key      string
@@ -84,6 +88,7 @@ type Handler struct {
 	auth      func(c echo.Context) error
 	caller    func(c echo.Context) Caller
 	proj      *rollout.Projection
+	board     *board
 	rollout   rollout.Config
 	heartbeat time.Duration
 	log       *slog.Logger
@@ -104,7 +109,7 @@ func New(deps Deps) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ops: %w", err)
 	}
-	h := &Handler{store: deps.Store, auth: deps.Auth, caller: deps.Caller, proj: rollout.NewProjection(cfg, deps.Store), rollout: cfg,
+	h := &Handler{store: deps.Store, auth: deps.Auth, caller: deps.Caller, proj: rollout.NewProjection(cfg, deps.Store), board: newBoard(deps.Store), rollout: cfg,
 		heartbeat: deps.Heartbeat, log: deps.Logger, maxStreams: deps.MaxStreamsPerKey, streams: map[string]int{}, closing: make(chan struct{})}
 	if h.maxStreams <= 0 {
 		h.maxStreams = 4
@@ -156,12 +161,17 @@ func (h *Handler) registerAPI(r Routes, prefix string) {
 	r.POST(prefix+"/ops/rollout/:action", h.postRollout, a, op)
 	r.GET(prefix+"/ops/versions", h.getVersions, a, op)
 	r.GET(prefix+"/ops/stream", h.stream, a)
+	r.GET(prefix+"/ops/series", h.getSeries, a)
+	r.GET(prefix+"/ops/recent", h.getRecent, a)
+	r.POST(prefix+"/ops/lessons/:id/approve", h.postApproveLesson, a, op)
 }
 
-// RegisterPages adds GET /ops, the dashboard, to the root e without
-// authentication (the page holds no data; gateway.Deps.Pages).
+// RegisterPages adds GET /ops, the dashboard, and GET /ops/dashboard.js,
+// its script, to the root e without authentication (they hold no data;
+// gateway.Deps.Pages).
 func (h *Handler) RegisterPages(e Routes) {
 	e.GET("/ops", h.dashboard)
+	e.GET("/ops/dashboard.js", h.dashboardScript)
 }
 
 // HTTPHandler returns a standalone echo serving only the operator
@@ -368,6 +378,11 @@ func (h *Handler) postStart(c echo.Context) error {
 
 func (h *Handler) dashboard(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "no-cache")
-	c.Response().Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+	c.Response().Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'unsafe-inline'")
 	return c.Blob(http.StatusOK, "text/html; charset=utf-8", dashboardHTML)
+}
+
+func (h *Handler) dashboardScript(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "no-cache")
+	return c.Blob(http.StatusOK, "text/javascript; charset=utf-8", dashboardJS)
 }
