@@ -54,7 +54,7 @@ func cmdBenchGateway(ctx context.Context, args []string, env services.Env) error
 	fs := flag.NewFlagSet("bench gateway", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	var c hotpath.RunConfig
-	targets := fs.String("targets", "direct,all", "what to measure besides peers: direct (to the mock), all (citizen serve), gateway (citizen serve --target=gateway; needs --gateway-store-args)")
+	targets := fs.String("targets", "direct,all", "what to measure besides peers: direct (to the mock), all (citizen serve), gateway (citizen serve --target=gateway, on the embedded store unless --gateway-store-args), gateway-shared (the same on --shared-store-args)")
 	fs.IntVar(&c.Rounds, "rounds", 3, "interleaved rounds; the report gives medians")
 	fs.IntVar(&c.Serial, "serial", 1000, "requests of each concurrency-1 load (non-streaming, then streaming)")
 	fs.IntVar(&c.Warmup, "warmup", 200, "warm-up requests at 4 connections before each target's loads")
@@ -67,6 +67,7 @@ func cmdBenchGateway(ctx context.Context, args []string, env services.Env) error
 	peerKey := fs.String("peer-key", "", "bearer token sent to peers")
 	peerModel := fs.String("peer-model", "mock", "model name sent to peers")
 	serveArgs := fs.String("serve-args", "", "extra flags for every citizen serve, space separated")
+	sharedArgs := fs.String("shared-store-args", "", "store flags of the gateway-shared target (citizen serve --target=gateway on a shared store, beside gateway on the embedded one), e.g. \"--store.backend=postgres --store.pg-url=postgres://...\"")
 	gatewayArgs := fs.String("gateway-store-args", "", "store flags of the gateway target, space separated: a gateway-only process needs a shared store, e.g. \"--store.backend=postgres --store.pg-url=postgres://...\"")
 	fs.StringVar(&c.ProfileDir, "profile", "", "directory for CPU profiles of citizen under the concurrent load (costs CPU: not for the figures)")
 	out := fs.String("out", "bench-gateway", "directory for report.json, report.md and the processes' logs")
@@ -88,6 +89,9 @@ func cmdBenchGateway(ctx context.Context, args []string, env services.Env) error
 	}
 	c.ServeArgs = strings.Fields(*serveArgs)
 	c.StoreArgs = map[string][]string{hotpath.TargetGateway: strings.Fields(*gatewayArgs)}
+	if *sharedArgs != "" {
+		c.StoreArgs[hotpath.TargetGatewayShared] = strings.Fields(*sharedArgs)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding this binary: %w", err)

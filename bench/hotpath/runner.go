@@ -27,6 +27,10 @@ const (
 	TargetDirect  = "direct"  // the load generator straight to the mock
 	TargetAll     = "all"     // citizen serve, every component
 	TargetGateway = "gateway" // citizen serve --target=gateway
+	// TargetGatewayShared is citizen serve --target=gateway on the store
+	// its StoreArgs name (a shared one, PostgreSQL), beside TargetGateway
+	// on the embedded store: the store's cost in one run.
+	TargetGatewayShared = "gateway-shared"
 )
 
 // Peer is another OpenAI-compatible gateway, already running and
@@ -202,12 +206,12 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	for _, t := range cfg.Targets {
 		switch t {
 		case TargetDirect:
-		case TargetAll, TargetGateway:
+		case TargetAll, TargetGateway, TargetGatewayShared:
 			if cfg.Serve == nil || cfg.Citizen == nil {
 				return nil, fmt.Errorf("hotpath: target %s needs the Serve and Citizen commands", t)
 			}
 		default:
-			return nil, fmt.Errorf("hotpath: unknown target %q (want %s, %s or %s)", t, TargetDirect, TargetAll, TargetGateway)
+			return nil, fmt.Errorf("hotpath: unknown target %q (want %s, %s, %s or %s)", t, TargetDirect, TargetAll, TargetGateway, TargetGatewayShared)
 		}
 	}
 	if cfg.Mock == nil {
@@ -244,7 +248,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 			switch name {
 			case TargetDirect:
 				tr, err = runDirect(ctx, cfg, mock)
-			case TargetAll, TargetGateway:
+			case TargetAll, TargetGateway, TargetGatewayShared:
 				tr, err = runCitizen(ctx, cfg, mock, name, round)
 			default:
 				p := cfg.Peers[slices.IndexFunc(cfg.Peers, func(p Peer) bool { return p.Name == name })]
@@ -548,7 +552,16 @@ func runCitizen(ctx context.Context, cfg RunConfig, mock *mockProc, target strin
 			return TargetRun{}, err
 		}
 	}
-	args := []string{"--target", target, "--data-dir", data, "--gateway.listen", addr, "--log.level", "warn",
+	// a shared store holds earlier rounds' interactions: count this run's
+	recordedBefore, err := recordedInteractions(ctx, cfg, storeArgs)
+	if err != nil {
+		return TargetRun{}, err
+	}
+	role := target
+	if target == TargetGatewayShared {
+		role = TargetGateway
+	}
+	args := []string{"--target", role, "--data-dir", data, "--gateway.listen", addr, "--log.level", "warn",
 		"--model.engine", "upstream", "--model.upstream-url", "http://" + mock.addr + "/v1", "--model.upstream-model", "mock"}
 	args = append(args, cfg.ServeArgs...)
 	args = append(args, cfg.StoreArgs[target]...)
@@ -603,17 +616,11 @@ func runCitizen(ctx context.Context, cfg RunConfig, mock *mockProc, target strin
 	if err := p.stop(); err != nil {
 		return tr, fmt.Errorf("citizen exited with %v: %s", err, p.tail())
 	}
-	out, err := citizenOutput(ctx, cfg, append([]string{"events", "stats", "--json"}, storeArgs...)...)
+	recorded, err := recordedInteractions(ctx, cfg, storeArgs)
 	if err != nil {
 		return tr, err
 	}
-	var st struct {
-		ByType map[string]int `json:"by_type"`
-	}
-	if err := json.Unmarshal(out, &st); err != nil {
-		return tr, fmt.Errorf("events stats: %w", err)
-	}
-	tr.Recorded = st.ByType["interaction.recorded"]
+	tr.Recorded = recorded - recordedBefore
 	if target == TargetAll {
 		tr.Evaluated, err = evaluatedInteractions(ctx, cfg, storeArgs)
 		if err != nil {
@@ -621,6 +628,21 @@ func runCitizen(ctx context.Context, cfg RunConfig, mock *mockProc, target strin
 		}
 	}
 	return tr, nil
+}
+
+// recordedInteractions counts the store's interaction.recorded events.
+func recordedInteractions(ctx context.Context, cfg RunConfig, storeArgs []string) (int, error) {
+	out, err := citizenOutput(ctx, cfg, append([]string{"events", "stats", "--json"}, storeArgs...)...)
+	if err != nil {
+		return 0, err
+	}
+	var st struct {
+		ByType map[string]int `json:"by_type"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return 0, fmt.Errorf("events stats: %w", err)
+	}
+	return st.ByType["interaction.recorded"], nil
 }
 
 // evaluatedInteractions counts the distinct interactions the store holds
