@@ -206,11 +206,33 @@ func TestTenantIsolation(t *testing.T) {
 			}
 		}
 	}
+	// ownTenantRead: a tenant naming another is refused; its own read
+	// holds nothing of acme's and no cross-tenant rollout; the operator
+	// reads
+	ownTenantRead := func(path string) isolationRule {
+		return func(t *testing.T, e *tenancyEnv) {
+			if code, body := e.doT(t, "GET", path+"?tenant=acme", e.beta, ""); code != 403 {
+				t.Errorf("GET %s?tenant=acme by beta: %d %s", path, code, body)
+			}
+			code, body := e.doT(t, "GET", path, e.beta, "")
+			if code != 200 {
+				t.Errorf("GET %s by beta: %d %s", path, code, body)
+			}
+			noLeak(t, "GET "+path+" by beta", code, body)
+			if strings.Contains(body, `"tenant":"acme"`) || strings.Contains(body, "rollout.") {
+				t.Errorf("GET %s by beta shows other tenants' or cross-tenant events: %.400s", path, body)
+			}
+			if code, body := e.doT(t, "GET", path, e.operator, ""); code != 200 {
+				t.Errorf("GET %s by the operator: %d %s", path, code, body)
+			}
+		}
+	}
 	rules := map[string]isolationRule{
-		"GET /healthz": public("/healthz"),
-		"GET /readyz":  public("/readyz"),
-		"GET /metrics": public("/metrics"),
-		"GET /ops":     public("/ops"),
+		"GET /healthz":          public("/healthz"),
+		"GET /readyz":           public("/readyz"),
+		"GET /metrics":          public("/metrics"),
+		"GET /ops":              public("/ops"),
+		"GET /ops/dashboard.js": public("/ops/dashboard.js"),
 		"POST /v1/chat/completions": func(t *testing.T, e *tenancyEnv) {
 			code, body := e.doT(t, "POST", "/v1/chat/completions", e.beta, `{"model":"citizen","messages":[{"role":"user","content":"hi"}]}`)
 			if code != 200 {
@@ -314,8 +336,11 @@ func TestTenantIsolation(t *testing.T) {
 				t.Errorf("start with the operator key: %d %s", code, body)
 			}
 		},
-		"GET /v1/ops/scoreboard":          operatorOnly("GET", "/v1/ops/scoreboard", 200),
-		"POST /v1/ops/lessons/:id/retire": operatorOnly("POST", "/v1/ops/lessons/nosuch/retire", 404),
+		"GET /v1/ops/scoreboard":           operatorOnly("GET", "/v1/ops/scoreboard", 200),
+		"POST /v1/ops/lessons/:id/retire":  operatorOnly("POST", "/v1/ops/lessons/nosuch/retire", 404),
+		"POST /v1/ops/lessons/:id/approve": operatorOnly("POST", "/v1/ops/lessons/nosuch/approve", 404),
+		"GET /v1/ops/series":               ownTenantRead("/v1/ops/series"),
+		"GET /v1/ops/recent":               ownTenantRead("/v1/ops/recent"),
 		"GET /v1/ops/lessons": func(t *testing.T, e *tenancyEnv) {
 			code, body := e.doT(t, "GET", "/v1/ops/lessons?tenant=acme", e.beta, "")
 			if code != 200 {
