@@ -268,6 +268,7 @@ func (s *Server) routes() *echo.Echo {
 		return c.String(http.StatusOK, "ready\n")
 	})
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
+	e.GET("/openapi.yaml", openAPI) // public: the API's shape, no data (openapi.go)
 	v1 := e.Group("/v1", s.auth)
 	v1.POST("/chat/completions", s.chat)
 	v1.POST("/responses", s.responses)

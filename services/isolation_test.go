@@ -231,6 +231,7 @@ func TestTenantIsolation(t *testing.T) {
 		"GET /healthz":          public("/healthz"),
 		"GET /readyz":           public("/readyz"),
 		"GET /metrics":          public("/metrics"),
+		"GET /openapi.yaml":     public("/openapi.yaml"),
 		"GET /ops":              public("/ops"),
 		"GET /ops/dashboard.js": public("/ops/dashboard.js"),
 		"POST /v1/chat/completions": func(t *testing.T, e *tenancyEnv) {
