@@ -4,8 +4,10 @@ GO ?= go
 
 .PHONY: run build test vet bench fmt
 
-run:
-	$(GO) run ./services/citizen serve
+# The binary exits 0 when interrupted; the trap keeps make from reporting
+# Ctrl-C as a failed recipe.
+run: build
+	@trap 'exit 0' INT; ./bin/citizen serve
 
 build:
 	$(GO) build -o bin/citizen ./services/citizen
