@@ -466,3 +466,70 @@ func (g GateConfig) Verdict(reasons []string) (bool, string) {
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// evalCounts is the number of scored examples (scoredTarget: a good or
+// corrected answer that fits the context of maxPos positions) per task
+// type in the hold-out and, prefixed "regression/", in the regression
+// suite: the sizes the gate scales its tolerance by.
+func evalCounts(hold, regression []Example, good float64, maxPos int) map[string]int {
+	out := map[string]int{}
+	count := func(exs []Example, prefix string) {
+		for i := range exs {
+			if scoredTarget(&exs[i], good, maxPos) != nil {
+				out[prefix+exs[i].Type]++
+			}
+		}
+	}
+	count(hold, "")
+	count(regression, "regression/")
+	return out
+}
+
+// gateEvidence is what the offline gate compares: cand's and parent's
+// scores on the hold-out and the regression suite (evaluate) and the mean
+// KL(cand ‖ parent) where nothing was meant to change (measuresKL). With
+// the default evaluator (Config.Evaluator nil) it is one pass over both
+// models (gateLogLikelihood); with another, the Evaluator for each and
+// MeanKL.
+func (d *Distiller) gateEvidence(ctx context.Context, cand, parent *model.Adapter, hold []Example) (candEval, parentEval map[string]float64, kl float64, err error) {
+	cfg := d.cfg
+	if cfg.Evaluator == nil {
+		return gateLogLikelihood(ctx, cfg.Base, cand, parent, hold, cfg.Regression, cfg.Pipeline.GoodReward)
+	}
+	if candEval, err = d.evaluate(ctx, cand, hold); err != nil {
+		return nil, nil, 0, err
+	}
+	if parentEval, err = d.evaluate(ctx, parent, hold); err != nil {
+		return nil, nil, 0, err
+	}
+	var klSet []Example
+	for i := range hold {
+		if measuresKL(&hold[i], false) {
+			klSet = append(klSet, hold[i])
+		}
+	}
+	klSet = append(klSet, cfg.Regression...)
+	if kl, err = MeanKL(ctx, cfg.Base, cand, parent, klSet, cfg.Pipeline.GoodReward); err != nil {
+		return nil, nil, 0, err
+	}
+	return candEval, parentEval, kl, nil
+}
+
+// evaluate scores an adapter with cfg.Evaluator (non-nil) on the hold-out
+// and the regression suite.
+func (d *Distiller) evaluate(ctx context.Context, a *model.Adapter, hold []Example) (map[string]float64, error) {
+	out, err := d.cfg.Evaluator(ctx, d.cfg.Base, a, hold)
+	if err != nil {
+		return nil, err
+	}
+	if len(d.cfg.Regression) > 0 {
+		r, err := d.cfg.Evaluator(ctx, d.cfg.Base, a, d.cfg.Regression)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range r {
+			out["regression/"+k] = v
+		}
+	}
+	return out, nil
+}
