@@ -377,7 +377,7 @@ func typeMeans(by, only map[string]TypeBehaviour) (chars, tools float64, convs i
 	return chars, tools, convs
 }
 
-// MustShow is one of issue 8's checks with its verdict.
+// MustShow is one of the learning loop's required results with its verdict.
 type MustShow struct {
 	Name   string `json:"name"`
 	Status string `json:"status"` // pass, fail, n/a
@@ -911,7 +911,7 @@ func ratioOf(recs []workplace.Record, from, to int, keep func(workplace.Record) 
 	return r
 }
 
-// checks computes issue 8's measurements: per drift event the recovery
+// checks computes the learning loop's measurements: per drift event the recovery
 // of the drifted type, the other types' change and the feedback-to-fix
 // latency; the bad candidate's fate and traffic share; acknowledged
 // interactions missing from the store; behaviour of promoted versions.
@@ -1179,7 +1179,7 @@ func (rep *Report) render() string {
 		rep.Quiz.render(&b)
 	}
 	fmt.Fprintf(&b, "\nacknowledged interactions: %d, missing from the store: %d\n", rep.Acknowledged, rep.Lost)
-	fmt.Fprintf(&b, "\nMust-show (issue 8):\n")
+	fmt.Fprintf(&b, "\nMust-show:\n")
 	for _, m := range rep.MustShow {
 		fmt.Fprintf(&b, "  [%s] %s: %s\n", strings.ToUpper(m.Status), m.Name, m.Detail)
 	}

@@ -10,7 +10,7 @@ import (
 	"citizen/workplace"
 )
 
-// mustShow states issue 8's checks as pass, fail or n/a.
+// mustShow states the required results as pass, fail or n/a.
 func (rep *Report) mustShow() {
 	c := rep.Config
 	add := func(name, status, format string, args ...any) {
