@@ -101,15 +101,32 @@ func Fold(evs []events.Event) (InteractionView, error) {
 	return v, nil
 }
 
+// recordedView is what the fold reads of an interaction.recorded: its
+// token ids, logprobs, tools and parameters are skipped (events.DecodeView).
+type recordedView struct {
+	InteractionID string `json:"interaction_id"`
+	Tenant        string `json:"tenant"`
+	TaskType      string `json:"task_type"`
+	ModelVersion  string `json:"model_version"`
+	Messages      []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+}
+
 // foldInto applies evs, the next events of a stream in order, to v.
 func foldInto(v *InteractionView, evs []events.Event) error {
 	for i := range evs {
-		p, err := events.Decode(&evs[i])
-		if err != nil {
-			return err
-		}
-		switch x := p.(type) {
-		case *events.InteractionRecorded:
+		if evs[i].Type == events.TypeInteractionRecorded {
+			var x recordedView
+			if err := events.DecodeView(&evs[i], &x); err != nil {
+				return err
+			}
 			v.ID, v.Tenant, v.Version, v.Time = x.InteractionID, x.Tenant, x.ModelVersion, evs[i].Time
 			v.Type, v.LabelSource = x.TaskType, "given"
 			if v.Type == "" {
@@ -123,6 +140,13 @@ func foldInto(v *InteractionView, evs []events.Event) error {
 			if len(x.Choices) > 0 {
 				v.Answer = x.Choices[0].Message.Content
 			}
+			continue
+		}
+		p, err := events.Decode(&evs[i])
+		if err != nil {
+			return err
+		}
+		switch x := p.(type) {
 		case *events.InteractionEvaluated:
 			r := x.Reward
 			v.Reward = &r
