@@ -42,3 +42,33 @@ func TestQuizMustShow(t *testing.T) {
 		}
 	}
 }
+
+// The changed-question checks apply to drifts that changed questions: a
+// preference drift's record has windows with none and is n/a, a fact
+// drift's is judged.
+func TestChangedChecksOnlyForFactDrifts(t *testing.T) {
+	status := func(rep *Report, name string) string {
+		rep.MustShow = nil
+		rep.mustShow()
+		for _, m := range rep.MustShow {
+			if m.Name == name {
+				return m.Status
+			}
+		}
+		return "absent"
+	}
+	pref := &Report{Lessons: &LessonsCheck{Drifts: []ChangedCheck{{At: 600, Windows: []ChangedWindow{{Start: 600, End: 800}}}}}}
+	fact := &Report{Lessons: &LessonsCheck{Drifts: []ChangedCheck{{At: 600, Windows: []ChangedWindow{{Start: 600, End: 800, Ratio: Ratio{Correct: 9, Total: 10, Rate: 0.9}}},
+		At400: Ratio{Correct: 9, Total: 10, Rate: 0.9}}}}}
+	for _, name := range []string{"changed questions by fast memory", "changed questions by the weights"} {
+		if got := status(pref, name); got != "n/a" {
+			t.Errorf("preference drift: %s is %s, want n/a", name, got)
+		}
+	}
+	if got := status(fact, "changed questions by fast memory"); got != "pass" {
+		t.Errorf("fact drift at 0.90: %s, want pass", got)
+	}
+	if got := status(fact, "changed questions by the weights"); got != "fail" {
+		t.Errorf("fact drift without weights' answers: %s, want fail", got)
+	}
+}
