@@ -188,7 +188,8 @@ type Store interface {
 	// same result as the first Append). Arguments are checked with
 	// AppendCheck (types against a Registry, events.Types by default).
 	// An ID already stored in another stream is ErrMalformed where the
-	// backend can see it (EventStoreDB's only searches the stream).
+	// backend can see it (EventStoreDB's looks only where a retry of the
+	// batch would sit in the stream).
 	// Errors: ErrEmptyBatch, ErrTooLarge, ErrInvalidStream, ErrMalformed,
 	// ErrUnknownType, ErrUnknownSchema, *WrongRevisionError, ErrClosed.
 	// On error nothing is written. If ctx ends while Append waits for

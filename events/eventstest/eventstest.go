@@ -46,6 +46,13 @@ type Features struct {
 	// within the stream appended to (EventStoreDB has no global id index),
 	// so reusing an id in another stream is not refused.
 	StreamScopedIDs bool
+	// RetryScopedIDs: the backend looks for a batch's stored ids only
+	// where a retry of it would sit (after the expected revision, or at
+	// the stream's end), so a batch mixing an event stored earlier in the
+	// stream with new ones stores that event again (EventStoreDB: a
+	// bounded check instead of a scan of the stream). The mixed-batch
+	// step is skipped.
+	RetryScopedIDs bool
 	// Writers is the number of concurrent appenders in the concurrency
 	// tests (default 16); AppendsPerWriter how many each makes (default 50).
 	Writers, AppendsPerWriter int
@@ -459,6 +466,9 @@ func testIdempotency(t *testing.T, s *suite) {
 			t.Fatalf("id %s stored twice", e.ID)
 		}
 		seen[e.ID.String()] = true
+	}
+	if s.f.RetryScopedIDs {
+		return
 	}
 	// A batch mixing a stored event and a new one writes only the new one.
 	fresh := Feedback(t, "fresh")
