@@ -39,12 +39,16 @@ import (
 // HTTP and recording: citizen_gateway_http_request_duration_seconds (route,
 // method, status), citizen_gateway_errors_total (route, status, type),
 // citizen_gateway_interactions_recorded_total,
-// citizen_gateway_record_failures_total, citizen_gateway_lessons_placed_total.
+// citizen_gateway_record_failures_total, citizen_gateway_record_duration_seconds,
+// citizen_gateway_lessons_placed_total.
 type metrics struct {
 	httpDuration *prometheus.HistogramVec
 	errors       *prometheus.CounterVec
 	recorded     prometheus.Counter
 	recordFail   prometheus.Counter
+	// recordTime is the durable append of an interaction (the store's
+	// append latency as the gateway sees it).
+	recordTime prometheus.Histogram
 	// lessonsPlaced counts the lessons placed in requests' contexts.
 	lessonsPlaced prometheus.Counter
 	// lessonRevisions counts answers given again because their first
@@ -102,6 +106,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "citizen_gateway_interactions_recorded_total", Help: "Interactions appended to the event store."}),
 		recordFail: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "citizen_gateway_record_failures_total", Help: "Failed appends of interactions (the client got an error)."}),
+		recordTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "citizen_gateway_record_duration_seconds", Help: "Durable appends of interactions to the event store, successful or not.",
+			Buckets: []float64{0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5}}),
 		lessonsPlaced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "citizen_gateway_lessons_placed_total", Help: "Lessons placed in the context of requests (fast memory)."}),
 		lessonRevisions: prometheus.NewCounter(prometheus.CounterOpts{
@@ -135,7 +142,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "citizen_generation_tokens_total", Help: "Generated tokens of successful generations (vLLM's vllm:generation_tokens_total).", ConstLabels: vllm}),
 		generation: map[[2]string]*genObservers{},
 	}
-	reg.MustRegister(m.httpDuration, m.errors, m.recorded, m.recordFail, m.lessonsPlaced, m.lessonRevisions, m.opDuration, m.ttft, m.tpot, m.tokens,
+	reg.MustRegister(m.httpDuration, m.errors, m.recorded, m.recordFail, m.recordTime, m.lessonsPlaced, m.lessonRevisions, m.opDuration, m.ttft, m.tpot, m.tokens,
 		m.running, m.vTTFT, m.vTPOT, m.vE2E, m.promptTotal, m.genTotal)
 	return m
 }

@@ -24,7 +24,9 @@ func (r *request) record(ctx context.Context, res *Result) error {
 	})
 	if err == nil {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.s.cfg.RecordTimeout)
+		t0 := time.Now()
 		_, err = r.s.store.Append(actx, ev.Stream, events.NoStream, ev)
+		r.s.metrics.recordTime.Observe(time.Since(t0).Seconds())
 		cancel()
 	}
 	if err != nil {

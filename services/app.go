@@ -83,6 +83,10 @@ type App struct {
 	// at /metrics; components register their own metrics on it.
 	Metrics *prometheus.Registry
 
+	workerMetricsOnce sync.Once
+	workerMetricsV    *workerMetrics
+	workerMetricsErr  error
+
 	// WrapTrainer, when set, wraps the trainer the distiller is configured
 	// with (distill.command's, else the embedded one): how a harness such
 	// as bench learn decorates training without the distiller knowing.
@@ -390,12 +394,17 @@ func (a *App) initGateway(ctx context.Context) (Service, error) {
 // worker runs one consumer group's handlers on its own router.
 func (a *App) worker(name string, handlers ...bus.EventHandler) (Service, error) {
 	log := a.logger(name)
-	r, err := bus.NewRouter(bus.RouterConfig{Poison: a.Bus.Publisher(), MaxAttempts: a.Config.Bus.MaxAttempts}, log)
+	m, err := a.workerMetrics()
+	if err != nil {
+		return nil, err
+	}
+	poison := poisonCounter{a.Bus.Publisher(), m.poison.WithLabelValues(name)}
+	r, err := bus.NewRouter(bus.RouterConfig{Poison: poison, MaxAttempts: a.Config.Bus.MaxAttempts}, log)
 	if err != nil {
 		return nil, err
 	}
 	for _, h := range handlers {
-		if err := bus.AddEventHandler(r, h); err != nil {
+		if err := bus.AddEventHandler(r, m.observe(h)); err != nil {
 			return nil, err
 		}
 	}
@@ -733,6 +742,9 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 		return nil, err
 	}
 	a.Distiller = d
+	if err := registerDistillerMetrics(a.metrics(), d); err != nil {
+		return nil, err
+	}
 	return a.elected(leaseDistiller, ServiceFunc(func(ctx context.Context) error {
 		err := d.Run(ctx)
 		if ctx.Err() != nil {

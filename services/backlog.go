@@ -55,12 +55,13 @@ func topicsOf(types []string) []string {
 // ready and the gateway refuses new completions with 503 overloaded
 // (Retry-After): the backlog of ungraded work stays bounded, and a load
 // balancer sends the traffic elsewhere. Gauges:
-// citizen_worker_backlog_messages{group}.
+// citizen_worker_backlog_messages{group}, citizen_relay_unpublished_events.
 type backlogWatch struct {
 	store  events.Store
 	max    int64
 	every  time.Duration
 	gauge  *prometheus.GaugeVec
+	relay  prometheus.Gauge
 	logger *slog.Logger
 
 	mu   sync.Mutex
@@ -70,9 +71,13 @@ type backlogWatch struct {
 func newBacklogWatch(store events.Store, max int64, reg prometheus.Registerer, logger *slog.Logger) (*backlogWatch, error) {
 	w := &backlogWatch{store: store, max: max, every: time.Second, logger: logger,
 		gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "citizen_worker_backlog_messages",
-			Help: "Messages a worker role's consumer group owes: unacknowledged on the bus plus events the relay has not published yet."}, []string{"group"})}
-	if err := reg.Register(w.gauge); err != nil {
-		return nil, err
+			Help: "Messages a worker role's consumer group owes: unacknowledged on the bus plus events the relay has not published yet."}, []string{"group"}),
+		relay: prometheus.NewGauge(prometheus.GaugeOpts{Name: "citizen_relay_unpublished_events",
+			Help: "Store positions after the relay's: events not yet on the bus."})}
+	for _, c := range []prometheus.Collector{w.gauge, w.relay} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
 	}
 	return w, nil
 }
@@ -112,6 +117,7 @@ func (w *backlogWatch) measure(ctx context.Context, src bus.Backlogger, relay *b
 		}
 		return
 	}
+	w.relay.Set(float64(unpublished))
 	var over error
 	for group, types := range workerGroups() {
 		n, known, err := src.Backlog(ctx, group, topicsOf(types))
