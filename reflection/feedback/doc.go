@@ -37,8 +37,10 @@
 //     the candidates, P(correction) = sqrt(P(negative)) · P(candidate |
 //     negative); a logistic calibrator turns both into the confidence.
 //     Their weights (testdata/model.json, embedded) are trained and their
-//     thresholds chosen by 5-fold cross-validation on
-//     testdata/general/train.jsonl and the older in-sample sets;
+//     thresholds chosen by 5-fold cross-validation on the general set
+//     (testdata/general/train.jsonl and heldout.jsonl) and the older
+//     in-sample sets; testdata/general/heldout2.jsonl, written apart from
+//     them, is the held-out set;
 //   - the English rules of the first interpreter (embedded.go) add
 //     aspects and hints.
 //
@@ -47,7 +49,8 @@
 // Training and evaluation:
 //
 //	go test ./reflection/feedback -run TestTrainModel -update   # retrain, write testdata/model.json
-//	go test ./reflection/feedback -run TestTrainModel -v        # cross-validated figures on train
-//	go test ./reflection/feedback -run TestGeneralSet -v        # train and held-out tables, calibration (RESULTS.md)
+//	go test ./reflection/feedback -run TestTrainModel -v        # cross-validated figures on the general set
+//	go test ./reflection/feedback -run TestGeneralSet -v        # the general set's in-sample tables
+//	go test ./reflection/feedback -run TestSecondHeldOut -v     # held-out tables and calibration (RESULTS.md)
 //	go test ./reflection/feedback -run XXX -bench BenchmarkInterpretLatency -cpu 1
 package feedback

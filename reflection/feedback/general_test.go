@@ -154,24 +154,25 @@ func groupScores(recs []generalRecord, outs []outcome, key func(generalRecord) s
 
 // Floors the general set must stay above: slightly under the figures
 // measured when the model was committed (see the report of
-// TestGeneralSet), so that a regression fails. They are not the targets
-// of the issue (held-out polarity 0.92, correction F1 0.85).
+// TestGeneralSet), so that a regression fails. Since embedded-5 both of
+// the set's splits train the model, so these are in-sample figures; the
+// held-out measure is heldout2.jsonl (TestSecondHeldOut).
 //
-// Measured with embedded-4 (testdata/model.json of this commit): train
-// in-sample polarity 1.000, correction F1 0.987; held-out polarity 0.909,
-// correction F1 0.844 (P 0.890, R 0.802). Train 5-fold cross-validation
-// (TestTrainModel) gave polarity 0.928 and F1 0.898. See
-// testdata/general/RESULTS.md.
+// Measured with embedded-5 (testdata/model.json of this commit): train.jsonl
+// polarity 1.000, correction F1 0.982; heldout.jsonl polarity 1.000, F1
+// 0.932. 5-fold cross-validation over both (TestTrainModel): polarity
+// 0.931, F1 0.901. See testdata/general/RESULTS.md.
 const (
 	generalTrainPolarityFloor = 0.98
 	generalTrainF1Floor       = 0.94
-	generalHeldPolarityFloor  = 0.895
-	generalHeldF1Floor        = 0.82
+	generalHeldPolarityFloor  = 0.98
+	generalHeldF1Floor        = 0.90
 )
 
 // TestGeneralSet scores the embedded interpreter on the general labelled
-// set: train.jsonl (in-sample: the model was trained on it) and the
-// frozen held-out split side by side, per kind and per language, with
+// set: train.jsonl and heldout.jsonl side by side (both in-sample: the
+// model is trained on both; heldout.jsonl was the held-out split until
+// embedded-4, and its digest still pins it), per kind and per language, with
 // polarity accuracy and correction precision, recall and F1 and their
 // Wilson 95% intervals, and the calibration of the confidence on the
 // held-out split (ECE and a 10-bin reliability table).
@@ -209,7 +210,7 @@ func TestGeneralSet(t *testing.T) {
 	hoOut := evalGeneral(t, e, held)
 
 	var b strings.Builder
-	header := fmt.Sprintf("%-30s | %s | %s\n", "", "train (in-sample): n polarity, correction P, R, F1 [Wilson 95%]", "held-out: n polarity, correction P, R, F1 [Wilson 95%]")
+	header := fmt.Sprintf("%-30s | %s | %s\n", "", "train (in-sample): n polarity, correction P, R, F1 [Wilson 95%]", "heldout.jsonl (in-sample): n polarity, correction P, R, F1 [Wilson 95%]")
 	table := func(title string, key func(generalRecord) string) {
 		tr := groupScores(train, trOut, key)
 		ho := groupScores(held, hoOut, key)
@@ -280,7 +281,7 @@ func TestGeneralSet(t *testing.T) {
 			mf.CV["polarity_accuracy"], mf.CV["correction_precision"], mf.CV["correction_recall"], mf.CV["correction_f1"], mf.CV["ece"])
 	}
 	calib("train (in-sample)", tAll)
-	calib("held-out", hAll)
+	calib("heldout.jsonl (in-sample)", hAll)
 	t.Log("\n" + b.String())
 
 	if tAll.pol() < generalTrainPolarityFloor {

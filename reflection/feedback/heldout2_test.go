@@ -70,10 +70,11 @@ func TestSecondHeldOut(t *testing.T) {
 	}
 }
 
-// Floors on heldout2, slightly under what embedded-4 scores there
-// (polarity 0.879, correction F1 0.786 with P 0.844, R 0.734; ECE 0.091),
-// so that a regression fails. The targets are 0.92 and 0.85.
+// Floors on heldout2, slightly under what embedded-5 scores there
+// (polarity 0.903, correction F1 0.790 with P 0.842, R 0.744; ECE 0.077;
+// embedded-4: 0.879, 0.786, ECE 0.091), so that a regression fails. The
+// issue's targets are 0.92 and 0.85.
 const (
-	heldOut2PolarityFloor = 0.865
-	heldOut2F1Floor       = 0.77
+	heldOut2PolarityFloor = 0.89
+	heldOut2F1Floor       = 0.775
 )

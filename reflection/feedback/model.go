@@ -11,7 +11,7 @@ import (
 // The trained part of the embedded interpreter: a multinomial logistic
 // regression for polarity, a logistic ranker for correction candidates
 // and a logistic calibrator for the confidence. The weights are trained
-// on testdata/general/train.jsonl and the older in-sample sets
+// on testdata/general/train.jsonl and heldout.jsonl and the older in-sample sets
 // (testdata/labelled.jsonl, testdata/heldout.jsonl) by
 //
 //	go test ./reflection/feedback -run TestTrainModel -update

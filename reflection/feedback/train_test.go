@@ -51,13 +51,17 @@ func foldOf(id string, k int) int {
 // loadTrainExamples analyses train.jsonl and the older in-sample sets.
 func loadTrainExamples(t testing.TB, o trainOpts) []*texample {
 	var exs []*texample
-	for _, r := range loadGeneral(t, "testdata/general/train.jsonl") {
-		if r.Split != "train" {
-			t.Fatalf("%s: split %q in train.jsonl", r.ID, r.Split)
+	// The general set's both splits train the model: heldout2.jsonl,
+	// written apart from them, is the held-out set (TestSecondHeldOut).
+	for _, split := range []string{"train", "heldout"} {
+		for _, r := range loadGeneral(t, "testdata/general/"+split+".jsonl") {
+			if r.Split != split {
+				t.Fatalf("%s: split %q in %s.jsonl", r.ID, r.Split, split)
+			}
+			exs = append(exs, &texample{id: r.ID, general: true, fold: foldOf(r.ID, o.Folds), w: 1, pol: r.Polarity,
+				corr: NormalizeCorrection(r.Correction), kind: r.Kind, lang: r.Lang,
+				a: analyze(Input{Text: r.Text, AnswerText: r.Answer, PromptText: r.Question})})
 		}
-		exs = append(exs, &texample{id: r.ID, general: true, fold: foldOf(r.ID, o.Folds), w: 1, pol: r.Polarity,
-			corr: NormalizeCorrection(r.Correction), kind: r.Kind, lang: r.Lang,
-			a: analyze(Input{Text: r.Text, AnswerText: r.Answer, PromptText: r.Question})})
 	}
 	for _, path := range []string{"testdata/labelled.jsonl", "testdata/heldout.jsonl"} {
 		for i, l := range loadSet(t, path) {
@@ -582,11 +586,11 @@ func encodeModel(mf modelFile) []byte {
 }
 
 // TestTrainModel retrains the embedded interpreter's model with 5-fold
-// cross-validation on testdata/general/train.jsonl (plus the older
-// in-sample sets, always in the training folds), reports the
-// cross-validated figures, and checks that testdata/model.json is what
-// training produces (with -update it writes the file). The held-out
-// split is never read here.
+// cross-validation on the general set, testdata/general/train.jsonl and
+// heldout.jsonl (plus the older in-sample sets, always in the training
+// folds), reports the cross-validated figures, and checks that
+// testdata/model.json is what training produces (with -update it writes
+// the file). The held-out set, heldout2.jsonl, is never read here.
 //
 //	go test ./reflection/feedback -run TestTrainModel -v
 //	go test ./reflection/feedback -run TestTrainModel -update
@@ -596,7 +600,7 @@ func TestTrainModel(t *testing.T) {
 	}
 	exs := loadTrainExamples(t, defaultTrainOpts)
 	mf, rep := trainAll(exs, defaultTrainOpts)
-	t.Logf("5-fold CV on train.jsonl (n=%d): polarity %.3f, correction P %.3f R %.3f F1 %.3f, emit at %.2f; ECE %.3f; uncertain below %.2f keeps %.1f%% at accuracy %.3f",
+	t.Logf("5-fold CV on the general set (n=%d): polarity %.3f, correction P %.3f R %.3f F1 %.3f, emit at %.2f; ECE %.3f; uncertain below %.2f keeps %.1f%% at accuracy %.3f",
 		rep.N, rep.PolAcc, rep.P, rep.R, rep.F1, rep.Emit, rep.ECE, rep.Uncertain, 100*rep.Coverage, rep.KeptAcc)
 	t.Logf("model: %d polarity features, %d ranker features", len(mf.Polarity), len(mf.Ranker))
 	b := encodeModel(mf)
