@@ -293,15 +293,9 @@ func (h *Handler) postRollout(c echo.Context) error {
 	if !ok {
 		return writeError(c, http.StatusNotFound, fmt.Sprintf("unknown action %q (pause, resume, promote, abort)", name))
 	}
-	var req ActionRequest
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10))
-	if err != nil {
-		return writeError(c, http.StatusBadRequest, "reading the body: "+err.Error())
-	}
-	if len(strings.TrimSpace(string(body))) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			return writeError(c, http.StatusBadRequest, "the body must be JSON {\"reason\": \"...\"}: "+err.Error())
-		}
+	req, ok, err := readAction(c)
+	if !ok {
+		return err
 	}
 	if req.Reason == "" {
 		req.Reason = c.QueryParam("reason")
@@ -385,4 +379,20 @@ func (h *Handler) dashboard(c echo.Context) error {
 func (h *Handler) dashboardScript(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "no-cache")
 	return c.Blob(http.StatusOK, "text/javascript; charset=utf-8", dashboardJS)
+}
+
+// readAction reads an operator action's optional body, {"reason": "..."}
+// of at most 64 KiB. On a bad body it writes the 400 and returns ok false
+// with the write's error.
+func readAction(c echo.Context) (req ActionRequest, ok bool, err error) {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10))
+	if err != nil {
+		return req, false, writeError(c, http.StatusBadRequest, "reading the body: "+err.Error())
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			return req, false, writeError(c, http.StatusBadRequest, "the body must be JSON {\"reason\": \"...\"}: "+err.Error())
+		}
+	}
+	return req, true, nil
 }

@@ -1,10 +1,8 @@
 package ops
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -55,15 +53,9 @@ func (h *Handler) postApproveLesson(c echo.Context) error {
 	if id == "" || len(id) > 200 {
 		return writeErrorParam(c, http.StatusBadRequest, "the lesson id must be 1 to 200 characters", "id")
 	}
-	var req ActionRequest
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10))
-	if err != nil {
-		return writeError(c, http.StatusBadRequest, "reading the body: "+err.Error())
-	}
-	if len(strings.TrimSpace(string(body))) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			return writeError(c, http.StatusBadRequest, "the body must be JSON {\"reason\": \"...\"}: "+err.Error())
-		}
+	req, ok, err := readAction(c)
+	if !ok {
+		return err
 	}
 	ctx := c.Request().Context()
 	stream := events.LessonStream(id)
