@@ -206,6 +206,26 @@ func TestLoadCounts(t *testing.T) {
 	if r.OK != 5 || r.Errors != 5 || !strings.Contains(r.FirstError, "503") {
 		t.Fatalf("failing server: %+v", r)
 	}
+	// A 503 with Retry-After is shed, not failed, and the connection waits
+	// it out before its next request.
+	var shedN atomic.Int64
+	shedding := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if shedN.Add(1)%2 == 0 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, `{"error":{"code":"overloaded"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		mock.ServeHTTP(w, r)
+	}))
+	defer shedding.Close()
+	t0 := time.Now()
+	r, err = Load(context.Background(), nil, LoadConfig{URL: shedding.URL + "/v1/chat/completions", Body: plain, Conns: 1, Requests: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK != 2 || r.Shed != 2 || r.Errors != 0 || time.Since(t0) < 2*time.Second {
+		t.Fatalf("shedding server: %+v after %v", r, time.Since(t0))
+	}
 	// A stream cut before [DONE] is a failure.
 	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,9 +41,13 @@ type LoadConfig struct {
 // requests (status 200, body read to the end; a stream must end with
 // [DONE]).
 type LoadResult struct {
-	OK     int     `json:"ok"`
-	Errors int     `json:"errors"`
-	Wall   float64 `json:"wall_s"`
+	OK     int `json:"ok"`
+	Errors int `json:"errors"`
+	// Shed counts requests refused with 503 and Retry-After (the
+	// target's back-pressure); after one the connection waits the
+	// Retry-After, as the OpenAI SDKs do, before its next request.
+	Shed int     `json:"shed,omitempty"`
+	Wall float64 `json:"wall_s"`
 	// ReqPerSec is OK per wall second.
 	ReqPerSec float64   `json:"req_per_s"`
 	Latency   Quantiles `json:"latency_ms"`
@@ -112,6 +117,7 @@ func Load(ctx context.Context, client *http.Client, cfg LoadConfig) (LoadResult,
 		lat      []time.Duration
 		ttfc     []time.Duration
 		errs     int
+		shed     int
 		firstErr string
 		wg       sync.WaitGroup
 	)
@@ -122,7 +128,7 @@ func Load(ctx context.Context, client *http.Client, cfg LoadConfig) (LoadResult,
 		go func() {
 			defer wg.Done()
 			var myLat, myTTFC []time.Duration
-			myErrs := 0
+			myErrs, myShed := 0, 0
 			myFirst := ""
 			for ctx.Err() == nil {
 				if cfg.Requests > 0 && issued.Add(1) > int64(cfg.Requests) {
@@ -132,6 +138,19 @@ func Load(ctx context.Context, client *http.Client, cfg LoadConfig) (LoadResult,
 					break
 				}
 				l, f, err := one(ctx, client, &cfg)
+				var sh shedError
+				if errors.As(err, &sh) {
+					myShed++
+					wait := sh.retryAfter
+					if cfg.Duration > 0 {
+						wait = min(wait, time.Until(deadline))
+					}
+					select {
+					case <-ctx.Done():
+					case <-time.After(wait):
+					}
+					continue
+				}
 				if err != nil {
 					if ctx.Err() != nil {
 						break
@@ -151,6 +170,7 @@ func Load(ctx context.Context, client *http.Client, cfg LoadConfig) (LoadResult,
 			lat = append(lat, myLat...)
 			ttfc = append(ttfc, myTTFC...)
 			errs += myErrs
+			shed += myShed
 			if firstErr == "" {
 				firstErr = myFirst
 			}
@@ -159,7 +179,7 @@ func Load(ctx context.Context, client *http.Client, cfg LoadConfig) (LoadResult,
 	}
 	wg.Wait()
 	wall := time.Since(start)
-	r := LoadResult{OK: len(lat), Errors: errs, Wall: wall.Seconds(), Latency: quantiles(lat), FirstError: firstErr}
+	r := LoadResult{OK: len(lat), Errors: errs, Shed: shed, Wall: wall.Seconds(), Latency: quantiles(lat), FirstError: firstErr}
 	if cfg.Stream {
 		r.TTFC = quantiles(ttfc)
 	}
@@ -170,6 +190,12 @@ func Load(ctx context.Context, client *http.Client, cfg LoadConfig) (LoadResult,
 }
 
 var dataPrefix = []byte("data:")
+
+// shedError is a 503 with Retry-After: the target refused the request for
+// now (back-pressure), which is not a failure of the target.
+type shedError struct{ retryAfter time.Duration }
+
+func (e shedError) Error() string { return fmt.Sprintf("status 503, retry after %v", e.retryAfter) }
 
 // one sends one request and reads the whole answer: its latency and, for
 // a stream, the time to its first data event.
@@ -190,6 +216,9 @@ func one(ctx context.Context, client *http.Client, cfg *LoadConfig) (time.Durati
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && ra > 0 && resp.StatusCode == http.StatusServiceUnavailable {
+			return 0, 0, shedError{time.Duration(ra) * time.Second}
+		}
 		return 0, 0, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
 	}
 	if !cfg.Stream {

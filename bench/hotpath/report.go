@@ -31,6 +31,7 @@ type Summary struct {
 	// Totals over the rounds: acknowledged, recorded (store), evaluated
 	// (store); -1 where the target has none.
 	Acknowledged int `json:"acknowledged"`
+	Shed         int `json:"shed"`
 	Recorded     int `json:"recorded"`
 	Evaluated    int `json:"evaluated"`
 	// EvalAtStop is the median fraction of recorded interactions evaluated
@@ -108,6 +109,7 @@ func summarise(runs []TargetRun, names []string) []Summary {
 				s.Evaluated = addKnown(s.Evaluated, r.Evaluated)
 			}
 			s.Acknowledged += r.Acknowledged
+			s.Shed += r.Shed
 			if r.RecordedAtStop > 0 && r.EvaluatedAtStop >= 0 {
 				evs = append(evs, float64(r.EvaluatedAtStop)/float64(r.RecordedAtStop))
 			}
@@ -174,8 +176,8 @@ func (r *Report) Markdown() string {
 	c := r.Config
 	fmt.Fprintf(&b, "Medians of %d interleaved rounds. Concurrency 1: %d non-streaming and %d streaming requests per target and round; then %d connections for %.0f s. The mock answers %d tokens at once.\n\n",
 		c.Rounds, c.Serial, c.Serial, c.Conns, c.DurationS, c.MockTokens)
-	fmt.Fprintf(&b, "| target | c=1 p50 / p99 ms | added p50 / p99 ms | TTFC added p50 / p99 ms | req/s at %d conns | × direct | CPU µs/req c=1 | CPU µs/req c=%d | recorded / acknowledged | evaluated at load stop | drain s (median / max) |\n", c.Conns, c.Conns)
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| target | c=1 p50 / p99 ms | added p50 / p99 ms | TTFC added p50 / p99 ms | req/s at %d conns | × direct | CPU µs/req c=1 | CPU µs/req c=%d | recorded / acknowledged | shed (503) | evaluated at load stop | drain s (median / max) |\n", c.Conns, c.Conns)
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Summary {
 		added, ttfc, vs := "–", "–", "–"
 		if s.AddedP50 != -1 && s.Target != TargetDirect {
@@ -195,8 +197,8 @@ func (r *Report) Markdown() string {
 				drain = "not drained"
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %.3f / %.3f | %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", s.Target, s.P50, s.P99, added, ttfc,
-			s.ReqPerSec, vs, num(s.CPUSerial, "%.0f"), num(s.CPUConc, "%.0f"), rec, ev, drain)
+		fmt.Fprintf(&b, "| %s | %.3f / %.3f | %s | %s | %.0f | %s | %s | %s | %s | %d | %s | %s |\n", s.Target, s.P50, s.P99, added, ttfc,
+			s.ReqPerSec, vs, num(s.CPUSerial, "%.0f"), num(s.CPUConc, "%.0f"), rec, s.Shed, ev, drain)
 	}
 	return b.String()
 }

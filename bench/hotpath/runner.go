@@ -164,8 +164,10 @@ type TargetRun struct {
 	CPUConcurrent  float64 `json:"cpu_us_concurrent"`
 	MockCPUSerial  float64 `json:"mock_cpu_us_c1"`
 	MockCPUConcurr float64 `json:"mock_cpu_us_concurrent"`
-	// Acknowledged: answered requests of every load, warm-up included.
+	// Acknowledged: answered requests of every load, warm-up included;
+	// Shed: those the target refused with 503 and Retry-After.
 	Acknowledged int `json:"acknowledged"`
+	Shed         int `json:"shed"`
 	// Recorded and Evaluated are read from the store after the process
 	// stopped (interaction.recorded, and distinct interactions with an
 	// interaction.evaluated); -1 where the target has no store.
@@ -424,6 +426,7 @@ func loads(ctx context.Context, cfg RunConfig, mock *mockProc, ep endpoint, prof
 			return err
 		}
 		tr.Acknowledged += r.OK
+		tr.Shed += r.Shed
 		if r.Errors > 0 {
 			return fmt.Errorf("%s: %d of %d requests failed; first: %s", what, r.Errors, r.Errors+r.OK, r.FirstError)
 		}
