@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 )
@@ -57,10 +58,7 @@ func (b *Backlog) Backlog(ctx context.Context, group string, topics []string) (n
 	if err != nil {
 		return 0, false, fmt.Errorf("kafka: backlog of %s: last offsets: %w", group, err)
 	}
-	committed, err := b.client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: parts})
-	if err == nil {
-		err = committed.Error
-	}
+	committed, err := b.committed(ctx, group, parts)
 	if errors.Is(err, kafkago.GroupIdNotFound) {
 		committed, err = &kafkago.OffsetFetchResponse{}, nil // a group nobody joined yet
 	}
@@ -91,6 +89,28 @@ func (b *Backlog) Backlog(ctx context.Context, group string, topics []string) (n
 		}
 	}
 	return n, true, nil
+}
+
+// committed fetches group's committed offsets. A coordinator that is not
+// ready yet (a fresh broker, a group moving between brokers) is asked again
+// with backoff until ctx ends.
+func (b *Backlog) committed(ctx context.Context, group string, parts map[string][]int) (*kafkago.OffsetFetchResponse, error) {
+	wait := 50 * time.Millisecond
+	for {
+		res, err := b.client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: parts})
+		if err == nil {
+			err = res.Error
+		}
+		if !errors.Is(err, kafkago.NotCoordinatorForGroup) && !errors.Is(err, kafkago.GroupCoordinatorNotAvailable) && !errors.Is(err, kafkago.GroupLoadInProgress) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 type topicPartition struct {
