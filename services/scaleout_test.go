@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,67 +169,8 @@ func TestScaleOut(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var rnd [6]byte
-	crand.Read(rnd[:])
-	ns := "t_" + hex.EncodeToString(rnd[:])
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), pgURL)
-		if err == nil {
-			conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+ns+" CASCADE")
-			conn.Close(context.Background())
-		}
-	})
-	common := []string{"serve", "--model.engine=stub", "--log.level=info",
-		"--store.backend=postgres", "--store.pg-url=" + pgURL, "--store.pg-schema=" + ns,
-		"--bus.backend=kafka", "--bus.kafka-brokers=" + brokers, "--bus.kafka-namespace=" + ns + ".",
-		"--bus.kafka-partitions=4", "--bus.kafka-consumers=2", "--bus.kafka-session-timeout=6s"}
-	var procs []*proc
-	start := func(name, target string) *proc {
-		t.Helper()
-		args := append(append([]string(nil), common...), "--target="+target, "--data-dir", t.TempDir())
-		p := &proc{name: name, logs: newSyncBuffer(), done: make(chan struct{})}
-		if strings.Contains(target, "gateway") {
-			addr := freeAddr(t)
-			args = append(args, "--gateway.listen", addr)
-			p.base = "http://" + addr
-		}
-		p.cmd = exec.Command(os.Args[0], args...)
-		p.cmd.Env = append(os.Environ(), "CITIZEN_TEST_MAIN=1")
-		p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { p.cmd.Wait(); close(p.done) }()
-		procs = append(procs, p)
-		if p.base != "" {
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				if resp, err := http.Get(p.base + "/readyz"); err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == 200 {
-						break
-					}
-				}
-				if p.exited() || time.Now().After(deadline) {
-					t.Fatalf("%s not ready; logs:\n%s", name, p.logs)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-		return p
-	}
-	defer func() {
-		for _, p := range procs {
-			if !p.exited() {
-				p.stop()
-			}
-		}
-		if t.Failed() {
-			for _, p := range procs {
-				t.Logf("--- %s logs:\n%s", p.name, lastLines(p.logs.String(), 40))
-			}
-		}
-	}()
+	d := newDeployment(t, pgURL, brokers, "--model.engine=stub")
+	ns, start := d.ns, d.start
 	began := time.Now()
 	workers := []*proc{start("worker-1", "reflection,feedback,memory"), start("worker-2", "reflection,feedback,memory"),
 		start("trainer", "distiller,rollout")}
@@ -424,4 +366,84 @@ func waitCond(t *testing.T, ctx context.Context, d time.Duration, what string, c
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// deployment starts citizen processes sharing one PostgreSQL schema and
+// one Kafka namespace (fresh per test, dropped after it) and stops them at
+// the end of the test, printing their logs if it failed.
+type deployment struct {
+	t      *testing.T
+	ns     string
+	common []string
+	procs  []*proc
+}
+
+func newDeployment(t *testing.T, pgURL, brokers string, extra ...string) *deployment {
+	var rnd [6]byte
+	crand.Read(rnd[:])
+	d := &deployment{t: t, ns: "t_" + hex.EncodeToString(rnd[:])}
+	d.common = append([]string{"serve", "--log.level=info",
+		"--store.backend=postgres", "--store.pg-url=" + pgURL, "--store.pg-schema=" + d.ns,
+		"--bus.backend=kafka", "--bus.kafka-brokers=" + brokers, "--bus.kafka-namespace=" + d.ns + ".",
+		"--bus.kafka-partitions=4", "--bus.kafka-consumers=2", "--bus.kafka-session-timeout=6s"}, extra...)
+	t.Cleanup(func() {
+		for _, p := range d.procs {
+			if !p.exited() {
+				p.stop()
+			}
+		}
+		if t.Failed() {
+			for _, p := range d.procs {
+				t.Logf("--- %s logs:\n%s", p.name, lastLines(p.logs.String(), 40))
+			}
+		}
+		conn, err := pgx.Connect(context.Background(), pgURL)
+		if err == nil {
+			conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+d.ns+" CASCADE")
+			conn.Close(context.Background())
+		}
+	})
+	return d
+}
+
+// start runs `citizen serve --target=target` with the deployment's
+// settings and args (a fresh data dir unless args name one), and waits for
+// its gateway, if it runs one, to be ready.
+func (d *deployment) start(name, target string, args ...string) *proc {
+	t := d.t
+	t.Helper()
+	all := append(append(append([]string(nil), d.common...), "--target="+target), args...)
+	if !slices.Contains(all, "--data-dir") {
+		all = append(all, "--data-dir", t.TempDir())
+	}
+	p := &proc{name: name, logs: newSyncBuffer(), done: make(chan struct{})}
+	if strings.Contains(target, "gateway") {
+		addr := freeAddr(t)
+		all = append(all, "--gateway.listen", addr)
+		p.base = "http://" + addr
+	}
+	p.cmd = exec.Command(os.Args[0], all...)
+	p.cmd.Env = append(os.Environ(), "CITIZEN_TEST_MAIN=1")
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	d.procs = append(d.procs, p)
+	if p.base != "" {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if resp, err := http.Get(p.base + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					break
+				}
+			}
+			if p.exited() || time.Now().After(deadline) {
+				t.Fatalf("%s not ready; logs:\n%s", name, p.logs)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return p
 }
