@@ -11,9 +11,10 @@
 // views (Model.W); gradients and AdamW moments mirror it.
 //
 // Quantized weights (NewQuantized, QuantWeights; gguf.LoadModel's default) stay as GGUF blocks.
-// A product with few rows (decode) quantizes the activation row to int16 per 32-block and runs
-// integer dot products; with 8 or more rows (prefill, batches) the weights are dequantized tile
-// by tile for the float32 GEMM. With int16 activations greedy answers are those of the float32
+// A product with fewer than 32 rows (decode, a batch of concurrent sequences) quantizes each
+// activation row to int16 per 32-block and runs integer dot products (a batch's rows in groups
+// through the batched kernels, each row's result as alone within float rounding); with 32 or
+// more rows (prefill) the weights are dequantized tile by tile for the float32 GEMM. With int16 activations greedy answers are those of the float32
 // weights (40 of 40 prompts in docs/benchmarks/quantized.md); ggml's int8 activations
 // (kernels.SetQuantActBits(8)) decode about 5% faster but change them (27 of 40 answers the
 // same, the capital-of-France question no longer answered Paris).

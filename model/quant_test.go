@@ -84,17 +84,24 @@ func TestQuantizedModel(t *testing.T) {
 	}
 	seq := []int{1, 50, 7, 300, 12, 99, 1000, 4, 18, 77, 5, 600, 31, 2}
 	for _, lora := range []*Adapter{nil, ad} {
-		for _, T := range []int{2, len(seq)} { // integer path, float path
+		for _, c := range []struct {
+			T         int
+			floatRows int
+			tol       float64
+		}{
+			{2, math.MaxInt, 0.02},        // integer path, one row at a time
+			{len(seq), math.MaxInt, 0.02}, // integer path, the batched kernels
+			{len(seq), 1, 1e-4},           // dequantized tiles
+		} {
+			T, tol := c.T, c.tol
 			b := &Batch{Tokens: seq[:T]}
+			prev := kernels.SetQuantFloatRows(c.floatRows)
 			lq, err := qm.Logits(b, lora)
+			kernels.SetQuantFloatRows(prev)
 			if err != nil {
 				t.Fatal(err)
 			}
 			lf, _ := fm.Logits(b, lora)
-			tol := 1e-4
-			if T < 8 {
-				tol = 0.02 // int8 activations
-			}
 			if d, s := maxDiff(lq, lf); d > tol*s+1e-5 {
 				t.Fatalf("lora=%v T=%d: logits differ by %g (max %g)", lora != nil, T, d, s)
 			}

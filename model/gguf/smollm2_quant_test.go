@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"citizen/internal/cputime"
 	"citizen/model"
@@ -92,7 +93,9 @@ func loadSmol(b testing.TB, weights string) *model.Model {
 
 // quantOption sets up one way of running the quantized model for the decode benchmark:
 // "quant" (the defaults: int16 activations), "quant-act8" (ggml's int8 activations),
-// "quant-tiles" (every product on dequantized tiles: SetQuantFloatRows(1)) or
+// "quant-tiles" (every product on dequantized tiles: SetQuantFloatRows(1)),
+// "quant-batchtiles" (products of 8 or more rows on dequantized tiles, as before the batched
+// integer kernels: SetQuantFloatRows(8)) or
 // "quant-act8-f32<kinds>" (int8 activations, the matrices of kinds float32: head, attn (q k v
 // o), mlp (gate up down), joined by +). It returns the model and restores the settings at the
 // end of b.
@@ -101,10 +104,13 @@ func quantOption(b testing.TB, option string) *model.Model {
 		return loadSmol(b, "f32")
 	}
 	qm := loadSmol(b, "quant")
-	rows, bits := kernels.SetQuantFloatRows(8), kernels.SetQuantActBits(16)
+	rows, bits := kernels.SetQuantFloatRows(1), kernels.SetQuantActBits(16)
+	kernels.SetQuantFloatRows(rows) // the package's setting (its default unless a test changed it)
 	b.Cleanup(func() { kernels.SetQuantFloatRows(rows); kernels.SetQuantActBits(bits) })
 	switch option {
 	case "quant":
+	case "quant-batchtiles":
+		kernels.SetQuantFloatRows(8)
 	case "quant-act8":
 		kernels.SetQuantActBits(8)
 	case "quant-tiles":
@@ -255,12 +261,13 @@ func generateCPU(b *testing.B, e *model.Engine, prompt []int, n, gen int) float6
 // BenchmarkSmolLM2Decode measures greedy decode on the real checkpoint at one thread, with
 // float32 weights and with the quantized ones: tokens/CPU-s counts the 64 generated tokens
 // after the ChatML prompt (37 tokens), the prompt's cost (a one-token request) subtracted.
-// seqs=16 decodes 16 concurrent requests in the engine's batch (aggregate tokens/CPU-s).
-// The quantized model runs in each of quantOption's ways at seqs=1.
+// seqs=16 decodes 16 concurrent requests in the engine's batch (aggregate tokens/CPU-s): on
+// the batched integer kernels (quant) and on dequantized tiles (quant-batchtiles). The
+// quantized model runs in each of the other ways of quantOption at seqs=1.
 func BenchmarkSmolLM2Decode(b *testing.B) {
-	for _, weights := range []string{"f32", "quant", "quant-act8", "quant-tiles", "quant-act8-f32head"} {
+	for _, weights := range []string{"f32", "quant", "quant-batchtiles", "quant-act8", "quant-tiles", "quant-act8-f32head"} {
 		for _, seqs := range []int{1, 16} {
-			if seqs > 1 && weights != "f32" && weights != "quant" {
+			if (seqs > 1) != (weights == "quant-batchtiles") && weights != "f32" && weights != "quant" {
 				continue
 			}
 			b.Run(fmt.Sprintf("weights=%s/seqs=%d", weights, seqs), func(b *testing.B) {
@@ -279,6 +286,27 @@ func BenchmarkSmolLM2Decode(b *testing.B) {
 				b.ReportMetric(float64(b.N*seqs*gen)/cpu, "tokens/CPU-s")
 			})
 		}
+	}
+	// 16 concurrent requests on every core: aggregate tokens per second of wall time.
+	for _, weights := range []string{"quant", "quant-batchtiles"} {
+		b.Run(fmt.Sprintf("weights=%s/seqs=16/threads=all", weights), func(b *testing.B) {
+			m := quantOption(b, weights)
+			e := model.NewEngine(m, model.EngineConfig{})
+			defer e.Close()
+			const gen, seqs = 64, 16
+			var cpu, wall float64
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				full := generateCPU(b, e, chatmlParis, seqs, gen+1)
+				t1 := time.Now()
+				pre := generateCPU(b, e, chatmlParis, seqs, 1)
+				wall += t1.Sub(t0).Seconds() - time.Since(t1).Seconds()
+				cpu += full - pre
+			}
+			b.ReportMetric(float64(b.N*seqs*gen)/cpu, "tokens/CPU-s")
+			b.ReportMetric(float64(b.N*seqs*gen)/wall, "tokens/s")
+		})
 	}
 }
 

@@ -26,6 +26,11 @@ type impl struct {
 	gemvQ   func(t QType, out []float32, w []byte, nb int, xq []int8, xds []float32)
 	gemvQ16 func(t QType, out []float32, w []byte, nb int, xq []int16, xds []float32)
 	dequant func(t QType, dst []float32, row []byte, nb int)
+	// gemmQ16B is the batched integer product: len(out)/lanes rows of nb blocks against
+	// lanes int16 activation rows in the transposed layout of transposeAct (out[lanes·r+i]);
+	// scr holds batchScratch(nb) floats. batchLanes is the lanes it takes.
+	gemmQ16B   func(t QType, out []float32, w []byte, nb, lanes int, xt []int16, xdt, scr []float32)
+	batchLanes int
 	// quantAct and quantAct16 quantize one activation row (quantizeAct, quantizeAct16).
 	quantAct   func(q []int8, ds, x []float32)
 	quantAct16 func(q []int16, ds, x []float32)
@@ -35,7 +40,7 @@ type impl struct {
 }
 
 var portable = &impl{name: "portable", mm: genericMM, dot: dotGeneric, axpy: axpyGeneric, scale: scaleGeneric,
-	gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, dequant: dequantGeneric,
+	gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, gemmQ16B: gemmQ16BGeneric, batchLanes: 8, dequant: dequantGeneric,
 	quantAct: quantizeAct, quantAct16: quantizeAct16, expSum: expSumGeneric, swiglu: swigluGeneric}
 
 // impls lists the implementations this CPU can run, best first; the last is

@@ -236,6 +236,9 @@ type q8Act struct {
 	q   []int8
 	q16 []int16   // the int16 form (SetQuantActBits(16)): d = max|x|/32767
 	ds  []float32 // per row: d of each block, then s of each block, each padded to nbp
+	// The batched path's transposed form of q16 and ds, per group of 8 rows (transposeAct).
+	xt  []int16
+	xdt []float32
 }
 
 // grow sizes a for m rows of k activations, as int8 or (wide) int16.
@@ -350,6 +353,93 @@ func gemvQ16Generic(t QType, out []float32, w []byte, nb int, xq []int16, xds []
 	}
 }
 
+// transposeAct writes the rows [0, rows) (rows ≤ L) of the int16 activations q16 (rows × k)
+// and their ds (actDS(k) each) in the layout of the batched kernels for L rows at a time: xt
+// holds, for block b and pair p (the block's values 2p and 2p+1), the two values of each of
+// L rows at xt[((16b+p)·L+i)·2:], and xdt the rows' d of block b at xdt[2L·b+i] and their s
+// at xdt[2L·b+L+i]. Rows past rows are zero (their results are zero and unused).
+func transposeAct(xt []int16, xdt []float32, q16 []int16, ds []float32, rows, k, L int) {
+	nb, nds := k/QBlock, actDS(k)
+	nbp := nds / 2
+	clear(xt[:nb*QBlock*L])
+	clear(xdt[:nb*2*L])
+	for i := 0; i < rows; i++ {
+		x, d := q16[i*k:(i+1)*k], ds[i*nds:(i+1)*nds]
+		for b := 0; b < nb; b++ {
+			o := xt[b*QBlock*L+2*i:]
+			xb := x[b*QBlock : (b+1)*QBlock]
+			for p := 0; p < QBlock/2; p++ {
+				o[2*L*p], o[2*L*p+1] = xb[2*p], xb[2*p+1]
+			}
+			xdt[2*L*b+i], xdt[2*L*b+L+i] = d[b], d[nbp+b]
+		}
+	}
+}
+
+// batchScratch is the number of floats of scratch the batched kernels take for rows of nb
+// blocks: a row's weights as int16, then its d and m as float32.
+func batchScratch(nb int) int { return 16*nb + 2*roundUp(nb, 8) }
+
+// gemmQ16BGeneric writes out[L·r+i] = row r of w (len(out)/L rows of nb blocks in
+// QMatrix's layout, back to back) · activation row i of the L in xt, xdt (transposeAct's
+// layout): the portable form of the batched integer products, the same arithmetic as
+// gemvQ16Generic per row with the blocks summed in order.
+func gemmQ16BGeneric(t QType, out []float32, w []byte, nb, L int, xt []int16, xdt, _ []float32) {
+	ns, qb := t.scales(), t.qsBytes()
+	rowBytes := nb * t.BlockBytes()
+	le := binary.LittleEndian
+	var wq [QBlock]int32
+	sum, off := make([]float32, L), make([]float32, L)
+	for r := 0; r < len(out)/L; r++ {
+		row := w[r*rowBytes : (r+1)*rowBytes]
+		qs := row[2*ns*nb:]
+		clear(sum)
+		clear(off)
+		for b := 0; b < nb; b++ {
+			q := qs[b*qb : (b+1)*qb]
+			d := halfToFloat32(le.Uint16(row[2*b:]))
+			switch t {
+			case Q8_0:
+				for j, v := range q {
+					wq[j] = int32(int8(v))
+				}
+			default:
+				for j, v := range q {
+					wq[j], wq[j+16] = int32(v&15), int32(v>>4)
+				}
+			}
+			var mw float32
+			if t == Q4_1 {
+				mw = halfToFloat32(le.Uint16(row[2*(nb+b):]))
+			}
+			x := xt[b*QBlock*L : (b+1)*QBlock*L]
+			for i := 0; i < L; i++ {
+				var si int32
+				for p := 0; p < QBlock/2; p++ {
+					si += wq[2*p]*int32(x[2*L*p+2*i]) + wq[2*p+1]*int32(x[2*L*p+2*i+1])
+				}
+				dx, sx := xdt[2*L*b+i], xdt[2*L*b+L+i]
+				sum[i] += float32(si) * (d * dx)
+				switch t {
+				case Q4_1:
+					off[i] += mw * sx
+				case Q4_0:
+					off[i] += d * sx
+				}
+			}
+		}
+		for i := 0; i < L; i++ {
+			switch t {
+			case Q4_1:
+				sum[i] += off[i]
+			case Q4_0:
+				sum[i] += -8 * off[i]
+			}
+			out[L*r+i] = sum[i]
+		}
+	}
+}
+
 // gemvQGeneric writes out[r] = row r of w (rows of nb blocks in QMatrix's layout, back to back)
 // · the quantized activation row (xq, xds): the portable integer dot products.
 func gemvQGeneric(t QType, out []float32, w []byte, nb int, xq []int8, xds []float32) {
@@ -418,16 +508,21 @@ func dequantGeneric(t QType, dst []float32, row []byte, nb int) {
 }
 
 // Products with at least qDequantMinRows rows of A dequantize tiles of W to float32 and run
-// the packed float32 GEMM; fewer rows use integer dot products against int8-quantized
-// activations. The default is at the measured crossover (BenchmarkMatMulQ).
-const qDequantMinRows = 8
+// the packed float32 GEMM; fewer rows use integer dot products against quantized
+// activations: one row at a time up to half the batched kernels' lanes (8 with AVX2, 16
+// with AVX-512, 8 portable), then a group of lanes rows at a time (int16 activations; int8
+// ones stay one row at a time). The default is at the measured crossover (BenchmarkMatMulQ).
+const qDequantMinRows = 32
+
+// batchMinRows is the fewest rows of A that im's batched integer kernels take.
+func (im *impl) batchMinRows() int { return im.batchLanes/2 + 1 }
 
 var quantFloatRows atomic.Int64
 
 func init() { quantFloatRows.Store(qDequantMinRows) }
 
 // SetQuantFloatRows sets from how many rows of A MatMulQ switches from integer dot products to
-// dequantized tiles and the float32 GEMM (default 8; n < 1 means 1; math.MaxInt keeps every
+// dequantized tiles and the float32 GEMM (default 32; n < 1 means 1; math.MaxInt keeps every
 // product on the integer path, as decode runs, which accuracy checks use) and returns the
 // previous value. Safe for concurrent use; calls already running keep their choice.
 func SetQuantFloatRows(n int) int {
@@ -537,9 +632,64 @@ func MatMulQs(a []float32, m int, ps ...QProduct) {
 			im.quantAct(sc.act.q[i*k:(i+1)*k], sc.act.ds[i*nds:(i+1)*nds], a[i*k:(i+1)*k])
 		}
 	}
+	if wide && m >= im.batchMinRows() {
+		L, nb := im.batchLanes, k/QBlock
+		ng := (m + L - 1) / L
+		xs, xds := nb*QBlock*L, nb*2*L
+		sc.act.xt = growI16(sc.act.xt, ng*xs)
+		sc.act.xdt = growF(&sc.act.xdt, ng*xds)
+		for g := 0; g < ng; g++ {
+			transposeAct(sc.act.xt[g*xs:], sc.act.xdt[g*xds:], sc.act.q16[g*L*k:], sc.act.ds[g*L*nds:], min(L, m-L*g), k, L)
+		}
+		for _, p := range ps {
+			mulQBatch(im, p.C, &sc.act, p.W, m, p.Acc)
+		}
+		return
+	}
 	for _, p := range ps {
 		mulQInt(im, p.C, &sc.act, wide, p.W, m, p.Acc)
 	}
+}
+
+func growI16(b []int16, n int) []int16 {
+	if cap(b) < n {
+		return make([]int16, n)
+	}
+	return b[:n]
+}
+
+// mulQBatch is MatMulQ's batched integer path on the transposed groups of rows in act.
+func mulQBatch(im *impl, c []float32, act *q8Act, w *QMatrix, m int, acc bool) {
+	k, n, nb, L := w.Cols, w.Rows, w.nb, im.batchLanes
+	rb := w.rowBytes
+	ng := (m + L - 1) / L
+	xs, xds := nb*QBlock*L, nb*2*L
+	parallelFor(n, qRowTile, m*k*n/4, func(lo, hi int) {
+		sc := qScratchPool.Get().(*qScratch)
+		defer qScratchPool.Put(sc)
+		scr := growF(&sc.w, batchScratch(nb))
+		tmp := growF(&sc.c, qRowTile*L)
+		for j0 := lo; j0 < hi; j0 += qRowTile {
+			j1 := min(j0+qRowTile, hi)
+			rows := w.data[j0*rb : j1*rb]
+			out := tmp[:(j1-j0)*L]
+			for g := 0; g < ng; g++ {
+				im.gemmQ16B(w.Type, out, rows, nb, L, act.xt[g*xs:(g+1)*xs], act.xdt[g*xds:(g+1)*xds], scr)
+				for i := 0; i < min(L, m-L*g); i++ {
+					dst := c[(L*g+i)*n+j0 : (L*g+i)*n+j1]
+					if acc {
+						for r := range dst {
+							dst[r] += out[L*r+i]
+						}
+					} else {
+						for r := range dst {
+							dst[r] = out[L*r+i]
+						}
+					}
+				}
+			}
+		}
+	})
 }
 
 // mulQFloat is MatMulQ's dequantizing path.

@@ -152,3 +152,73 @@ func quantAct16AVX2Row(q []int16, ds, x []float32) {
 	}
 	quantAct16AVX2(&q[0], &ds[0], &x[0], nb, len(ds)/2)
 }
+
+//go:noescape
+func gemm8Q4_1x16AVX2(out *float32, w *byte, nrows, nb int, xt *int16, xdt *float32, scr *float32)
+
+//go:noescape
+func gemm8Q4_0x16AVX2(out *float32, w *byte, nrows, nb int, xt *int16, xdt *float32, scr *float32)
+
+//go:noescape
+func gemm8Q8_0x16AVX2(out *float32, w *byte, nrows, nb int, xt *int16, xdt *float32, scr *float32)
+
+//go:noescape
+func gemm16Q4_1x16AVX512(out *float32, w *byte, nrows, nb int, xt *int16, xdt *float32, scr *float32)
+
+//go:noescape
+func gemm16Q4_0x16AVX512(out *float32, w *byte, nrows, nb int, xt *int16, xdt *float32, scr *float32)
+
+//go:noescape
+func gemm16Q8_0x16AVX512(out *float32, w *byte, nrows, nb int, xt *int16, xdt *float32, scr *float32)
+
+// checkBatch panics unless the slices hold len(out)/lanes rows of w against lanes rows.
+func checkBatch(t QType, out []float32, w []byte, nb, lanes int, xt []int16, xdt, scr []float32) {
+	n := len(out) / lanes
+	if nb == 0 || len(w) < n*nb*t.BlockBytes() || len(xt) < nb*QBlock*lanes || len(xdt) < nb*2*lanes || len(scr) < batchScratch(nb) {
+		panic("kernels: gemmQ16B: short slices")
+	}
+}
+
+// gemmQ16BAVX2 is gemmQ16BGeneric for 8 lanes.
+func gemmQ16BAVX2(t QType, out []float32, w []byte, nb, lanes int, xt []int16, xdt, scr []float32) {
+	n := len(out) / 8
+	if lanes != 8 {
+		panic("kernels: gemmQ16B: the AVX2 kernels take 8 rows")
+	}
+	if n == 0 {
+		return
+	}
+	checkBatch(t, out, w, nb, lanes, xt, xdt, scr)
+	switch t {
+	case Q4_1:
+		gemm8Q4_1x16AVX2(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
+	case Q4_0:
+		gemm8Q4_0x16AVX2(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
+	case Q8_0:
+		gemm8Q8_0x16AVX2(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
+	default:
+		panic("kernels: gemmQ16B: unknown type")
+	}
+}
+
+// gemmQ16BAVX512 is gemmQ16BGeneric for 16 lanes (AVX-512 F and BW).
+func gemmQ16BAVX512(t QType, out []float32, w []byte, nb, lanes int, xt []int16, xdt, scr []float32) {
+	n := len(out) / 16
+	if lanes != 16 {
+		panic("kernels: gemmQ16B: the AVX-512 kernels take 16 rows")
+	}
+	if n == 0 {
+		return
+	}
+	checkBatch(t, out, w, nb, lanes, xt, xdt, scr)
+	switch t {
+	case Q4_1:
+		gemm16Q4_1x16AVX512(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
+	case Q4_0:
+		gemm16Q4_0x16AVX512(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
+	case Q8_0:
+		gemm16Q8_0x16AVX512(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
+	default:
+		panic("kernels: gemmQ16B: unknown type")
+	}
+}

@@ -3,47 +3,60 @@ package kernels
 import (
 	"citizen/internal/cputime"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
 
 // BenchmarkMatMulQ measures the quantized products at SmolLM2-135M's shapes (hidden 576,
 // intermediate 1536) on one thread, next to MatMulNT on the dequantized float32 weights. m is
-// the number of activation rows (1: decode; 8+: the dequantizing path). GB/s counts the weight
-// bytes read once per call.
+// the number of activation rows (1: decode; 16: a batch of 16 sequences); path=int keeps the
+// product on the integer path (one row at a time up to half the batched kernels'
+// lanes, the batched kernels from there), path=tiles on dequantized tiles and the float32 GEMM. GB/s counts the
+// weight bytes read once per call; GFLOP/cpu-s is per CPU-second (the machine is shared).
 func BenchmarkMatMulQ(b *testing.B) {
 	defer SetThreads(Threads())
 	SetThreads(1)
+	defer SetQuantFloatRows(SetQuantFloatRows(qDequantMinRows))
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, sh := range []struct{ n, k int }{{1536, 576}, {576, 1536}} {
-		for _, m := range []int{1, 2, 4, 8, 16, 64} {
+		for _, m := range []int{1, 2, 4, 8, 16, 32, 64} {
 			for _, qt := range []QType{0, Q8_0, Q4_0, Q4_1} {
-				name := "F32"
-				if qt != 0 {
-					name = qt.String()
-				}
-				b.Run(fmt.Sprintf("type=%s/m=%d/n=%d/k=%d", name, m, sh.n, sh.k), func(b *testing.B) {
-					w := randQMatrix(r, max(qt, Q8_0), sh.n, sh.k)
-					a := randSlice(r, m*sh.k)
-					c := make([]float32, m*sh.n)
-					bytes := w.Bytes()
-					var wf []float32
-					if qt == 0 {
-						wf = make([]float32, sh.n*sh.k)
-						w.DequantizeRows(wf, 0, sh.n)
-						bytes = 4 * len(wf)
+				for _, path := range []string{"int", "tiles"} {
+					name := "F32"
+					if qt != 0 {
+						name = qt.String()
+					} else if path != "int" {
+						continue
 					}
-					b.SetBytes(int64(bytes))
-					b.ResetTimer()
-					for range b.N {
-						if qt == 0 {
-							MatMulNT(c, a, wf, m, sh.k, sh.n, false)
+					b.Run(fmt.Sprintf("type=%s/m=%d/n=%d/k=%d/path=%s", name, m, sh.n, sh.k, path), func(b *testing.B) {
+						if path == "int" {
+							SetQuantFloatRows(math.MaxInt)
 						} else {
-							MatMulQ(c, a, w, m, false)
+							SetQuantFloatRows(1)
 						}
-					}
-					b.ReportMetric(float64(m*sh.n*sh.k)*2*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				})
+						w := randQMatrix(r, max(qt, Q8_0), sh.n, sh.k)
+						a := randSlice(r, m*sh.k)
+						c := make([]float32, m*sh.n)
+						bytes := w.Bytes()
+						var wf []float32
+						if qt == 0 {
+							wf = make([]float32, sh.n*sh.k)
+							w.DequantizeRows(wf, 0, sh.n)
+							bytes = 4 * len(wf)
+						}
+						b.SetBytes(int64(bytes))
+						cpu0 := cputime.Seconds()
+						for b.Loop() {
+							if qt == 0 {
+								MatMulNT(c, a, wf, m, sh.k, sh.n, false)
+							} else {
+								MatMulQ(c, a, w, m, false)
+							}
+						}
+						reportFlops(b, float64(m*sh.n*sh.k)*2, cputime.Seconds()-cpu0)
+					})
+				}
 			}
 		}
 	}

@@ -381,3 +381,90 @@ func FuzzQMatrix(f *testing.F) {
 		w.DequantizeRows(make([]float32, rows*cols), 0, rows)
 	})
 }
+
+// TestBatchKernels compares every implementation's batched integer products (its lanes of
+// transposed activation rows at a time) with gemvQ16Generic run on each row alone, for full
+// groups of rows and partial ones, at widths with and without a partial last group of 8
+// blocks.
+func TestBatchKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	eachImpl(t, func(t *testing.T) {
+		im := current.Load()
+		L := im.batchLanes
+		for _, qt := range qTypes {
+			for _, cols := range []int{32, 96, 256, 576, 1536} {
+				for _, rows := range []int{L, 5} {
+					const wrows = 7
+					w := randQMatrix(r, qt, wrows, cols)
+					nds := actDS(cols)
+					var act q8Act
+					act.grow(rows, cols, true)
+					x := randSlice(r, rows*cols)
+					for i := 0; i < rows; i++ {
+						im.quantAct16(act.q16[i*cols:(i+1)*cols], act.ds[i*nds:(i+1)*nds], x[i*cols:(i+1)*cols])
+					}
+					nb := cols / QBlock
+					xt, xdt := make([]int16, nb*QBlock*L), make([]float32, nb*2*L)
+					for i := range xt {
+						xt[i] = 1 // must be overwritten, padding rows included
+					}
+					transposeAct(xt, xdt, act.q16, act.ds, rows, cols, L)
+					got := make([]float32, L*wrows)
+					im.gemmQ16B(qt, got, w.data, nb, L, xt, xdt, make([]float32, batchScratch(nb)))
+					want := make([]float32, wrows)
+					wf := make([]float32, cols)
+					for i := 0; i < L; i++ {
+						if i >= rows {
+							for j := 0; j < wrows; j++ {
+								if got[L*j+i] != 0 {
+									t.Fatalf("%s cols=%d: padding row %d gives %g", qt, cols, i, got[L*j+i])
+								}
+							}
+							continue
+						}
+						gemvQ16Generic(qt, want, w.data, w.nb, act.q16[i*cols:(i+1)*cols], act.ds[i*nds:(i+1)*nds])
+						for j := range want {
+							var mag float64
+							w.DequantizeRows(wf, j, j+1)
+							for p := range wf {
+								mag += math.Abs(float64(wf[p]) * float64(x[i*cols+p]))
+							}
+							if d := math.Abs(float64(got[L*j+i] - want[j])); d > 1e-5*mag+1e-6 {
+								t.Fatalf("%s cols=%d rows=%d: row %d × W row %d = %g, gemvQ16 %g", qt, cols, rows, i, j, got[L*j+i], want[j])
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// MatMulQ's batched integer path (batchMinRows to quantFloatRows rows) gives each row what
+// the one-row path gives it, within the float rounding of the block sums' order.
+func TestMatMulQBatchEqualsRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	defer SetQuantFloatRows(SetQuantFloatRows(math.MaxInt))
+	eachImpl(t, func(t *testing.T) {
+		for _, qt := range qTypes {
+			for _, m := range []int{current.Load().batchMinRows(), 9, 16, 21, 35} {
+				for _, acc := range []bool{false, true} {
+					w := randQMatrix(r, qt, 300, 576)
+					a := randSlice(r, m*576)
+					c0 := randSlice(r, m*300)
+					got := append([]float32(nil), c0...)
+					MatMulQ(got, a, w, m, acc)
+					for i := 0; i < m; i++ {
+						want := append([]float32(nil), c0[i*300:(i+1)*300]...)
+						MatMulQ(want, a[i*576:(i+1)*576], w, 1, acc)
+						for j := range want {
+							if d := math.Abs(float64(got[i*300+j] - want[j])); d > 1e-5*(math.Abs(float64(want[j]))+1) {
+								t.Fatalf("%s m=%d acc=%v: row %d col %d = %g, one row alone %g", qt, m, acc, i, j, got[i*300+j], want[j])
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}

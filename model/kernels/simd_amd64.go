@@ -87,13 +87,17 @@ func avx2OK() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 func hasAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasFMA }
 
 func (s *simd) impl(name string) *impl {
-	im := &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS, gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, dequant: dequantGeneric,
+	im := &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS, gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, gemmQ16B: gemmQ16BGeneric, batchLanes: 8, dequant: dequantGeneric,
 		quantAct: quantizeAct, quantAct16: quantizeAct16, expSum: expSumGeneric, swiglu: swigluGeneric}
 	if avx2OK() {
 		im.expSum, im.swiglu = expSumSIMD, swigluSIMD
 	}
 	if quantAVX2OK() {
 		im.gemvQ, im.gemvQ16, im.dequant = gemvQAVX2, gemvQ16AVX2, dequantAVX2
+		im.gemmQ16B = gemmQ16BAVX2
+		if name == "avx512" && cpu.X86.HasAVX512BW {
+			im.gemmQ16B, im.batchLanes = gemmQ16BAVX512, 16
+		}
 		im.quantAct, im.quantAct16 = quantActAVX2, quantAct16AVX2Row
 	}
 	return im

@@ -465,6 +465,168 @@ func (k qkern) gen() {
 	q("RET")
 }
 
+// genBatch writes the batched kernel for int16 activations, L rows of A at a time (L = 8
+// with AVX2, 16 with AVX-512 BW):
+//
+//	func gemm<L><T>x16<ISA>(out *float32, w *byte, nrows, nb int, xt *int16, xdt *float32, scr *float32)
+//
+// For W row r in [0, nrows) and activation row i in [0, L): out[L·r+i] = Σ_b d_w·d_x·Σ_j
+// q_w·q_x + the block's offset term, as gemv<T>x16AVX2 computes for one row (the blocks summed
+// in order). The activations are transposed so that a vector's L lanes are the L rows of A:
+// xt holds, for block b and pair p (weights 2p, 2p+1 of the block), the L rows' two int16
+// values (4L bytes at (16b+p)·4L); xdt holds, per block, the L rows' d then their s (8L bytes
+// at 8L·b). Each W row is first widened to int16 into scr (64 bytes a block) and its half
+// scales to float32 (after the weights: nbp floats of d, then nbp of m for Q4_1); then each
+// pair of weights is broadcast to all lanes from scr and multiplied with VPMADDWD: the 16
+// products of a block sum to the L rows' block sums in one vector, with no horizontal
+// reduction; the block's scale vector is d_w (broadcast) times the L rows' d_x. The weights
+// go through memory because a broadcast from memory takes no shuffle unit.
+//
+// Registers: DI out, SI row, CX rows left, R10 nb, R11 xt, R12 xdt, BX scr; per row DX quants,
+// R15 the row's int16 weights, R14 its float scales, R9 xt, R13 xdt, R8 blocks left, AX
+// 4·nbp; V0 sums, V7 offset terms, Y15 nibble mask, Y1 Y2 a block's weights, V3 and V5 the
+// block's two integer accumulators, V4 V6 temporaries, V8 −8 (Q4_0); V is Y (AVX2) or Z
+// (AVX-512).
+func (k qkern) genBatch(avx512 bool) {
+	L, v, isa := 8, "Y", "AVX2"
+	if avx512 {
+		L, v, isa = 16, "Z", "AVX512"
+	}
+	r := func(i int) string { return fmt.Sprintf("%s%d", v, i) }
+	n := fmt.Sprintf("gemm%d%sx16%s", L, k.typ, isa)
+	lbl := func(s string) string { return n + "_" + s }
+	qb := k.qsBytes()
+	ns := 1
+	if k.typ == "Q4_1" {
+		ns = 2
+	}
+	fmt.Fprintf(&qs, "\n// func %s(out *float32, w *byte, nrows, nb int, xt *int16, xdt *float32, scr *float32)\n", n)
+	fmt.Fprintf(&qs, "TEXT ·%s(SB), NOSPLIT, $0-56\n", n)
+	q("MOVQ out+0(FP), DI")
+	q("MOVQ w+8(FP), SI")
+	q("MOVQ nrows+16(FP), CX")
+	q("MOVQ nb+24(FP), R10")
+	q("MOVQ xt+32(FP), R11")
+	q("MOVQ xdt+40(FP), R12")
+	q("MOVQ scr+48(FP), BX")
+	if k.typ != "Q8_0" {
+		q("MOVL $0x000f000f, AX")
+		q("VMOVD AX, X15")
+		q("VPBROADCASTD X15, Y15")
+	}
+	if k.typ == "Q4_0" {
+		q("MOVL $0xc1000000, AX // −8")
+		q("VMOVD AX, X8")
+		q("VBROADCASTSS X8, %s", r(8))
+	}
+	// AX = 4·nbp: the bytes of one array of float scales in scr.
+	q("MOVQ R10, AX")
+	q("ADDQ $7, AX")
+	q("ANDQ $-8, AX")
+	q("SHLQ $2, AX")
+	ql(lbl("row"))
+	q("TESTQ CX, CX")
+	q("JZ %s", lbl("done"))
+	// The row's half scales (d, then m) to float32 in scr, 8 at a time; lanes past nb read
+	// the row's next array and are never used.
+	q("MOVQ R10, R14")
+	q("SHLQ $6, R14")
+	q("ADDQ BX, R14")
+	q("MOVQ SI, DX")
+	q("MOVQ R10, R8")
+	ql(lbl("cvt"))
+	q("VCVTPH2PS (DX), Y1")
+	q("VMOVUPS Y1, (R14)")
+	if ns == 2 {
+		q("VCVTPH2PS (DX)(R10*2), Y1")
+		q("VMOVUPS Y1, (R14)(AX*1)")
+	}
+	q("ADDQ $16, DX")
+	q("ADDQ $32, R14")
+	q("SUBQ $8, R8")
+	q("JG %s", lbl("cvt"))
+	// The row's weights widened to int16 in scr, 64 bytes a block.
+	q("LEAQ (SI)(R10*%d), DX", 2*ns)
+	q("MOVQ BX, R15")
+	q("MOVQ R10, R8")
+	ql(lbl("unpack"))
+	q("%s %d(DX)", prefetchOp, prefetchAhead)
+	if k.typ == "Q8_0" {
+		q("VPMOVSXBW (DX), Y1")
+		q("VPMOVSXBW 16(DX), Y2")
+	} else {
+		q("VPMOVZXBW (DX), Y1")
+		q("VPSRLW $4, Y1, Y2")
+		q("VPAND Y15, Y1, Y1")
+	}
+	q("VMOVDQU Y1, (R15)")
+	q("VMOVDQU Y2, 32(R15)")
+	q("ADDQ $%d, DX", qb)
+	q("ADDQ $64, R15")
+	q("DECQ R8")
+	q("JNZ %s", lbl("unpack"))
+	q("MOVQ DX, SI") // the next row
+	q("MOVQ R10, R14")
+	q("SHLQ $6, R14")
+	q("ADDQ BX, R14")
+	q("MOVQ BX, R15")
+	q("MOVQ R11, R9")
+	q("MOVQ R12, R13")
+	q("MOVQ R10, R8")
+	if avx512 {
+		q("VPXORD Z0, Z0, Z0")
+		q("VPXORD Z7, Z7, Z7")
+	} else {
+		q("VXORPS Y0, Y0, Y0")
+		q("VXORPS Y7, Y7, Y7")
+	}
+	ql(lbl("blk"))
+	for p := 0; p < 16; p++ {
+		acc, t := r(3), r(4)
+		if p%2 == 1 {
+			acc, t = r(5), r(6)
+		}
+		q("VPBROADCASTD %d(R15), %s", 4*p, t)
+		if p < 2 {
+			q("VPMADDWD %d(R9), %s, %s", 4*L*p, t, acc)
+		} else {
+			q("VPMADDWD %d(R9), %s, %s", 4*L*p, t, t)
+			q("VPADDD %s, %s, %s", t, acc, acc)
+		}
+	}
+	q("VPADDD %s, %s, %s", r(5), r(3), r(3))
+	q("VCVTDQ2PS %s, %s", r(3), r(3))
+	q("VBROADCASTSS (R14), %s", r(4))
+	switch k.typ {
+	case "Q4_1":
+		q("VBROADCASTSS (R14)(AX*1), %s", r(6))
+		q("VFMADD231PS %d(R13), %s, %s", 4*L, r(6), r(7))
+	case "Q4_0":
+		q("VFMADD231PS %d(R13), %s, %s", 4*L, r(4), r(7))
+	}
+	q("VMULPS (R13), %s, %s", r(4), r(4))
+	q("VFMADD231PS %s, %s, %s", r(4), r(3), r(0))
+	q("ADDQ $64, R15")
+	q("ADDQ $%d, R9", 64*L)
+	q("ADDQ $%d, R13", 8*L)
+	q("ADDQ $4, R14")
+	q("DECQ R8")
+	q("JNZ %s", lbl("blk"))
+	switch k.typ {
+	case "Q4_1":
+		q("VADDPS %s, %s, %s", r(7), r(0), r(0))
+	case "Q4_0":
+		q("VFMADD231PS %s, %s, %s", r(8), r(7), r(0))
+	}
+	q("VMOVUPS %s, (DI)", r(0))
+	q("ADDQ $%d, DI", 4*L)
+	q("DECQ CX")
+	q("JMP %s", lbl("row"))
+	ql(lbl("done"))
+	q("VZEROUPPER")
+	q("RET")
+}
+
 // quantAct writes the activation quantizer for width bits (generic: quantizeAct16 and
 // quantizeAct in quant.go, whose results it equals bit for bit):
 //
@@ -596,6 +758,8 @@ GLOBL neg8<>(SB), RODATA|NOPTR, $32
 			qkern{t, bits}.gen()
 			if bits == 16 {
 				qkern{t, bits}.gen2()
+				qkern{t, bits}.genBatch(false)
+				qkern{t, bits}.genBatch(true)
 			}
 		}
 		quantAct(bits)
