@@ -11,8 +11,8 @@ import (
 // prefilter is a necessary condition for a regular expression to match:
 // the text holds at least one of its literals (case-folded literals are
 // looked for in the case-folded text). A pattern such as
-// `(?i)\b(?:refund|return)\b.*\d` can only match a text that contains
-// "refund" or "return" in some case; checking that with strings.Contains
+// `(?i)\b(?:invoice|receipt)\b.*\d` can only match a text that contains
+// "invoice" or "receipt" in some case; checking that with strings.Contains
 // costs a small fraction of running the regexp over the text, and most
 // prompts match no rubric's patterns. A nil prefilter knows no condition:
 // the regexp has to run.

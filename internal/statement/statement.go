@@ -1,7 +1,7 @@
 // Package statement owns how an answer is matched against a value it
 // should state ("9am", "$4.99", "Leonardo da Vinci"): text is normalised
 // (lower case, runs of white space as one space) and a value is found only
-// number-bounded, so that "30 days" is not read in "130 days" nor "3" in
+// number-bounded, so that "15 minutes" is not read in "115 minutes" nor "3" in
 // "3.5". The lessons module decides with it whether an answer states a
 // fact lesson's value, the distiller which answers a lesson contradicts
 // and whether a candidate's answer carries a lesson, with the same rules.

@@ -10,8 +10,8 @@ import (
 
 // Correction candidates: every value a comment could be giving as the
 // right answer, read against the answer it was written under. Values the
-// comment states are typed by the answer's values ("60" under "30 days"
-// is "60 days"; "closes at 8pm" under "10:00-18:00" is "10:00-20:00"),
+// comment states are typed by the answer's values ("45" under "20 minutes"
+// is "45 minutes"; "closes at 8pm" under "10:00-18:00" is "10:00-20:00"),
 // computed from them ("double that", "an hour earlier", "you forgot the
 // 8% tax"), or implied (a denied yes/no answer implies the other one; a
 // unit named without a number replaces the answer's unit). A trained

@@ -8,7 +8,7 @@ import (
 )
 
 // Correction extraction: patterns that find the right answer stated in
-// feedback ("no - it's 60 days now" -> "60 days"; "should be 12.5" ->
+// feedback ("no - it's 45 minutes now" -> "45 minutes"; "should be 12.5" ->
 // "12.5"; "the answer is Paris" -> "Paris"). Patterns are tried in order of
 // reliability; the first that yields an acceptable value wins.
 
@@ -302,7 +302,7 @@ func valueLike(v string) bool {
 }
 
 // walkBackValue returns the run of value-like words at the end of s
-// ("the refund window is 30 days" -> "30 days").
+// ("the flight takes 45 minutes" -> "45 minutes").
 func walkBackValue(s string) string {
 	ws := strings.Fields(s)
 	for len(ws) > 0 {

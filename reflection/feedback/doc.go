@@ -27,7 +27,7 @@
 //     testdata/general/GUIDE.md ("€4.99", "09:00-17:00", "3-5 business
 //     days", "2.54 cm", "delivered");
 //   - the candidate generator (candidates.go) reads the comment's values
-//     against the answer's: typed by them ("60" under "30 days"), one end
+//     against the answer's: typed by them ("45" under "20 minutes"), one end
 //     of a range replaced, a unit swapped, computed ("double that", "an
 //     hour earlier", "you forgot the 8% tax"), a yes/no answer reversed, or
 //     a name;

@@ -1027,7 +1027,7 @@ func scareQuoted(text string) bool {
 }
 
 // rePromptSubject finds the subject of a simple question ("What is the
-// refund window?" -> "the refund window").
+// boiling point?" -> "the boiling point").
 var rePromptSubject = regexp.MustCompile(`(?i)^\s*(?:what|when|where|who|how long|how much|how many days)\s*(?:'s|is|was)\s+((?:the|our|your|my)\s+[^?.!,;:\n]{2,60}?)\s*\??\s*$`)
 
 // promptSubject returns the capitalised subject of a simple question, or "".

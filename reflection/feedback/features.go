@@ -275,7 +275,7 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 		}
 	}
 	cj("newname", newName)
-	// a negative question ("isn't it 60 days?", "¿no es Brasilia?",
+	// a negative question ("isn't it 45 minutes?", "¿no es Brasilia?",
 	// "niet 200?") with a new value implies the right one
 	negQ, newInQ := false, false
 	for i, t := range toks {
@@ -373,7 +373,7 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 	// answer's value after an earlier different one ("... 20% is correct")
 	cj("retracted", lastSent > 0 && lastEq && (lastRight || has(lRetract)) && (diff || negOld))
 	// an echo of the answer with an interjection, then more: "Zola, bien
-	// sûr. Et ...", "28 days, wow, ...", "Oh sure, 30 days. Must be why ..."
+	// sûr. Et ...", "28 kg, wow, ...", "Oh sure, 20 minutes. Must be why ..."
 	eqName := false
 	for _, c := range cands {
 		if c.src == srcName && c.has("eqname") && !c.has("negbefore") {

@@ -53,10 +53,10 @@ type Interpretation struct {
 	Strength float64
 	// Aspects named by the feedback, a subset of AllAspects in canonical order.
 	Aspects []string
-	// Correction is the right answer when the feedback states it ("60 days").
+	// Correction is the right answer when the feedback states it ("45 minutes").
 	Correction string
 	// Hint is a short instruction usable as teacher context
-	// ("The correct answer is 60 days." / "Be more concise.").
+	// ("The correct answer is 45 minutes." / "Be more concise.").
 	Hint string
 	// Confidence in [0, 1] of the interpreter in this interpretation. Bad
 	// input (empty, huge, binary, not English) gives a low confidence.

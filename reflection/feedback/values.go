@@ -12,7 +12,7 @@ import (
 // durations and duration ranges, physical quantities, order and ticket
 // statuses) in any of the seven languages and writes them in the
 // canonical form of the labelling guide (testdata/general/GUIDE.md):
-// "€4.99", "09:00-17:00", "monday-saturday", "2024-05-15", "60 days",
+// "€4.99", "09:00-17:00", "monday-saturday", "2024-05-15", "45 minutes",
 // "3-5 business days", "2.54 cm", "delivered".
 
 // vkind is the type of a value.
