@@ -3,7 +3,9 @@ package distill
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,7 +123,7 @@ type driftedAccuracy struct {
 
 func (a driftedAccuracy) String() string {
 	var b strings.Builder
-	for _, k := range sortedKeys(a.asked) {
+	for _, k := range slices.Sorted(maps.Keys(a.asked)) {
 		fmt.Fprintf(&b, " %s %d/%d", k, a.correct[k], a.asked[k])
 	}
 	if n := a.asked["policy/refund"]; n > 0 {

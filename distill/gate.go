@@ -3,6 +3,7 @@ package distill
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -153,7 +154,7 @@ func LogLikelihood(good float64) EvalFunc {
 func Combine(evals map[string]EvalFunc) EvalFunc {
 	return func(ctx context.Context, m *model.Model, a *model.Adapter, exs []Example) (map[string]float64, error) {
 		out := map[string]float64{}
-		for _, name := range sortedKeys(evals) {
+		for _, name := range slices.Sorted(maps.Keys(evals)) {
 			r, err := evals[name](ctx, m, a, exs)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
@@ -423,7 +424,7 @@ func (g GateConfig) DecideCounts(cand, parent map[string]float64, counts map[str
 func (g GateConfig) Reasons(cand, parent map[string]float64, counts map[string]int, kl float64) []string {
 	g.defaults()
 	var reasons []string
-	for _, k := range sortedKeys(parent) {
+	for _, k := range slices.Sorted(maps.Keys(parent)) {
 		c, ok := cand[k]
 		switch {
 		case !ok:

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -361,7 +363,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 			byTypeAll[it.Type()] = append(byTypeAll[it.Type()], it)
 		}
 	}
-	for _, t := range sortedKeys(byTypeAll) {
+	for _, t := range slices.Sorted(maps.Keys(byTypeAll)) {
 		l := byTypeAll[t]
 		for _, it := range heldOutOf(l, cfg.HoldOutFraction, min(cfg.MinHoldOutPerType, len(l)/2), cfg.MaxHoldOutPerType) {
 			hold[it.ID] = true
@@ -414,7 +416,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		}
 		limit = min(limit, max(1, int(math.Ceil(cfg.Balance*float64(smallest)))))
 	}
-	for _, t := range sortedKeys(perType) {
+	for _, t := range slices.Sorted(maps.Keys(perType)) {
 		l := perType[t]
 		if len(l) > limit {
 			st.Balanced += len(l) - limit
@@ -435,7 +437,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 
 	// Anchors: earlier good interactions per type.
 	if cfg.AnchorsPerType > 0 {
-		for _, t := range sortedKeys(byTypeAll) {
+		for _, t := range slices.Sorted(maps.Keys(byTypeAll)) {
 			n := 0
 			l := byTypeAll[t]
 			for i := len(l) - 1; i >= 0 && n < cfg.AnchorsPerType; i-- {
@@ -451,7 +453,7 @@ func BuildDataset(ctx context.Context, buf []Interaction, from, to uint64, cfg P
 		}
 	}
 
-	for _, t := range sortedKeys(byTypeAll) {
+	for _, t := range slices.Sorted(maps.Keys(byTypeAll)) {
 		for _, it := range byTypeAll[t] {
 			if hold[it.ID] && !isStale(it) {
 				ex := exampleOf(it, KindHoldOut, it.Eval.Reward)
@@ -700,15 +702,6 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // Dataset file names inside a cycle's dataset directory.
