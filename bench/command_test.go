@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"citizen/bench/hotpath"
+	"citizen/cli"
 	"citizen/services"
 )
 
@@ -21,10 +22,10 @@ func TestBenchGatewayTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts citizen twice")
 	}
-	t.Setenv("CITIZEN_TEST_MAIN", "1") // children run services.Main (see TestMain)
+	t.Setenv("CITIZEN_TEST_MAIN", "1") // children run cli.Main (see TestMain)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	rc := services.Main(context.Background(), []string{"bench", "gateway", "--rounds", "1", "--serial", "5", "--warmup", "4",
+	rc := cli.Main(context.Background(), []string{"bench", "gateway", "--rounds", "1", "--serial", "5", "--warmup", "4",
 		"--conns", "2", "--duration", "300ms", "--drain", "60s", "--out", out}, services.Env{Stdout: &stdout, Stderr: &stderr})
 	if rc != 0 {
 		t.Fatalf("exit %d\n%s", rc, stderr.String())

@@ -185,7 +185,7 @@ func servingRegistry(t *testing.T) *prometheus.Registry {
 	t.Helper()
 	addr := freeAddr(t)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg, err := parseConfig(fs, []string{"--data-dir", t.TempDir(), "--model.name", "tiny", "--gateway.listen", addr, "--log.level", "error"},
+	cfg, err := ParseConfig(fs, []string{"--data-dir", t.TempDir(), "--model.name", "tiny", "--gateway.listen", addr, "--log.level", "error"},
 		Env{Stderr: io.Discard, LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)

@@ -194,7 +194,7 @@ func TestInferenceTier(t *testing.T) {
 	infLogs := newSyncBuffer()
 	infDone := make(chan int, 1)
 	go func() {
-		infDone <- Main(ctx, []string{"serve", "--target", "inference", "--inference.listen", infAddr, "--model.name", "tiny",
+		infDone <- serveMain(ctx, []string{"serve", "--target", "inference", "--inference.listen", infAddr, "--model.name", "tiny",
 			"--data-dir", t.TempDir()}, Env{Stdout: io.Discard, Stderr: infLogs})
 	}()
 	defer func() {
@@ -219,7 +219,7 @@ func TestInferenceTier(t *testing.T) {
 	dir := t.TempDir()
 	gwAddr := freeAddr(t)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg, err := parseConfig(fs, []string{"--data-dir", dir, "--target", "gateway", "--gateway.listen", gwAddr,
+	cfg, err := ParseConfig(fs, []string{"--data-dir", dir, "--target", "gateway", "--gateway.listen", gwAddr,
 		"--model.engine", "upstream", "--model.upstream-url", proxy.URL + "/v1", "--model.upstream-model", "tiny"},
 		Env{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {

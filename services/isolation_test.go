@@ -2,12 +2,14 @@ package services
 
 import (
 	"bufio"
+	"citizen/gateway"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,16 +37,16 @@ func newTenancyEnv(t *testing.T) *tenancyEnv {
 	t.Helper()
 	dir := t.TempDir()
 	key := func(tenant string) string {
-		rc, secret, e := run(t, "keys", "create", "--tenant", tenant, "--data-dir", dir)
-		if rc != 0 {
-			t.Fatalf("keys create: %s", e)
+		secret, _, err := gateway.CreateKey(filepath.Join(dir, "keys.json"), gateway.KeySpec{Tenant: tenant})
+		if err != nil {
+			t.Fatalf("create key: %v", err)
 		}
-		return strings.TrimSpace(secret)
+		return secret
 	}
 	e := &tenancyEnv{t: t, dir: dir, acme: key("acme"), beta: key("beta"), operator: key("operator")}
 	addr := freeAddr(t)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg, err := parseConfig(fs, []string{"--data-dir", dir, "--model.engine", "stub", "--gateway.listen", addr, "--gateway.dev-mode", "off"},
+	cfg, err := ParseConfig(fs, []string{"--data-dir", dir, "--model.engine", "stub", "--gateway.listen", addr, "--gateway.dev-mode", "off"},
 		Env{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)
@@ -435,16 +437,19 @@ func TestRevokedKeyEndsStream(t *testing.T) {
 	}
 	ended := make(chan struct{})
 	go func() { io.Copy(io.Discard, resp.Body); close(ended) }()
-	_, list, _ := run(t, "keys", "list", "--data-dir", e.dir)
+	keys, err := gateway.ListKeys(filepath.Join(e.dir, "keys.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var id string
-	for _, line := range strings.Split(list, "\n") {
-		if f := strings.Fields(line); len(f) > 1 && strings.Contains(line, "acme") {
-			id = f[0]
+	for _, k := range keys {
+		if k.Tenant == "acme" {
+			id = k.ID
 		}
 	}
 	revoked := time.Now()
-	if rc, _, errs := run(t, "keys", "revoke", "--data-dir", e.dir, id); rc != 0 {
-		t.Fatalf("revoke %q: %s", id, errs)
+	if err := gateway.RevokeKey(filepath.Join(e.dir, "keys.json"), id); err != nil {
+		t.Fatalf("revoke %q: %v", id, err)
 	}
 	select {
 	case <-ended:

@@ -1,8 +1,11 @@
 package services
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -18,14 +21,45 @@ import (
 	"citizen/events"
 )
 
-// TestMain lets a test start this package's Main in a child process (the
-// test binary re-executed with CITIZEN_TEST_MAIN=1), so that the child can
-// be killed with SIGKILL.
+// TestMain lets a test start `citizen serve` in a child process (the test
+// binary re-executed with CITIZEN_TEST_MAIN=1 and the serve arguments), so
+// that the child can be killed with SIGKILL.
 func TestMain(m *testing.M) {
 	if os.Getenv("CITIZEN_TEST_MAIN") == "1" {
-		os.Exit(Main(context.Background(), os.Args[1:], Env{Stdout: os.Stdout, Stderr: os.Stderr}))
+		os.Exit(serveMain(context.Background(), os.Args[1:], Env{Stdout: os.Stdout, Stderr: os.Stderr}))
 	}
 	os.Exit(m.Run())
+}
+
+// serveMain is the command line's `citizen serve ARGS` (args[0] is
+// "serve"): its exit code, and on failure the error on stderr, as the
+// binary reports them.
+func serveMain(ctx context.Context, args []string, env Env) int {
+	if len(args) == 0 || args[0] != "serve" {
+		fmt.Fprintf(env.Stderr, "test main: want serve, got %q\n", args)
+		return 2
+	}
+	err := Serve(ctx, args[1:], env)
+	var ue UsageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(env.Stderr, "citizen serve: %v\n", err)
+		return 2
+	default:
+		fmt.Fprintf(env.Stderr, "citizen serve: %v\n", err)
+		return 1
+	}
+}
+
+// run is serveMain in this process with an empty environment, returning
+// the exit code, stdout and stderr.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	rc := serveMain(context.Background(), args, Env{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }})
+	return rc, out.String(), errb.String()
 }
 
 // child is `citizen serve` in a child process.

@@ -44,7 +44,7 @@ var openAIRoutes = map[string]bool{
 func servedRoutes(t *testing.T) ([]string, http.Handler) {
 	t.Helper()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg, err := parseConfig(fs, []string{"--data-dir", t.TempDir(), "--model.engine", "stub"},
+	cfg, err := ParseConfig(fs, []string{"--data-dir", t.TempDir(), "--model.engine", "stub"},
 		Env{Stderr: io.Discard, LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)

@@ -2,10 +2,13 @@ package services
 
 import (
 	"bytes"
+	"citizen/replay"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -95,7 +98,7 @@ func serveEndToEnd(t *testing.T, extra ...string) {
 	logs := newSyncBuffer()
 	done := make(chan int, 1)
 	args := append([]string{"serve", "--data-dir", dir, "--model.engine", "stub", "--gateway.listen", addr}, extra...)
-	go func() { done <- Main(ctx, args, Env{Stdout: io.Discard, Stderr: logs}) }()
+	go func() { done <- serveMain(ctx, args, Env{Stdout: io.Discard, Stderr: logs}) }()
 
 	base := "http://" + addr
 	deadline := time.Now().Add(20 * time.Second)
@@ -198,13 +201,18 @@ func serveEndToEnd(t *testing.T, extra ...string) {
 		t.Fatal("serve did not stop")
 	}
 	// Replay the durable store now that serve has closed it.
-	var out bytes.Buffer
-	if rc := Main(context.Background(), append([]string{"events", "replay", "--json", "--data-dir", dir}, extra...), Env{Stdout: &out, Stderr: io.Discard}); rc != 0 {
-		t.Fatalf("replay exited %d", rc)
+	cfg, err := ParseConfig(flag.NewFlagSet("replay", flag.ContinueOnError), append([]string{"--data-dir", dir}, extra...), Env{Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var rr ReplayResult
-	if err := json.Unmarshal(out.Bytes(), &rr); err != nil {
-		t.Fatal(err, out.String())
+	st, err := OpenStore(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rr, err := replay.Run(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if rr.Events != 6 || rr.Gaps != 0 || len(rr.Undecodable) != 0 {
 		t.Fatalf("replay: %+v", rr)
@@ -225,7 +233,7 @@ func TestServeRefusesBadSuite(t *testing.T) {
 	for file, want := range map[string]string{bad: `suite.jsonl: suite line 2: json: unknown field "answer"`, filepath.Join(dir, "none.jsonl"): "none.jsonl: no such file"} {
 		logs := newSyncBuffer()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		code := Main(ctx, []string{"serve", "--data-dir", filepath.Join(dir, "data"), "--model.checkpoint", filepath.Join("..", "model", "base"),
+		code := serveMain(ctx, []string{"serve", "--data-dir", filepath.Join(dir, "data"), "--model.checkpoint", filepath.Join("..", "model", "base"),
 			"--gateway.listen", freeAddr(t), "--distill.suite", file}, Env{Stdout: io.Discard, Stderr: logs})
 		cancel()
 		if code == 0 || !strings.Contains(logs.String(), "distill.suite: ") || !strings.Contains(logs.String(), want) {

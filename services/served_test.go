@@ -29,7 +29,7 @@ func TestServedAccuracyMatchesOffline(t *testing.T) {
 	done := make(chan int, 1)
 	logs := newSyncBuffer()
 	go func() {
-		done <- Main(ctx, []string{"serve", "--data-dir", t.TempDir(), "--target", "gateway", "--gateway.listen", addr,
+		done <- serveMain(ctx, []string{"serve", "--data-dir", t.TempDir(), "--target", "gateway", "--gateway.listen", addr,
 			"--model.checkpoint", "../model/base"}, Env{Stdout: io.Discard, Stderr: logs})
 	}()
 	base := "http://" + addr

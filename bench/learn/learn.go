@@ -26,6 +26,7 @@ import (
 	"citizen/distill"
 	"citizen/events"
 	"citizen/model/catalog"
+	"citizen/replay"
 	"citizen/services"
 	"citizen/workplace"
 )
@@ -215,21 +216,21 @@ type Report struct {
 	ToolsByVersion  map[string]float64            `json:"tool_calls_per_conversation_by_version"`
 	Summary         workplace.Summary             `json:"workplace_summary"`
 	// Issue 8's checks, computed from the run.
-	Drifts          []DriftCheck                    `json:"drift_checks"`
-	Lessons         *LessonsCheck                   `json:"lessons,omitempty"`
-	Preferences     []PreferenceCheck               `json:"preference_checks,omitempty"`
-	Poison          *PoisonCheck                    `json:"poison,omitempty"`
-	MedianFixS      *float64                        `json:"median_feedback_to_fix_s,omitempty"`
-	BadCandidate    *BadCandidateCheck              `json:"bad_candidate,omitempty"`
-	Acknowledged    int                             `json:"acknowledged_interactions"`
-	Lost            int                             `json:"lost_interactions"`
-	Behaviour       BehaviourCheck                  `json:"behaviour"`
-	Replay          map[string]services.ReplayMatch `json:"replay,omitempty"`
-	MustShow        []MustShow                      `json:"must_show"`
-	ElapsedS        float64                         `json:"elapsed_s"`
-	WarmUpS         float64                         `json:"warm_up_s"` // the workplace's wait for the distiller's warm-up (waitWarm)
-	Text            string                          `json:"-"`
-	perVersionTypes map[string]map[string][2]int    `json:"-"`
+	Drifts          []DriftCheck                 `json:"drift_checks"`
+	Lessons         *LessonsCheck                `json:"lessons,omitempty"`
+	Preferences     []PreferenceCheck            `json:"preference_checks,omitempty"`
+	Poison          *PoisonCheck                 `json:"poison,omitempty"`
+	MedianFixS      *float64                     `json:"median_feedback_to_fix_s,omitempty"`
+	BadCandidate    *BadCandidateCheck           `json:"bad_candidate,omitempty"`
+	Acknowledged    int                          `json:"acknowledged_interactions"`
+	Lost            int                          `json:"lost_interactions"`
+	Behaviour       BehaviourCheck               `json:"behaviour"`
+	Replay          map[string]replay.Match      `json:"replay,omitempty"`
+	MustShow        []MustShow                   `json:"must_show"`
+	ElapsedS        float64                      `json:"elapsed_s"`
+	WarmUpS         float64                      `json:"warm_up_s"` // the workplace's wait for the distiller's warm-up (waitWarm)
+	Text            string                       `json:"-"`
+	perVersionTypes map[string]map[string][2]int `json:"-"`
 }
 
 // DriftCheck is what happened after one drift event to the questions
@@ -573,12 +574,12 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Report, error) {
 	}
 	rep.Summary = sum
 	if app.Distiller != nil && app.Rollout != nil {
-		live := map[string]services.LiveSummary{
-			"distill": {Summary: services.DistillSummaryOf(app.Distiller.Projection()), Position: app.Distiller.Projection().Position()},
+		live := map[string]replay.LiveSummary{
+			"distill": {Summary: replay.DistillSummaryOf(app.Distiller.Projection()), Position: app.Distiller.Projection().Position()},
 		}
 		rst := app.Rollout.Status()
-		live["rollout"] = services.LiveSummary{Summary: services.RolloutSummaryOf(rst, app.Rollout.Versions()), Position: rst.Position}
-		if rep.Replay, err = services.ReplayCheck(ctx, st, live); err != nil {
+		live["rollout"] = replay.LiveSummary{Summary: replay.RolloutSummaryOf(rst, app.Rollout.Versions()), Position: rst.Position}
+		if rep.Replay, err = replay.Check(ctx, st, live); err != nil {
 			return nil, fmt.Errorf("bench learn: replay: %w", err)
 		}
 	}

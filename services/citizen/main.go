@@ -8,14 +8,15 @@ import (
 	"os"
 
 	"citizen/bench"
+	"citizen/cli"
 	"citizen/pretrain"
 	"citizen/services"
 )
 
 func main() {
-	services.RegisterCommand("bench", bench.Summary, bench.Command)
-	services.RegisterCommand("pretrain", pretrain.Summary, func(ctx context.Context, args []string, env services.Env) error {
+	cli.Register("bench", bench.Summary, bench.Command)
+	cli.Register("pretrain", pretrain.Summary, func(ctx context.Context, args []string, env services.Env) error {
 		return pretrain.Command(ctx, args, env.Stderr)
 	})
-	os.Exit(services.Main(context.Background(), os.Args[1:], services.Env{Stdout: os.Stdout, Stderr: os.Stderr}))
+	os.Exit(cli.Main(context.Background(), os.Args[1:], services.Env{Stdout: os.Stdout, Stderr: os.Stderr}))
 }

@@ -1,4 +1,11 @@
-package services
+// Package replay rebuilds citizen's projections from the event store:
+// `citizen events replay` reads every event, checks that it decodes and
+// that positions have no gaps, and rebuilds each projection from scratch
+// (the distiller's versions and lineage, the rollout controller's state,
+// the feedback re-reading); Check compares live projections with ones
+// rebuilt up to the same position, which is how the tests and bench learn
+// show that replay equals what ran.
+package replay
 
 import (
 	"bytes"
@@ -17,47 +24,6 @@ import (
 	"citizen/reflection/feedback"
 )
 
-// StoreStats summarises an event store.
-type StoreStats struct {
-	LastPosition uint64         `json:"last_position"`
-	Events       uint64         `json:"events"`
-	Streams      int            `json:"streams"`
-	ByType       map[string]int `json:"by_type"`
-	FirstTime    time.Time      `json:"first_time,omitzero"`
-	LastTime     time.Time      `json:"last_time,omitzero"`
-}
-
-func (s StoreStats) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "events:        %d\nlast position: %d\nstreams:       %d\n", s.Events, s.LastPosition, s.Streams)
-	if !s.FirstTime.IsZero() {
-		fmt.Fprintf(&b, "first:         %s\nlast:          %s\n", s.FirstTime.Format(time.RFC3339), s.LastTime.Format(time.RFC3339))
-	}
-	for _, t := range slices.Sorted(maps.Keys(s.ByType)) {
-		fmt.Fprintf(&b, "  %-28s %d\n", t, s.ByType[t])
-	}
-	return b.String()
-}
-
-// Stats reads the whole store once.
-func Stats(ctx context.Context, st events.Store) (StoreStats, error) {
-	s := StoreStats{ByType: map[string]int{}}
-	streams := map[string]struct{}{}
-	err := events.Scan(ctx, st, 0, events.Filter{}, func(ev events.Event) error {
-		s.Events++
-		s.ByType[ev.Type]++
-		streams[ev.Stream] = struct{}{}
-		if s.FirstTime.IsZero() {
-			s.FirstTime = ev.Time
-		}
-		s.LastTime = ev.Time
-		s.LastPosition = ev.Position
-		return nil
-	})
-	s.Streams = len(streams)
-	return s, err
-}
-
 // Projection is a read model rebuilt from events. Apply must be
 // deterministic: the same events in the same order give the same state.
 type Projection interface {
@@ -68,8 +34,8 @@ type Projection interface {
 	Summary() any
 }
 
-// ReplayResult reports a full replay of the store.
-type ReplayResult struct {
+// Result reports a full replay of the store.
+type Result struct {
 	Events      uint64         `json:"events"`
 	Undecodable map[string]int `json:"undecodable,omitempty"`
 	Gaps        int            `json:"gaps"`
@@ -77,7 +43,7 @@ type ReplayResult struct {
 	Projections map[string]any `json:"projections"`
 }
 
-func (r ReplayResult) String() string {
+func (r Result) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "replayed %d events in %.3fs (%.0f events/s); position gaps: %d\n", r.Events, r.Seconds, float64(r.Events)/max(r.Seconds, 1e-9), r.Gaps)
 	for _, t := range slices.Sorted(maps.Keys(r.Undecodable)) {
@@ -89,12 +55,12 @@ func (r ReplayResult) String() string {
 	return b.String()
 }
 
-// Replay reads every event, checks that each decodes under the current
+// Run reads every event, checks that each decodes under the current
 // registry and that positions have no gaps, and rebuilds every projection
 // from scratch (NewProjections).
-func Replay(ctx context.Context, st events.Store) (ReplayResult, error) {
+func Run(ctx context.Context, st events.Store) (Result, error) {
 	start := time.Now()
-	res := ReplayResult{Undecodable: map[string]int{}, Projections: map[string]any{}}
+	res := Result{Undecodable: map[string]int{}, Projections: map[string]any{}}
 	projs := NewProjections()
 	var last uint64
 	err := events.Scan(ctx, st, 0, events.Filter{}, func(ev events.Event) error {
@@ -127,25 +93,25 @@ func Replay(ctx context.Context, st events.Store) (ReplayResult, error) {
 // rollout controller's state (stable version, running rollout, history)
 // and the feedback re-reading (what the current interpreter would change).
 var NewProjections = func() []Projection {
-	return []Projection{&DistillReplay{P: distill.NewProjection(distill.Retention{})},
-		&RolloutReplay{S: rollout.NewState(rollout.DefaultConfig())},
-		&FeedbackReplay{R: feedback.NewReinterpreter()}}
+	return []Projection{&Distill{P: distill.NewProjection(distill.Retention{})},
+		&Rollout{S: rollout.NewState(rollout.DefaultConfig())},
+		&Feedback{R: feedback.NewReinterpreter()}}
 }
 
-// FeedbackReplay re-reads every recorded feedback with the current
+// Feedback re-reads every recorded feedback with the current
 // embedded interpreter and reports how many interpretations were written
 // by another version and how many would change (polarity sign,
 // correction), with examples. Events it cannot read are counted.
-type FeedbackReplay struct {
+type Feedback struct {
 	R       *feedback.Reinterpreter
 	Skipped int
 }
 
 // Name is "feedback".
-func (f *FeedbackReplay) Name() string { return "feedback" }
+func (f *Feedback) Name() string { return "feedback" }
 
 // Apply folds ev into the reinterpreter.
-func (f *FeedbackReplay) Apply(ev events.Event) error {
+func (f *Feedback) Apply(ev events.Event) error {
 	if err := f.R.Apply(ev); err != nil {
 		f.Skipped++
 	}
@@ -153,21 +119,21 @@ func (f *FeedbackReplay) Apply(ev events.Event) error {
 }
 
 // Summary is the reinterpreter's summary.
-func (f *FeedbackReplay) Summary() any { return f.R.Summary() }
+func (f *Feedback) Summary() any { return f.R.Summary() }
 
-// DistillReplay adapts the distiller's projection to Projection. Events
+// Distill adapts the distiller's projection to Projection. Events
 // the projection refuses (already applied, undecodable) are counted, as
 // the live distiller logs and skips them.
-type DistillReplay struct {
+type Distill struct {
 	P       *distill.Projection
 	Skipped int
 }
 
 // Name is "distill".
-func (d *DistillReplay) Name() string { return "distill" }
+func (d *Distill) Name() string { return "distill" }
 
 // Apply folds ev into the projection.
-func (d *DistillReplay) Apply(ev events.Event) error {
+func (d *Distill) Apply(ev events.Event) error {
 	if err := d.P.Apply(ev); err != nil && !errors.Is(err, distill.ErrOutOfOrder) {
 		d.Skipped++
 	}
@@ -175,7 +141,7 @@ func (d *DistillReplay) Apply(ev events.Event) error {
 }
 
 // Summary is DistillSummaryOf the projection.
-func (d *DistillReplay) Summary() any { return DistillSummaryOf(d.P) }
+func (d *Distill) Summary() any { return DistillSummaryOf(d.P) }
 
 // DistillSummary is the distiller's state that replay must reproduce:
 // the stable version, the cycles and every version's lineage.
@@ -214,17 +180,17 @@ func DistillSummaryOf(p *distill.Projection) DistillSummary {
 	return s
 }
 
-// RolloutReplay adapts the rollout controller's state to Projection.
-type RolloutReplay struct {
+// Rollout adapts the rollout controller's state to Projection.
+type Rollout struct {
 	S       *rollout.State
 	Skipped int
 }
 
 // Name is "rollout".
-func (r *RolloutReplay) Name() string { return "rollout" }
+func (r *Rollout) Name() string { return "rollout" }
 
 // Apply folds ev into the state.
-func (r *RolloutReplay) Apply(ev events.Event) error {
+func (r *Rollout) Apply(ev events.Event) error {
 	if err := r.S.Apply(&ev); err != nil {
 		r.Skipped++
 	}
@@ -232,7 +198,7 @@ func (r *RolloutReplay) Apply(ev events.Event) error {
 }
 
 // Summary is RolloutSummaryOf the state.
-func (r *RolloutReplay) Summary() any { return RolloutSummaryOf(r.S.Status(), r.S.Versions()) }
+func (r *Rollout) Summary() any { return RolloutSummaryOf(r.S.Status(), r.S.Versions()) }
 
 // RolloutSummary is the rollout state that replay must reproduce: what
 // routing and lineage depend on, without the evidence (whose numbers
@@ -282,13 +248,13 @@ func RolloutSummaryOf(st rollout.Status, vs []rollout.Version) RolloutSummary {
 	return s
 }
 
-// ReplayCheck compares live projections' summaries with fresh ones
+// Check compares live projections' summaries with fresh ones
 // rebuilt from the store up to the position each live one had reached
 // (live maps a projection name to its summary and position). It returns
 // per projection whether they match, and a description of the first
 // difference.
-func ReplayCheck(ctx context.Context, st events.Store, live map[string]LiveSummary) (map[string]ReplayMatch, error) {
-	out := map[string]ReplayMatch{}
+func Check(ctx context.Context, st events.Store, live map[string]LiveSummary) (map[string]Match, error) {
+	out := map[string]Match{}
 	for _, p := range NewProjections() {
 		l, ok := live[p.Name()]
 		if !ok {
@@ -311,7 +277,7 @@ func ReplayCheck(ctx context.Context, st events.Store, live map[string]LiveSumma
 		if err != nil {
 			return nil, err
 		}
-		m := ReplayMatch{Equal: bytes.Equal(a, b), Position: l.Position}
+		m := Match{Equal: bytes.Equal(a, b), Position: l.Position}
 		if !m.Equal {
 			m.Live, m.Replayed = string(a), string(b)
 		}
@@ -329,8 +295,8 @@ type LiveSummary struct {
 	Position uint64
 }
 
-// ReplayMatch is ReplayCheck's verdict for one projection.
-type ReplayMatch struct {
+// Match is Check's verdict for one projection.
+type Match struct {
 	Equal    bool   `json:"equal"`
 	Position uint64 `json:"position"`
 	Live     string `json:"live,omitempty"`

@@ -1,4 +1,4 @@
-package services
+package cli
 
 import (
 	"context"
@@ -10,18 +10,20 @@ import (
 
 	"citizen/gateway"
 	"citizen/ops"
+	"citizen/services"
 	"citizen/workplace"
 )
 
 func init() {
+	extraCommands["config"] = extraCommand{summary: "the effective configuration, or the reference (config print [--markdown])", run: cmdConfig}
 	extraCommands["keys"] = extraCommand{summary: "create, list or revoke API keys (create|list|revoke)", run: cmdKeys}
 	extraCommands["workplace"] = extraCommand{summary: "drive a running citizen with simulated users (workplace run|corpus)", run: cmdWorkplace}
 	extraCommands["ops"] = extraCommand{summary: "operate a running citizen (ops rollout status|pause|resume|promote|abort, versions, stream)", run: cmdOps}
 }
 
-func cmdKeys(ctx context.Context, args []string, env Env) error {
+func cmdKeys(ctx context.Context, args []string, env services.Env) error {
 	if len(args) == 0 {
-		return UsageError{"usage: citizen keys create --tenant T [--user U] [--name N] [--rpm N] [--tpm N] | list | revoke ID"}
+		return services.UsageError{Msg: "usage: citizen keys create --tenant T [--user U] [--name N] [--rpm N] [--tpm N] | list | revoke ID"}
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
@@ -31,7 +33,7 @@ func cmdKeys(ctx context.Context, args []string, env Env) error {
 	fs.StringVar(&spec.Name, "name", "", "a label for the key (create)")
 	fs.IntVar(&spec.RequestsPerMinute, "rpm", 0, "requests per minute, 0 = the gateway's default (create)")
 	fs.IntVar(&spec.TokensPerMinute, "tpm", 0, "tokens per minute, 0 = the gateway's default (create)")
-	build := ConfigFlags(fs, env.LookupEnv)
+	build := services.ConfigFlags(fs, env.LookupEnv)
 	fs.SetOutput(env.Stderr)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -69,20 +71,20 @@ func cmdKeys(ctx context.Context, args []string, env Env) error {
 		return tw.Flush()
 	case "revoke":
 		if fs.NArg() != 1 {
-			return UsageError{"usage: citizen keys revoke ID"}
+			return services.UsageError{Msg: "usage: citizen keys revoke ID"}
 		}
 		if err := gateway.RevokeKey(path, fs.Arg(0)); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stderr, "revoked %s\n", fs.Arg(0))
 	default:
-		return UsageError{fmt.Sprintf("unknown keys subcommand %q (create, list, revoke)", sub)}
+		return services.UsageError{Msg: fmt.Sprintf("unknown keys subcommand %q (create, list, revoke)", sub)}
 	}
 	return nil
 }
 
-func cmdWorkplace(ctx context.Context, args []string, env Env) error {
-	ctx, stop := signalContext(ctx)
+func cmdWorkplace(ctx context.Context, args []string, env services.Env) error {
+	ctx, stop := services.SignalContext(ctx)
 	defer stop()
 	if rc := workplace.Main(args, env.Stdout, env.Stderr); rc != 0 {
 		return exitCode(rc)
@@ -90,17 +92,28 @@ func cmdWorkplace(ctx context.Context, args []string, env Env) error {
 	return nil
 }
 
-// exitCode carries a subcommand's own exit code (its message is already
-// printed).
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
-func cmdOps(ctx context.Context, args []string, env Env) error {
-	ctx, stop := signalContext(ctx)
+func cmdOps(ctx context.Context, args []string, env services.Env) error {
+	ctx, stop := services.SignalContext(ctx)
 	defer stop()
 	if rc := ops.Main(ctx, args, env.Stdout, env.Stderr, "", ""); rc != 0 {
 		return exitCode(rc)
 	}
+	return nil
+}
+func cmdConfig(_ context.Context, args []string, env services.Env) error {
+	if len(args) == 0 || args[0] != "print" {
+		return services.UsageError{Msg: "usage: citizen config print [--markdown] [flags]"}
+	}
+	fs := flag.NewFlagSet("config print", flag.ContinueOnError)
+	markdown := fs.Bool("markdown", false, "print the configuration reference (every setting's flag, environment variable, default and help) as Markdown instead of the effective configuration")
+	cfg, err := services.ParseConfig(fs, args[1:], env)
+	if err != nil {
+		return err
+	}
+	if *markdown {
+		fmt.Fprint(env.Stdout, services.Reference())
+		return nil
+	}
+	fmt.Fprint(env.Stdout, cfg.Print())
 	return nil
 }

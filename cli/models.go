@@ -1,4 +1,4 @@
-package services
+package cli
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"citizen/model/catalog"
 	"citizen/model/chat"
 	"citizen/pretrain"
+	"citizen/services"
 )
 
 func init() {
@@ -22,9 +23,9 @@ func init() {
 
 // cmdModels lists the catalogue, fetches a model into the model cache, or
 // prints where its files are (fetching them first).
-func cmdModels(ctx context.Context, args []string, env Env) error {
+func cmdModels(ctx context.Context, args []string, env services.Env) error {
 	if len(args) == 0 {
-		return UsageError{"usage: citizen models list | fetch [NAME] | path [NAME]"}
+		return services.UsageError{Msg: "usage: citizen models list | fetch [NAME] | path [NAME]"}
 	}
 	name := catalog.Default
 	if len(args) > 1 {
@@ -63,14 +64,14 @@ func cmdModels(ctx context.Context, args []string, env Env) error {
 	case "card":
 		return cmdModelCard(ctx, args[1:], env)
 	}
-	return UsageError{"usage: citizen models list | fetch [NAME] | path [NAME] | card [NAME] [--per-type N]"}
+	return services.UsageError{Msg: "usage: citizen models list | fetch [NAME] | path [NAME] | card [NAME] [--per-type N]"}
 }
 
 // cmdModelCard prints a model's card: where it comes from, its licence
 // and checksum, and its accuracy per workplace task type (fresh workplace
 // conversations with the workplace's system prompt, greedy decoding,
 // graded by the workplace's checkers).
-func cmdModelCard(ctx context.Context, args []string, env Env) error {
+func cmdModelCard(ctx context.Context, args []string, env services.Env) error {
 	fs := flag.NewFlagSet("models card", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	perType := fs.Int("per-type", 20, "workplace conversations per task type")

@@ -1,16 +1,18 @@
-package services
+package cli
 
 import (
 	"bytes"
 	"context"
 	"strings"
 	"testing"
+
+	"citizen/services"
 )
 
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	rc := Main(context.Background(), args, Env{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }})
+	rc := Main(context.Background(), args, services.Env{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }})
 	return rc, out.String(), errb.String()
 }
 
@@ -49,5 +51,16 @@ func TestUnknownCommandAndVersion(t *testing.T) {
 	}
 	if rc, out, _ := run(t, "config", "print", "--gateway.listen", "127.0.0.1:9"); rc != 0 || !strings.Contains(out, "127.0.0.1:9") {
 		t.Fatalf("config print: %d %s", rc, out)
+	}
+}
+
+// The configuration reference the command prints is services.Reference.
+func TestConfigPrintMarkdown(t *testing.T) {
+	rc, out, errs := run(t, "config", "print", "--markdown")
+	if rc != 0 {
+		t.Fatalf("config print --markdown: %d %s", rc, errs)
+	}
+	if out != services.Reference() {
+		t.Fatal("config print --markdown is not services.Reference()")
 	}
 }

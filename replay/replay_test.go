@@ -1,4 +1,4 @@
-package services
+package replay
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func TestReplayReinterpretsFeedback(t *testing.T) {
 	if _, err := st.Append(ctx, stream, events.Any, rec, fb, old); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Replay(ctx, st)
+	res, err := Run(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}
