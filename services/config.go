@@ -1,29 +1,22 @@
 package services
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
-	"net/url"
-	"os"
-	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"citizen/gateway"
+	"citizen/internal/settings"
 	"citizen/memory/lessons"
 	"citizen/model/catalog"
 	"citizen/ops/rollout"
 	"citizen/reflection"
 	"citizen/reflection/feedback"
-
-	"gopkg.in/yaml.v3"
 )
 
 // Config is the whole configuration of a citizen process. Every leaf field
@@ -279,273 +272,35 @@ func targetNames() []string {
 	return names
 }
 
-// field is one settable leaf of Config.
-type field struct {
-	path   string // dotted yaml path
-	help   string
-	v      reflect.Value
-	secret string // the secret tag: "" (not a secret), "true" or "url"
-}
-
-func (f field) flagName() string { return strings.ReplaceAll(f.path, "_", "-") }
-
-// usage is the field's help with its placeholders filled in.
-func (f field) usage() string {
-	return strings.ReplaceAll(f.help, "{components}", strings.Join(targetNames(), ","))
-}
-func (f field) envName() string {
-	return "CITIZEN_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(f.path))
-}
-
-// fields lists the leaves of the struct pointed to by p.
-func fields(p any) []field {
-	var out []field
-	var walk func(v reflect.Value, prefix string)
-	walk = func(v reflect.Value, prefix string) {
-		t := v.Type()
-		for i := 0; i < t.NumField(); i++ {
-			sf := t.Field(i)
-			name := strings.Split(sf.Tag.Get("yaml"), ",")[0]
-			if name == "" || name == "-" {
-				continue
-			}
-			path := name
-			if prefix != "" {
-				path = prefix + "." + name
-			}
-			fv := v.Field(i)
-			if fv.Kind() == reflect.Struct && fv.Type() != reflect.TypeOf(time.Duration(0)) {
-				walk(fv, path)
-				continue
-			}
-			out = append(out, field{path: path, help: sf.Tag.Get("help"), v: fv, secret: sf.Tag.Get("secret")})
-		}
+// options are the settings' environment prefix, removed keys and the
+// placeholders in their help.
+func options() settings.Options {
+	removed := make([]settings.Removed, len(removedKeys))
+	for i, k := range removedKeys {
+		removed[i] = settings.Removed{Path: k.path, Instead: k.instead}
 	}
-	walk(reflect.ValueOf(p).Elem(), "")
-	return out
-}
-
-// redactSecret hides a secret value: kind "url" keeps the URL but its
-// password (and any query string), anything else becomes "[redacted]".
-func redactSecret(kind, v string) string {
-	if kind == "url" {
-		if u, err := url.Parse(v); err == nil && u.Host != "" {
-			if u.User != nil {
-				if _, has := u.User.Password(); has {
-					u.User = url.UserPassword(u.User.Username(), "redacted")
-				}
-			}
-			if u.RawQuery != "" {
-				u.RawQuery = "redacted"
-			}
-			return u.String()
-		}
-	}
-	return "[redacted]"
-}
-
-// set parses s into the field.
-func (f field) set(s string) error {
-	switch f.v.Interface().(type) {
-	case string:
-		f.v.SetString(s)
-	case time.Duration:
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f.path, err)
-		}
-		f.v.SetInt(int64(d))
-	case int, int64:
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%s: %q is not an integer", f.path, s)
-		}
-		f.v.SetInt(n)
-	case float64:
-		x, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return fmt.Errorf("%s: %q is not a number", f.path, s)
-		}
-		f.v.SetFloat(x)
-	case bool:
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return fmt.Errorf("%s: %q is not a boolean", f.path, s)
-		}
-		f.v.SetBool(b)
-	case []float64:
-		var xs []float64
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p == "" {
-				continue
-			}
-			x, err := strconv.ParseFloat(p, 64)
-			if err != nil {
-				return fmt.Errorf("%s: %q is not a number", f.path, p)
-			}
-			xs = append(xs, x)
-		}
-		f.v.Set(reflect.ValueOf(xs))
-	case []string:
-		var parts []string
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				parts = append(parts, p)
-			}
-		}
-		f.v.Set(reflect.ValueOf(parts))
-	default:
-		return fmt.Errorf("%s: unsupported config type %s", f.path, f.v.Type())
-	}
-	return nil
+	return settings.Options{Prefix: "CITIZEN_", Removed: removed, Expand: func(help string) string {
+		return strings.ReplaceAll(help, "{components}", strings.Join(targetNames(), ","))
+	}}
 }
 
 // ConfigFlags registers --config and one flag per config leaf on fs; the
 // returned function, called after fs.Parse, builds the Config with the
 // precedence defaults < file < environment < flags and validates it.
 func ConfigFlags(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) func() (Config, error) {
-	var file string
-	fs.StringVar(&file, "config", "", "YAML config file (env CITIZEN_CONFIG)")
-	def := DefaultConfig()
-	set := map[string]string{}
-	for _, f := range fields(&def) {
-		f := f
-		fs.Func(f.flagName(), fmt.Sprintf("%s (env %s, default %s)", f.usage(), f.envName(), formatValue(f.v)), func(s string) error {
-			set[f.path] = s
-			return nil
-		})
-	}
+	build := settings.Register(fs, lookupEnv, DefaultConfig, options())
 	return func() (Config, error) {
-		cfg := DefaultConfig()
-		if file == "" {
-			file, _ = lookupEnv("CITIZEN_CONFIG")
-		}
-		if file != "" {
-			if err := loadYAML(file, &cfg); err != nil {
-				return Config{}, err
-			}
-		}
-		for _, k := range removedKeys {
-			env := field{path: k.path}.envName()
-			if _, ok := lookupEnv(env); ok {
-				return Config{}, fmt.Errorf("config: env %s: %s was removed: set %s", env, k.path, k.instead)
-			}
-		}
-		for _, f := range fields(&cfg) {
-			if s, ok := lookupEnv(f.envName()); ok {
-				if err := f.set(s); err != nil {
-					return Config{}, fmt.Errorf("config: env %s: %w", f.envName(), err)
-				}
-			}
-		}
-		for _, f := range fields(&cfg) {
-			if s, ok := set[f.path]; ok {
-				if err := f.set(s); err != nil {
-					return Config{}, fmt.Errorf("config: flag --%s: %w", f.flagName(), err)
-				}
-			}
+		cfg, err := build()
+		if err != nil {
+			return Config{}, err
 		}
 		return cfg, cfg.Validate()
 	}
 }
 
-// loadYAML decodes file over cfg; unknown keys are an error naming the key
-// and its line, and a removed key one naming what replaces it.
-func loadYAML(file string, cfg *Config) error {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	return decodeYAML(file, b, cfg)
-}
-
-// decodeYAML decodes the config file named file, whose contents are b,
-// over cfg.
-func decodeYAML(file string, b []byte, cfg *Config) error {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("config: %s: %w", file, err)
-	}
-	for _, k := range removedKeys {
-		if line := keyLine(&doc, strings.Split(k.path, ".")); line > 0 {
-			return fmt.Errorf("config: %s: line %d: %s was removed: set %s", file, line, k.path, k.instead)
-		}
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("config: %s: %w", file, err)
-	}
-	return nil
-}
-
-// keyLine returns the line of the mapping key at path in a YAML document,
-// or 0 when the document has none.
-func keyLine(n *yaml.Node, path []string) int {
-	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
-		n = n.Content[0]
-	}
-	for i, name := range path {
-		if n.Kind != yaml.MappingNode {
-			return 0
-		}
-		var next *yaml.Node
-		for j := 0; j+1 < len(n.Content); j += 2 {
-			if n.Content[j].Value == name {
-				if i == len(path)-1 {
-					return n.Content[j].Line
-				}
-				next = n.Content[j+1]
-				break
-			}
-		}
-		if next == nil {
-			return 0
-		}
-		n = next
-	}
-	return 0
-}
-
-func formatValue(v reflect.Value) string {
-	switch x := v.Interface().(type) {
-	case []string:
-		return strings.Join(x, ",")
-	case []float64:
-		parts := make([]string, len(x))
-		for i, f := range x {
-			parts[i] = strconv.FormatFloat(f, 'g', -1, 64)
-		}
-		return strings.Join(parts, ",")
-	case string:
-		if x == "" {
-			return `""`
-		}
-		return x
-	default:
-		return fmt.Sprint(x)
-	}
-}
-
-// Print writes cfg as YAML, with each key's help as a comment and the
-// environment variable that sets it. Secrets (fields tagged secret) are
-// redacted: a key prints as "[redacted]", a URL without its password.
-func (c Config) Print() string {
-	var b strings.Builder
-	fs := fields(&c)
-	for _, f := range fs {
-		if v, ok := f.v.Interface().(string); ok && v != "" && f.secret != "" {
-			f.v.SetString(redactSecret(f.secret, v))
-		}
-	}
-	out, _ := yaml.Marshal(c)
-	b.Write(out)
-	b.WriteString("\n# Every key is also settable by environment and flag, e.g.\n")
-	for _, f := range fs {
-		fmt.Fprintf(&b, "#   %-24s %-32s --%s\n", f.path, f.envName(), f.flagName())
-	}
-	return b.String()
-}
+// Print writes cfg as YAML, followed by the environment variable and flag
+// of each key; secrets (fields tagged secret) are redacted.
+func (c Config) Print() string { return settings.Print(&c, options()) }
 
 // Reference writes the configuration reference as Markdown: every setting
 // with its flag, environment variable, default and help, one table per
@@ -573,30 +328,7 @@ Lists are comma-separated in the environment and in flags; durations are Go dura
 (` + "`30s`, `10m`" + `). Unknown keys are refused with their line. ` + "`citizen config print`" + ` shows
 the effective configuration, secrets redacted.
 `)
-	var sections []string
-	rows := map[string][]string{}
-	for _, f := range fields(&def) {
-		s := "process"
-		if i := strings.IndexByte(f.path, '.'); i >= 0 {
-			s = f.path[:i]
-		}
-		if rows[s] == nil {
-			sections = append(sections, s)
-		}
-		d := formatValue(f.v)
-		if d == "" || d == `""` {
-			d = "*(empty)*"
-		} else {
-			d = "`" + d + "`"
-		}
-		help := strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;").Replace(f.usage())
-		rows[s] = append(rows[s], fmt.Sprintf("| `%s` | `--%s` | `%s` | %s | %s |\n", f.path, f.flagName(), f.envName(), d, help))
-	}
-	for _, s := range sections {
-		fmt.Fprintf(&b, "\n## %s\n\n| setting | flag | environment | default | help |\n|---|---|---|---|---|\n", s)
-		for _, r := range rows[s] {
-			b.WriteString(r)
-		}
-	}
+
+	b.WriteString(settings.Reference(&def, "process", options()))
 	return b.String()
 }

@@ -13,6 +13,7 @@ import (
 
 	"citizen/events"
 	"citizen/events/memstore"
+	"citizen/internal/settings"
 	"citizen/reflection"
 
 	"gopkg.in/yaml.v3"
@@ -168,7 +169,7 @@ func TestFlagsHaveHelp(t *testing.T) {
 		}
 	})
 	def := DefaultConfig()
-	if want := len(fields(&def)) + 1; n != want { // + --config
+	if want := len(settings.Fields(&def)) + 1; n != want { // + --config
 		t.Errorf("%d flags, want %d", n, want)
 	}
 }
@@ -219,9 +220,9 @@ func TestConfigReflectionFromFile(t *testing.T) {
 func TestConfigReferenceCurrent(t *testing.T) {
 	out := Reference()
 	def := DefaultConfig()
-	for _, f := range fields(&def) {
-		if !strings.Contains(out, "| `"+f.path+"` | `--"+f.flagName()+"` | `"+f.envName()+"` |") {
-			t.Errorf("the reference has no row for %s", f.path)
+	for _, f := range settings.Fields(&def) {
+		if !strings.Contains(out, "| `"+f.Path+"` | `--"+f.FlagName()+"` | `"+f.EnvName("CITIZEN_")+"` |") {
+			t.Errorf("the reference has no row for %s", f.Path)
 		}
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
@@ -342,13 +343,13 @@ func FuzzConfigYAML(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
 		cfg := DefaultConfig()
-		err := decodeYAML("fuzz.yaml", []byte(doc), &cfg)
+		err := settings.DecodeYAML("fuzz.yaml", []byte(doc), &cfg, options())
 		if err == nil {
 			_ = cfg.Validate()
 			_ = cfg.Print()
 			if strings.Contains(doc, "stable_version") {
 				var n yaml.Node
-				if yaml.Unmarshal([]byte(doc), &n) == nil && keyLine(&n, []string{"gateway", "stable_version"}) > 0 {
+				if yaml.Unmarshal([]byte(doc), &n) == nil && settings.KeyLine(&n, []string{"gateway", "stable_version"}) > 0 {
 					t.Fatalf("a removed key was accepted:\n%s", doc)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"citizen/internal/settings"
 	"citizen/model/catalog"
 
 	"gopkg.in/yaml.v3"
@@ -41,8 +42,8 @@ var envOutsideConfig = map[string]func(t *testing.T, v string){
 // settingEnv is the set of environment names of Config's settings.
 func settingEnv() map[string]bool {
 	known := map[string]bool{}
-	for _, f := range fields(&Config{}) {
-		known[f.envName()] = true
+	for _, f := range settings.Fields(&Config{}) {
+		known[f.EnvName("CITIZEN_")] = true
 	}
 	return known
 }
