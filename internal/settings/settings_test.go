@@ -45,7 +45,7 @@ func TestRefusalsAndRedaction(t *testing.T) {
 	o := Options{Prefix: "T_", Removed: []Removed{{Path: "inner.old", Instead: "inner.n"}}}
 	var c testConfig
 	for doc, want := range map[string]string{
-		"nmae: x\n":         "line 1: field nmae not found",
+		"nmae: x\n":          "line 1: field nmae not found",
 		"inner:\n  old: 1\n": "line 2: inner.old was removed: set inner.n",
 	} {
 		if err := DecodeYAML("c.yaml", []byte(doc), &c, o); err == nil || !strings.Contains(err.Error(), want) {
