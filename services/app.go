@@ -23,6 +23,7 @@ import (
 	"citizen/events/pgstore"
 	"citizen/gateway"
 	"citizen/gateway/embedded"
+	"citizen/internal/modules"
 	"citizen/memory"
 	"citizen/memory/lessons"
 	"citizen/memory/qdrant"
@@ -97,8 +98,8 @@ type App struct {
 
 // Modules returns the components of a. Their names are the --target values
 // (and the list in --target's help); a module's dependencies start with it.
-func (a *App) Modules() []Module {
-	return []Module{
+func (a *App) Modules() []modules.Module {
+	return []modules.Module{
 		{Name: "store", Init: a.initStore},
 		{Name: "bus", Deps: []string{"store"}, Init: a.initBus},
 		{Name: "engine", Deps: []string{"store"}, Init: a.initEngine},
@@ -134,7 +135,7 @@ func (a *App) metrics() *prometheus.Registry {
 	return a.Metrics
 }
 
-func (a *App) initStore(ctx context.Context) (Service, error) {
+func (a *App) initStore(ctx context.Context) (modules.Service, error) {
 	if err := a.checkDeployment(); err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func (a *App) initStore(ctx context.Context) (Service, error) {
 		return nil, explainStoreOpen(a.Config, err)
 	}
 	a.Store = st
-	return closer{close: st.Close}, nil
+	return modules.Closer(st.Close), nil
 }
 
 // OpenStore opens the configured event store backend.
@@ -230,7 +231,7 @@ func (f failingSubscriber) Close() error { return nil }
 // initBus starts the bus (in-process, or Kafka) and the relay that feeds
 // it from the store (its checkpoint is "relay"). The relay runs only
 // while this process holds the relay lease: one relay per store.
-func (a *App) initBus(ctx context.Context) (Service, error) {
+func (a *App) initBus(ctx context.Context) (modules.Service, error) {
 	log := a.logger("bus")
 	switch bc := a.Config.Bus; bc.Backend {
 	case "kafka":
@@ -328,7 +329,7 @@ func (a *App) modelName() string {
 	return a.Config.Model.Name
 }
 
-func (a *App) initEngine(ctx context.Context) (Service, error) {
+func (a *App) initEngine(ctx context.Context) (modules.Service, error) {
 	mc := a.Config.Model
 	switch mc.Engine {
 	case "stub":
@@ -354,19 +355,19 @@ func (a *App) initEngine(ctx context.Context) (Service, error) {
 	log.Info("embedded model loaded", "model", a.modelName(), "checkpoint", path, "parameters", cm.Engine.Model().Config.NumParams(), "tokenizer", cm.Tok.Name())
 	// Serve every accepted version: load each adapter as weights.trained
 	// events arrive (from the start of the store).
-	return startStop{
-		run: func(ctx context.Context) error {
+	return modules.WithStop(
+		func(ctx context.Context) error {
 			err := distill.SyncVersions(ctx, a.Store, a.Embedded, filepath.Join(a.Config.DataDir, "distill"), cm.Engine.Model().Config, log)
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		},
-		stop: func(context.Context) error { cm.Close(); return nil },
-	}, nil
+		func(context.Context) error { cm.Close(); return nil },
+	), nil
 }
 
-func (a *App) initGateway(ctx context.Context) (Service, error) {
+func (a *App) initGateway(ctx context.Context) (modules.Service, error) {
 	cfg := a.Config.Gateway
 	cfg.StableVersion, cfg.ShutdownTimeout = a.Config.Rollout.Stable, a.Config.ShutdownTimeout
 	if cfg.KeysFile == "" {
@@ -392,7 +393,7 @@ func (a *App) initGateway(ctx context.Context) (Service, error) {
 }
 
 // worker runs one consumer group's handlers on its own router.
-func (a *App) worker(name string, handlers ...bus.EventHandler) (Service, error) {
+func (a *App) worker(name string, handlers ...bus.EventHandler) (modules.Service, error) {
 	log := a.logger(name)
 	m, err := a.workerMetrics()
 	if err != nil {
@@ -421,7 +422,7 @@ func (s routerService) Run(ctx context.Context) error {
 	return err
 }
 
-func (a *App) initFeedback(ctx context.Context) (Service, error) {
+func (a *App) initFeedback(ctx context.Context) (modules.Service, error) {
 	interp, err := feedback.NewInterpreter(a.Config.Feedback)
 	if err != nil {
 		return nil, fmt.Errorf("feedback: %w", err)
@@ -433,7 +434,7 @@ func (a *App) initFeedback(ctx context.Context) (Service, error) {
 	})
 }
 
-func (a *App) initMemory(ctx context.Context) (Service, error) {
+func (a *App) initMemory(ctx context.Context) (modules.Service, error) {
 	mc := a.Config.Memory
 	log := a.logger("memory")
 	var ix memory.Index
@@ -483,12 +484,12 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 	}
 	log.Info("memory caught up with the store", "from", after, "to", pos, "interactions", n)
 	types := memory.IndexedTypes
-	var svc Service
+	var svc modules.Service
 	if emb != nil {
 		// The embedded index is this process's own projection: it follows
 		// the store (a consumer group would share the events among the
 		// processes, each index getting a part).
-		svc = ServiceFunc(func(ctx context.Context) error { return followStore(ctx, a.Store, pos, types, idx.Handle, log) })
+		svc = modules.Func(func(ctx context.Context) error { return followStore(ctx, a.Store, pos, types, idx.Handle, log) })
 	} else {
 		svc, err = a.worker("memory", bus.EventHandler{Name: "memory", Topics: topicsOf(types),
 			Subscriber: a.Bus.Subscriber("memory"), Store: a.Store, Handle: idx.Handle})
@@ -506,7 +507,7 @@ func (a *App) initMemory(ctx context.Context) (Service, error) {
 		}
 		return ix.Close()
 	}
-	return startStop{run: svc.Run, stop: stop}, nil
+	return modules.WithStop(svc.Run, stop), nil
 }
 
 // rubrics loads reflection.rubrics (the shipped rubrics when it names no
@@ -543,7 +544,7 @@ func (a *App) evaluator(ctx context.Context, log *slog.Logger) (*reflection.Eval
 // initReflection runs the evaluator (interaction.recorded and feedback →
 // interaction.evaluated), the reward-hacking detectors (→ anomaly.detected)
 // and the scoreboard, which is rebuilt from the store first.
-func (a *App) initReflection(ctx context.Context) (Service, error) {
+func (a *App) initReflection(ctx context.Context) (modules.Service, error) {
 	log := a.logger("reflection")
 	ev, err := a.evaluator(ctx, log)
 	if err != nil {
@@ -566,7 +567,7 @@ func (a *App) initReflection(ctx context.Context) (Service, error) {
 // process that serves it keeps for itself: rebuilt from the store, then
 // following the store (not a consumer group, which processes would
 // share).
-func (a *App) initScoreboard(ctx context.Context) (Service, error) {
+func (a *App) initScoreboard(ctx context.Context) (modules.Service, error) {
 	log := a.logger("scoreboard")
 	sb := reflection.NewScoreboard()
 	f := events.Filter{Types: []string{events.TypeInteractionEvaluated}}
@@ -582,7 +583,7 @@ func (a *App) initScoreboard(ctx context.Context) (Service, error) {
 		return nil, err
 	}
 	a.Scoreboard = sb
-	return ServiceFunc(func(ctx context.Context) error {
+	return modules.Func(func(ctx context.Context) error {
 		err := a.Store.Subscribe(ctx, pos, f, func(_ context.Context, e events.Event) error {
 			if err := sb.Apply(e); err != nil {
 				log.Warn("scoreboard skipped an event", "position", e.Position, "err", err)
@@ -670,7 +671,7 @@ func (a *App) rehearsal() ([]distill.RehearsalCase, error) {
 // initDistiller runs training cycles over the graded interactions; it
 // needs the embedded model (the base it trains adapters for and the
 // teacher for self-distillation).
-func (a *App) initDistiller(ctx context.Context) (Service, error) {
+func (a *App) initDistiller(ctx context.Context) (modules.Service, error) {
 	if a.Embedded == nil {
 		// Nothing to train in this process: the engine is an upstream
 		// server (its adapters come from its own trainer) or the stub.
@@ -745,7 +746,7 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 	if err := registerDistillerMetrics(a.metrics(), d); err != nil {
 		return nil, err
 	}
-	return a.elected(leaseDistiller, ServiceFunc(func(ctx context.Context) error {
+	return a.elected(leaseDistiller, modules.Func(func(ctx context.Context) error {
 		err := d.Run(ctx)
 		if ctx.Err() != nil {
 			return nil
@@ -756,7 +757,7 @@ func (a *App) initDistiller(ctx context.Context) (Service, error) {
 
 // initRollout runs the rollout controller: canaries for accepted versions,
 // promoted or rolled back on evidence.
-func (a *App) initRollout(ctx context.Context) (Service, error) {
+func (a *App) initRollout(ctx context.Context) (modules.Service, error) {
 	c, err := rollout.New(a.Config.Rollout, a.Store, a.logger("rollout"))
 	if err != nil {
 		return nil, err
@@ -765,7 +766,7 @@ func (a *App) initRollout(ctx context.Context) (Service, error) {
 	if err := c.Register(a.metrics()); err != nil {
 		return nil, err
 	}
-	return a.elected(leaseRollout, ServiceFunc(func(ctx context.Context) error {
+	return a.elected(leaseRollout, modules.Func(func(ctx context.Context) error {
 		err := c.Run(ctx)
 		if ctx.Err() != nil {
 			return nil

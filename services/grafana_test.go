@@ -1,6 +1,7 @@
 package services
 
 import (
+	"citizen/internal/modules"
 	"context"
 	"encoding/json"
 	"flag"
@@ -195,7 +196,7 @@ func servingRegistry(t *testing.T) *prometheus.Registry {
 	a := &App{Config: cfg, Log: NewLogger(cfg.Log, logs), Metrics: reg}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- NewManager(a.Log, a.Modules()...).Run(ctx, cfg.Target, cfg.ShutdownTimeout) }()
+	go func() { done <- modules.New(a.Log, a.Modules()...).Run(ctx, cfg.Target, cfg.ShutdownTimeout) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

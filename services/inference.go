@@ -11,6 +11,7 @@ import (
 	"citizen/gateway"
 	"citizen/gateway/embedded"
 	"citizen/gateway/inference"
+	"citizen/internal/modules"
 	"citizen/model"
 	"citizen/model/chat"
 )
@@ -39,7 +40,7 @@ func (c InferenceConfig) Validate() error {
 // initInference serves the embedded model (model.name or
 // model.checkpoint) in vLLM's dialect on inference.listen. It needs no
 // store: it records nothing and serves the adapters the gateways load.
-func (a *App) initInference(ctx context.Context) (Service, error) {
+func (a *App) initInference(ctx context.Context) (modules.Service, error) {
 	ic := a.Config.Inference
 	if err := ic.Validate(); err != nil {
 		return nil, err
@@ -66,10 +67,10 @@ func (a *App) initInference(ctx context.Context) (Service, error) {
 		return nil, err
 	}
 	log.Info("inference model loaded", "model", name, "checkpoint", path, "parameters", base.NumParams())
-	return startStop{
-		run:  func(ctx context.Context) error { return srv.Run(ctx, ic.Listen, a.Config.ShutdownTimeout) },
-		stop: func(context.Context) error { cm.Close(); return nil },
-	}, nil
+	return modules.WithStop(
+		func(ctx context.Context) error { return srv.Run(ctx, ic.Listen, a.Config.ShutdownTimeout) },
+		func(context.Context) error { cm.Close(); return nil },
+	), nil
 }
 
 // initUpstream builds the upstream engine and, with
@@ -77,7 +78,7 @@ func (a *App) initInference(ctx context.Context) (Service, error) {
 // version the distiller trains: distill.SyncArtifacts checks each
 // artifact under data_dir/distill (a volume shared with the trainer) and
 // the engine loads it upstream under its version id.
-func (a *App) initUpstream(ctx context.Context) (Service, error) {
+func (a *App) initUpstream(ctx context.Context) (modules.Service, error) {
 	mc := a.Config.Model
 	up, err := gateway.NewUpstream(gateway.UpstreamConfig{BaseURL: mc.UpstreamURL, APIKey: mc.UpstreamKey, Model: mc.UpstreamModel,
 		RequestTokenIDs: mc.UpstreamTokenIDs})
@@ -99,7 +100,7 @@ func (a *App) initUpstream(ctx context.Context) (Service, error) {
 	l := upstreamLoader{up: up, root: root, remote: remote}
 	log := a.logger("engine")
 	log.Info("loading trained versions into the upstream server", "url", mc.UpstreamURL, "adapters", root, "as_seen_there", remote)
-	return ServiceFunc(func(ctx context.Context) error {
+	return modules.Func(func(ctx context.Context) error {
 		err := distill.SyncArtifacts(ctx, a.Store, l, root, log)
 		if ctx.Err() != nil {
 			return nil

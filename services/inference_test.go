@@ -25,6 +25,7 @@ import (
 
 	"citizen/events"
 	"citizen/events/memstore"
+	"citizen/internal/modules"
 	"citizen/model"
 	"citizen/model/chat"
 )
@@ -231,12 +232,12 @@ func TestInferenceTier(t *testing.T) {
 	mods := app.Modules()
 	for i := range mods {
 		if mods[i].Name == "store" {
-			mods[i].Init = func(context.Context) (Service, error) { app.Store = st; return nil, nil }
+			mods[i].Init = func(context.Context) (modules.Service, error) { app.Store = st; return nil, nil }
 		}
 	}
 	gctx, gcancel := context.WithCancel(ctx)
 	gwDone := make(chan error, 1)
-	go func() { gwDone <- NewManager(app.Log, mods...).Run(gctx, cfg.Target, cfg.ShutdownTimeout) }()
+	go func() { gwDone <- modules.New(app.Log, mods...).Run(gctx, cfg.Target, cfg.ShutdownTimeout) }()
 	defer func() {
 		gcancel()
 		if err := <-gwDone; err != nil {
@@ -369,9 +370,9 @@ func TestInferenceTier(t *testing.T) {
 // The inference server is a tier of its own: target all leaves it out,
 // and it needs no other module (it opens no store).
 func TestInferenceTarget(t *testing.T) {
-	m := NewManager(quiet(), (&App{}).Modules()...)
+	m := modules.New(quiet(), (&App{}).Modules()...)
 	all, err := m.Order([]string{"all"})
-	if err != nil || slices.Contains(all, "inference") || !coversAll((&App{}).Modules(), all) {
+	if err != nil || slices.Contains(all, "inference") || !modules.CoversAll((&App{}).Modules(), all) {
 		t.Fatalf("all: %v %v", all, err)
 	}
 	only, err := m.Order([]string{"inference"})
@@ -379,7 +380,7 @@ func TestInferenceTarget(t *testing.T) {
 		t.Fatalf("inference: %v %v", only, err)
 	}
 	with, _ := m.Order([]string{"all", "inference"})
-	if !coversAll((&App{}).Modules(), with) || !slices.Contains(with, "inference") {
+	if !modules.CoversAll((&App{}).Modules(), with) || !slices.Contains(with, "inference") {
 		t.Fatalf("all,inference: %v", with)
 	}
 }

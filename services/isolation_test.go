@@ -3,6 +3,7 @@ package services
 import (
 	"bufio"
 	"citizen/gateway"
+	"citizen/internal/modules"
 	"context"
 	"encoding/json"
 	"flag"
@@ -55,7 +56,7 @@ func newTenancyEnv(t *testing.T) *tenancyEnv {
 	e.app = &App{Config: cfg, Log: NewLogger(cfg.Log, logs)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- NewManager(e.app.Log, e.app.Modules()...).Run(ctx, cfg.Target, cfg.ShutdownTimeout) }()
+	go func() { done <- modules.New(e.app.Log, e.app.Modules()...).Run(ctx, cfg.Target, cfg.ShutdownTimeout) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -14,6 +14,7 @@ import (
 	"citizen/events/bus"
 	"citizen/events/eventlog"
 	"citizen/internal/cputime"
+	"citizen/internal/modules"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 )
@@ -109,7 +110,7 @@ func reflectionLag(b *testing.B, rate, par int) {
 	for i := range mods {
 		if mods[i].Name == "bus" && par > 1 {
 			init := mods[i].Init
-			mods[i].Init = func(ctx context.Context) (Service, error) {
+			mods[i].Init = func(ctx context.Context) (modules.Service, error) {
 				svc, err := init(ctx)
 				if ib, ok := app.Bus.(inprocessBus); ok {
 					app.Bus = parallelBus{ib, par}
@@ -119,7 +120,7 @@ func reflectionLag(b *testing.B, rate, par int) {
 		}
 		if mods[i].Name == "store" {
 			init := mods[i].Init
-			mods[i].Init = func(ctx context.Context) (Service, error) {
+			mods[i].Init = func(ctx context.Context) (modules.Service, error) {
 				svc, err := init(ctx)
 				stores <- app.Store
 				return svc, err
@@ -128,7 +129,7 @@ func reflectionLag(b *testing.B, rate, par int) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- NewManager(app.Log, mods...).Run(ctx, []string{"reflection"}, 30*time.Second) }()
+	go func() { done <- modules.New(app.Log, mods...).Run(ctx, []string{"reflection"}, 30*time.Second) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

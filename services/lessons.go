@@ -7,6 +7,7 @@ import (
 	"citizen/events"
 	"citizen/events/bus"
 	"citizen/gateway"
+	"citizen/internal/modules"
 	"citizen/internal/statement"
 	"citizen/memory"
 	"citizen/memory/lessons"
@@ -15,7 +16,7 @@ import (
 // initLessons runs the lesson learner (feedback.interpreted and
 // interaction.evaluated → lesson.*), its votes, trials and lifecycle
 // rebuilt from the store first.
-func (a *App) initLessons(ctx context.Context) (Service, error) {
+func (a *App) initLessons(ctx context.Context) (modules.Service, error) {
 	log := a.logger("lessons")
 	l := lessons.NewLearner(a.Config.Memory.Lessons, a.Store, a.lessonEmbedder(), log)
 	pos, err := l.Rebuild(ctx, a.Store)

@@ -11,6 +11,7 @@ import (
 
 	"citizen/events"
 	"citizen/events/eventlog"
+	"citizen/internal/modules"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 )
@@ -58,11 +59,11 @@ var ErrInconsistentDeployment = errors.New("deployment cannot be consistent")
 // store.backend=memory (a volatile store for tests) is exempt.
 func (a *App) checkDeployment() error {
 	cfg := a.Config
-	order, err := NewManager(a.Log, a.Modules()...).Order(cfg.Target)
+	order, err := modules.New(a.Log, a.Modules()...).Order(cfg.Target)
 	if err != nil {
 		return err
 	}
-	if coversAll(a.Modules(), order) {
+	if modules.CoversAll(a.Modules(), order) {
 		return nil // every role in this process
 	}
 	target := "--target=" + strings.Join(cfg.Target, ",")
@@ -120,11 +121,11 @@ func (a *App) leaser() (events.Leaser, error) {
 		switch a.Config.Store.Backend {
 		case "embedded", "memory":
 		default:
-			order, err := NewManager(a.Log, a.Modules()...).Order(a.Config.Target)
+			order, err := modules.New(a.Log, a.Modules()...).Order(a.Config.Target)
 			if err != nil {
 				return nil, err
 			}
-			if !coversAll(a.Modules(), order) {
+			if !modules.CoversAll(a.Modules(), order) {
 				return nil, fmt.Errorf("%w: store.backend=%s cannot elect the relay, the distiller and the rollout controller "+
 					"(no lease across processes): run every role in one process (--target=all), or use store.backend=postgres",
 					ErrInconsistentDeployment, a.Config.Store.Backend)
@@ -138,7 +139,7 @@ func (a *App) leaser() (events.Leaser, error) {
 // elected runs svc only while this process holds lease name; the other
 // processes wait and take over when the holder goes (events.RunLeased).
 // svc's Run must be restartable; Stop and AllStarted pass through.
-func (a *App) elected(name string, svc Service) (Service, error) {
+func (a *App) elected(name string, svc modules.Service) (modules.Service, error) {
 	l, err := a.leaser()
 	if err != nil {
 		return nil, err
@@ -150,21 +151,21 @@ func (a *App) elected(name string, svc Service) (Service, error) {
 }
 
 type electedService struct {
-	svc Service
+	svc modules.Service
 	run func(ctx context.Context) error
 }
 
 func (e electedService) Run(ctx context.Context) error { return e.run(ctx) }
 
 func (e electedService) Stop(ctx context.Context) error {
-	if s, ok := e.svc.(Stopper); ok {
+	if s, ok := e.svc.(modules.Stopper); ok {
 		return s.Stop(ctx)
 	}
 	return nil
 }
 
 func (e electedService) AllStarted() {
-	if s, ok := e.svc.(Starter); ok {
+	if s, ok := e.svc.(modules.Starter); ok {
 		s.AllStarted()
 	}
 }

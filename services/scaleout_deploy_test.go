@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"citizen/internal/modules"
 	"citizen/internal/settings"
 	"citizen/model/catalog"
 
@@ -87,7 +88,7 @@ func citizenProcess(t *testing.T, args []string, env map[string]string) (Config,
 	if err := a.checkDeployment(); err != nil {
 		return Config{}, nil, err
 	}
-	order, err := NewManager(nil, a.Modules()...).Order(cfg.Target)
+	order, err := modules.New(nil, a.Modules()...).Order(cfg.Target)
 	if err != nil {
 		return Config{}, nil, err
 	}

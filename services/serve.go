@@ -1,6 +1,7 @@
 package services
 
 import (
+	"citizen/internal/modules"
 	"context"
 	"flag"
 	"fmt"
@@ -73,7 +74,7 @@ func Serve(ctx context.Context, args []string, env Env) error {
 	defer stop()
 	app := &App{Config: cfg, Log: log, Progress: env.Stderr}
 	log.Info("citizen starting", "version", Version, "target", strings.Join(cfg.Target, ","), "data_dir", cfg.DataDir)
-	return NewManager(log, app.Modules()...).Run(ctx, cfg.Target, cfg.ShutdownTimeout)
+	return modules.New(log, app.Modules()...).Run(ctx, cfg.Target, cfg.ShutdownTimeout)
 }
 
 // SignalContext is ctx, cancelled on SIGINT or SIGTERM.

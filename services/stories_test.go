@@ -18,6 +18,7 @@ import (
 
 	"citizen/events"
 	"citizen/gateway"
+	"citizen/internal/modules"
 	"citizen/reflection"
 	"citizen/workplace"
 )
@@ -198,7 +199,7 @@ func startStoryCitizen(t *testing.T, eng gateway.Engine) *storyCitizen {
 	mods := app.Modules()
 	for i := range mods {
 		if mods[i].Name == "engine" {
-			mods[i].Init = func(context.Context) (Service, error) {
+			mods[i].Init = func(context.Context) (modules.Service, error) {
 				app.Engine = eng
 				stores <- app.Store // initialised before the engine (a dependency)
 				return nil, nil
@@ -207,7 +208,7 @@ func startStoryCitizen(t *testing.T, eng gateway.Engine) *storyCitizen {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- NewManager(app.Log, mods...).Run(ctx, []string{"all"}, 30*time.Second) }()
+	go func() { done <- modules.New(app.Log, mods...).Run(ctx, []string{"all"}, 30*time.Second) }()
 	c := &storyCitizen{base: "http://" + cfg.Gateway.Listen, logs: logs}
 	c.stop = func(t *testing.T) {
 		cancel()

@@ -25,6 +25,7 @@ import (
 	"citizen/bench/badcandidate"
 	"citizen/distill"
 	"citizen/events"
+	"citizen/internal/modules"
 	"citizen/model/catalog"
 	"citizen/replay"
 	"citizen/services"
@@ -504,7 +505,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Report, error) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- services.NewManager(app.Log, app.Modules()...).Run(sctx, []string{"all"}, 30*time.Second)
+		done <- modules.New(app.Log, app.Modules()...).Run(sctx, []string{"all"}, 30*time.Second)
 	}()
 	base := "http://" + addr
 	if err := waitReady(ctx, base, done); err != nil {

@@ -1,4 +1,9 @@
-package services
+// Package modules runs a process's components in the manner of Loki's
+// and Mimir's module manager: each module names its dependencies, Init
+// builds it once they are built, the targets select which run, and a
+// failure or a signal stops them all in reverse dependency order, each
+// drained before its dependencies close.
+package modules
 
 import (
 	"context"
@@ -47,9 +52,9 @@ type Module struct {
 	NotInAll bool
 }
 
-// coversAll reports whether order holds every module of mods that target
+// CoversAll reports whether order holds every module of mods that target
 // "all" selects.
-func coversAll(mods []Module, order []string) bool {
+func CoversAll(mods []Module, order []string) bool {
 	for _, m := range mods {
 		if !m.NotInAll && !slices.Contains(order, m.Name) {
 			return false
@@ -64,8 +69,8 @@ type Manager struct {
 	log     *slog.Logger
 }
 
-// NewManager returns a manager for the given modules.
-func NewManager(log *slog.Logger, mods ...Module) *Manager {
+// New returns a manager for the given modules.
+func New(log *slog.Logger, mods ...Module) *Manager {
 	m := &Manager{modules: map[string]Module{}, log: log}
 	for _, mod := range mods {
 		m.modules[mod.Name] = mod
@@ -84,11 +89,11 @@ func (m *Manager) Order(targets []string) ([]string, error) {
 	visit = func(name string, path []string) error {
 		mod, ok := m.modules[name]
 		if !ok {
-			return fmt.Errorf("services: unknown module %q", name)
+			return fmt.Errorf("modules: unknown module %q", name)
 		}
 		switch state[name] {
 		case 1:
-			return fmt.Errorf("services: dependency cycle: %v", append(path, name))
+			return fmt.Errorf("modules: dependency cycle: %v", append(path, name))
 		case 2:
 			return nil
 		}
@@ -159,13 +164,13 @@ func (m *Manager) Run(ctx context.Context, targets []string, shutdownTimeout tim
 				select {
 				case <-r.done:
 				case <-time.After(shutdownTimeout):
-					errs = append(errs, fmt.Errorf("services: %s did not stop within %s", r.name, shutdownTimeout))
+					errs = append(errs, fmt.Errorf("modules: %s did not stop within %s", r.name, shutdownTimeout))
 				}
 			}
 			if s, ok := r.svc.(Stopper); ok {
 				sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 				if err := s.Stop(sctx); err != nil {
-					errs = append(errs, fmt.Errorf("services: stopping %s: %w", r.name, err))
+					errs = append(errs, fmt.Errorf("modules: stopping %s: %w", r.name, err))
 				}
 				cancel()
 			}
@@ -176,7 +181,7 @@ func (m *Manager) Run(ctx context.Context, targets []string, shutdownTimeout tim
 	for _, name := range order {
 		svc, err := m.modules[name].Init(ctx)
 		if err != nil {
-			return errors.Join(fmt.Errorf("services: init %s: %w", name, err), stopAll())
+			return errors.Join(fmt.Errorf("modules: init %s: %w", name, err), stopAll())
 		}
 		mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		r := &running{name: name, svc: svc, cancel: cancel}
@@ -208,24 +213,30 @@ func (m *Manager) Run(ctx context.Context, targets []string, shutdownTimeout tim
 	case <-ctx.Done():
 		m.log.Info("shutting down", "reason", context.Cause(ctx))
 	case r := <-failed:
-		first = fmt.Errorf("services: %s failed: %w", r.name, r.err)
+		first = fmt.Errorf("modules: %s failed: %w", r.name, r.err)
 		m.log.Error("module failed; stopping the rest", "module", r.name, "err", r.err)
 	}
 	return errors.Join(first, stopAll())
 }
 
-// ServiceFunc adapts a function to Service.
-type ServiceFunc func(ctx context.Context) error
+// Func adapts a function to Service.
+type Func func(ctx context.Context) error
 
-func (f ServiceFunc) Run(ctx context.Context) error { return f(ctx) }
+// Run calls f.
+func (f Func) Run(ctx context.Context) error { return f(ctx) }
 
-// closer runs until cancelled and then closes a resource.
+// Closer is a Service that runs until cancelled and then closes a
+// resource (a store's files).
+func Closer(close func() error) Service { return closer{close} }
+
 type closer struct{ close func() error }
 
 func (c closer) Run(ctx context.Context) error  { <-ctx.Done(); return nil }
 func (c closer) Stop(ctx context.Context) error { return c.close() }
 
-// startStop is a Service with a separate Stop.
+// WithStop is a Service whose Run is run and whose Stop is stop.
+func WithStop(run, stop func(ctx context.Context) error) Service { return startStop{run, stop} }
+
 type startStop struct {
 	run  func(ctx context.Context) error
 	stop func(ctx context.Context) error

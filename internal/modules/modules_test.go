@@ -1,4 +1,4 @@
-package services
+package modules
 
 import (
 	"context"
@@ -29,8 +29,8 @@ func (r *recorder) String() string {
 func fakeModule(rec *recorder, name string, deps []string, fail chan error, started chan<- string) Module {
 	return Module{Name: name, Deps: deps, Init: func(ctx context.Context) (Service, error) {
 		rec.add("init:" + name)
-		return startStop{
-			run: func(ctx context.Context) error {
+		return WithStop(
+			func(ctx context.Context) error {
 				if started != nil {
 					started <- name
 				}
@@ -42,8 +42,8 @@ func fakeModule(rec *recorder, name string, deps []string, fail chan error, star
 					return err
 				}
 			},
-			stop: func(context.Context) error { rec.add("stop:" + name); return nil },
-		}, nil
+			func(context.Context) error { rec.add("stop:" + name); return nil },
+		), nil
 	}}
 }
 
@@ -52,7 +52,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 func TestManagerOrderAndCleanStop(t *testing.T) {
 	rec := &recorder{}
 	started := make(chan string, 3)
-	m := NewManager(quiet(),
+	m := New(quiet(),
 		fakeModule(rec, "gateway", []string{"store"}, nil, started),
 		fakeModule(rec, "store", nil, nil, started),
 		fakeModule(rec, "reflection", []string{"store", "gateway"}, nil, started),
@@ -77,7 +77,7 @@ func TestManagerFailureStopsTheRest(t *testing.T) {
 	rec := &recorder{}
 	fail := make(chan error, 1)
 	started := make(chan string, 2)
-	m := NewManager(quiet(),
+	m := New(quiet(),
 		fakeModule(rec, "store", nil, nil, started),
 		fakeModule(rec, "gateway", []string{"store"}, fail, started),
 	)
@@ -98,7 +98,7 @@ func TestManagerFailureStopsTheRest(t *testing.T) {
 
 func TestManagerTargetsPullDependencies(t *testing.T) {
 	rec := &recorder{}
-	m := NewManager(quiet(),
+	m := New(quiet(),
 		fakeModule(rec, "store", nil, nil, nil),
 		fakeModule(rec, "relay", []string{"store"}, nil, nil),
 		fakeModule(rec, "gateway", []string{"store"}, nil, nil),
@@ -110,7 +110,7 @@ func TestManagerTargetsPullDependencies(t *testing.T) {
 	if _, err := m.Order([]string{"nope"}); err == nil {
 		t.Fatal("unknown module accepted")
 	}
-	cyc := NewManager(quiet(), fakeModule(rec, "a", []string{"b"}, nil, nil), fakeModule(rec, "b", []string{"a"}, nil, nil))
+	cyc := New(quiet(), fakeModule(rec, "a", []string{"b"}, nil, nil), fakeModule(rec, "b", []string{"a"}, nil, nil))
 	if _, err := cyc.Order([]string{"a"}); err == nil || !strings.Contains(err.Error(), "cycle") {
 		t.Fatalf("cycle not detected: %v", err)
 	}
@@ -119,7 +119,7 @@ func TestManagerTargetsPullDependencies(t *testing.T) {
 func TestManagerInitFailureStopsStarted(t *testing.T) {
 	rec := &recorder{}
 	bad := Module{Name: "gateway", Deps: []string{"store"}, Init: func(context.Context) (Service, error) { return nil, errors.New("port in use") }}
-	m := NewManager(quiet(), fakeModule(rec, "store", nil, nil, nil), bad)
+	m := New(quiet(), fakeModule(rec, "store", nil, nil, nil), bad)
 	err := m.Run(context.Background(), []string{"all"}, time.Second)
 	if err == nil || !strings.Contains(err.Error(), "port in use") {
 		t.Fatalf("got %v", err)
