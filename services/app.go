@@ -16,7 +16,7 @@ import (
 	"citizen/distill"
 	"citizen/events"
 	"citizen/events/bus"
-	"citizen/events/bus/kafka"
+	"citizen/events/bus/transport"
 	"citizen/events/esdb"
 	"citizen/events/eventlog"
 	"citizen/events/memstore"
@@ -48,7 +48,7 @@ type App struct {
 	Log    *slog.Logger
 
 	Store  events.Store
-	Bus    Bus
+	Bus    transport.Bus
 	relay  *bus.Relay // the bus's relay (it runs while this process holds the lease)
 	Engine gateway.Engine
 	// Embedded is set when the engine is the embedded model.
@@ -172,83 +172,16 @@ func OpenStore(cfg Config, log *slog.Logger) (events.Store, error) {
 	}
 }
 
-// Bus is what the workers need of a bus backend: a publisher (the relay's
-// and the poison topic's) and subscribers per consumer group.
-type Bus interface {
-	Publisher() message.Publisher
-	Subscriber(group string) message.Subscriber
-	bus.Backlogger
-	Close() error
-}
-
-type inprocessBus struct{ *bus.InProcess }
-
-func (b inprocessBus) Subscriber(group string) message.Subscriber {
-	// Up to 16 messages of different streams in flight per group: their
-	// derived events' durable appends then share group commits.
-	return b.InProcess.Subscriber(bus.SubscriberConfig{Group: group, Parallelism: 16})
-}
-
-// kafkaBus makes a subscriber per consumer group on the brokers.
-type kafkaBus struct {
-	pub     *kafka.Publisher
-	brokers []string
-	log     *slog.Logger
-	sub     kafka.SubscriberConfig // Brokers, Consumers, timeouts and Topic
-	subs    []*kafka.Subscriber
-	ns      string // bus.kafka_namespace
-	kafkaBacklog
-}
-
-func (b *kafkaBus) Publisher() message.Publisher { return namespacedPublisher{b.pub, b.ns} }
-func (b *kafkaBus) Subscriber(group string) message.Subscriber {
-	cfg := b.sub
-	cfg.Group = b.ns + group
-	s, err := kafka.NewSubscriber(cfg, b.log)
-	if err != nil {
-		return failingSubscriber{err}
-	}
-	b.subs = append(b.subs, s)
-	return namespacedSubscriber{s, b.ns}
-}
-func (b *kafkaBus) Close() error {
-	errs := []error{b.pub.Close()}
-	for _, s := range b.subs {
-		errs = append(errs, s.Close())
-	}
-	return errors.Join(errs...)
-}
-
-// failingSubscriber reports a subscriber that could not be built when the
-// router subscribes (the router then fails, stopping citizen cleanly).
-type failingSubscriber struct{ err error }
-
-func (f failingSubscriber) Subscribe(context.Context, string) (<-chan *message.Message, error) {
-	return nil, f.err
-}
-func (f failingSubscriber) Close() error { return nil }
-
 // initBus starts the bus (in-process, or Kafka) and the relay that feeds
 // it from the store (its checkpoint is "relay"). The relay runs only
 // while this process holds the relay lease: one relay per store.
 func (a *App) initBus(ctx context.Context) (modules.Service, error) {
 	log := a.logger("bus")
-	switch bc := a.Config.Bus; bc.Backend {
-	case "kafka":
-		topic := kafka.TopicConfig{Partitions: bc.KafkaPartitions}
-		pub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: bc.KafkaBrokers, Topic: topic}, log)
-		if err != nil {
-			return nil, err
-		}
-		lag, err := newKafkaBacklog(bc)
-		if err != nil {
-			return nil, err
-		}
-		a.Bus = &kafkaBus{pub: pub, brokers: bc.KafkaBrokers, log: log, ns: bc.KafkaNamespace, kafkaBacklog: lag, sub: kafka.SubscriberConfig{Brokers: bc.KafkaBrokers,
-			Consumers: bc.KafkaConsumers, SessionTimeout: bc.KafkaSessionTimeout, RebalanceTimeout: bc.KafkaSessionTimeout, Topic: topic}}
-	default:
-		a.Bus = inprocessBus{bus.NewInProcess(bus.InProcessConfig{}, log)}
+	b, err := transport.Open(a.Config.Bus, log)
+	if err != nil {
+		return nil, err
 	}
+	a.Bus = b
 	relay, err := bus.NewRelay(a.Store, a.Bus.Publisher(), bus.RelayConfig{Name: leaseRelay}, log)
 	if err != nil {
 		return nil, err
@@ -267,7 +200,7 @@ func (a *App) initBus(ctx context.Context) (modules.Service, error) {
 // worker has reserved its consumer group), and closes the bus on Stop.
 type relayService struct {
 	run     func(ctx context.Context) error // the relay, elected
-	bus     Bus
+	bus     transport.Bus
 	started chan struct{}
 	once    sync.Once
 }

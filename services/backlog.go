@@ -11,7 +11,7 @@ import (
 
 	"citizen/events"
 	"citizen/events/bus"
-	"citizen/events/bus/kafka"
+	"citizen/events/bus/transport"
 	"citizen/gateway"
 	"citizen/memory"
 	"citizen/memory/lessons"
@@ -181,10 +181,7 @@ func (a *App) backlogSource() (src bus.Backlogger, relay *bus.Relay, err error) 
 	if a.Bus != nil {
 		return a.Bus, a.relay, nil
 	}
-	if a.Config.Bus.Backend != "kafka" {
-		return nil, nil, nil
-	}
-	lag, err := newKafkaBacklog(a.Config.Bus)
+	lag, err := transport.OpenBacklog(a.Config.Bus)
 	return lag, nil, err
 }
 
@@ -217,24 +214,4 @@ func (g *gatewayService) Run(ctx context.Context) error {
 		}
 	}()
 	return g.srv.Run(ctx, "")
-}
-
-// kafkaBacklog is kafka.Backlog under bus.kafka_namespace.
-type kafkaBacklog struct {
-	lag *kafka.Backlog
-	ns  string
-}
-
-func newKafkaBacklog(bc BusConfig) (kafkaBacklog, error) {
-	lag, err := kafka.NewBacklog(bc.KafkaBrokers)
-	return kafkaBacklog{lag, bc.KafkaNamespace}, err
-}
-
-// Backlog asks the brokers what group owes on topics.
-func (k kafkaBacklog) Backlog(ctx context.Context, group string, topics []string) (int64, bool, error) {
-	names := make([]string, len(topics))
-	for i, t := range topics {
-		names[i] = k.ns + t
-	}
-	return k.lag.Backlog(ctx, k.ns+group, names)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"citizen/events/bus/transport"
 	"citizen/gateway"
 	"citizen/internal/settings"
 	"citizen/memory/lessons"
@@ -31,9 +32,9 @@ type Config struct {
 	DataDir string    `yaml:"data_dir" help:"directory for the event store, checkpoints, keys and weights"`
 	Log     LogConfig `yaml:"log"`
 
-	Store   StoreConfig    `yaml:"store"`
-	Bus     BusConfig      `yaml:"bus"`
-	Gateway gateway.Config `yaml:"gateway"`
+	Store   StoreConfig      `yaml:"store"`
+	Bus     transport.Config `yaml:"bus"`
+	Gateway gateway.Config   `yaml:"gateway"`
 	// Reflection: the rubric file, reward weights, the timeout and
 	// abandonment policy and the detectors' thresholds.
 	Reflection reflection.Config `yaml:"reflection"`
@@ -79,25 +80,6 @@ type StoreConfig struct {
 	Strict   bool   `yaml:"strict" help:"decode every payload on append (default: validate the envelope; consumers decode strictly)"`
 	// ZeroFill: see eventlog.Config.ZeroFill.
 	ZeroFill bool `yaml:"zero_fill" help:"keep the embedded log's space ahead zero-filled (cheaper fsyncs, twice the bytes written; off: faster on 2 cores)"`
-}
-
-// BusConfig selects the bus backend.
-type BusConfig struct {
-	Backend      string   `yaml:"backend" help:"inprocess or kafka"`
-	KafkaBrokers []string `yaml:"kafka_brokers" help:"Kafka bootstrap brokers (backend kafka)"`
-	MaxAttempts  int      `yaml:"max_attempts" help:"handler attempts before a message goes to the poison topic"`
-	// KafkaNamespace prefixes citizen's topic and consumer-group names,
-	// so that several deployments can share one Kafka cluster.
-	KafkaNamespace string `yaml:"kafka_namespace" help:"prefix of citizen's topic and consumer-group names on the brokers (backend kafka): deployments sharing a cluster each need their own; empty: none"`
-	// KafkaPartitions: see kafka.TopicConfig.Partitions. The partitions
-	// bound how many processes share a worker role's consumer group.
-	KafkaPartitions int `yaml:"kafka_partitions" help:"partitions of each topic citizen creates (backend kafka): how many consumers a worker role's group can use at once"`
-	// KafkaConsumers: see kafka.SubscriberConfig.Consumers.
-	KafkaConsumers int `yaml:"kafka_consumers" help:"consumer-group members per topic a worker process runs (backend kafka): messages of that many partitions in flight at once"`
-	// KafkaSessionTimeout: see kafka.SubscriberConfig.SessionTimeout.
-	KafkaSessionTimeout time.Duration `yaml:"kafka_session_timeout" help:"how long a consumer of a dead process keeps its partitions before the group hands them to the others (backend kafka; the broker allows 6s to 5m by default)"`
-	// MaxBacklog bounds the work the worker roles owe (see backlog.go).
-	MaxBacklog int64 `yaml:"max_backlog" help:"messages a worker role may owe (unacknowledged on the bus plus events the relay has not published) before /readyz says not ready and the gateway refuses new completions with 503 overloaded; 0: no bound"`
 }
 
 // DistillConfig configures the distiller's training cycles.
@@ -155,7 +137,7 @@ func DefaultConfig() Config {
 		DataDir:         "./data",
 		Log:             LogConfig{Level: "info", Format: "text"},
 		Store:           StoreConfig{Backend: "embedded", PGSchema: "citizen"},
-		Bus:             BusConfig{Backend: "inprocess", MaxAttempts: 5, KafkaPartitions: 8, KafkaConsumers: 4, KafkaSessionTimeout: 10 * time.Second, MaxBacklog: 20000},
+		Bus:             transport.DefaultConfig(),
 		Gateway:         gateway.DefaultConfig(),
 		Reflection:      reflection.DefaultConfig(),
 		Memory:          MemoryConfig{Backend: "embedded", Dim: 512},
@@ -187,23 +169,8 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("store.backend %q: want embedded, postgres, memory or esdb", c.Store.Backend))
 	}
-	if c.Bus.MaxBacklog < 0 {
-		errs = append(errs, fmt.Errorf("bus.max_backlog %d: want 0 (no bound) or more", c.Bus.MaxBacklog))
-	}
-	switch c.Bus.Backend {
-	case "inprocess":
-	case "kafka":
-		if len(c.Bus.KafkaBrokers) == 0 {
-			errs = append(errs, errors.New("bus.kafka_brokers is required with bus.backend=kafka"))
-		}
-		if c.Bus.KafkaPartitions < 1 || c.Bus.KafkaConsumers < 1 {
-			errs = append(errs, fmt.Errorf("bus.kafka_partitions %d and bus.kafka_consumers %d: want at least 1", c.Bus.KafkaPartitions, c.Bus.KafkaConsumers))
-		}
-		if c.Bus.KafkaSessionTimeout < 0 {
-			errs = append(errs, fmt.Errorf("bus.kafka_session_timeout %v: want a positive duration (0: kafka-go's 30s)", c.Bus.KafkaSessionTimeout))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("bus.backend %q: want inprocess or kafka", c.Bus.Backend))
+	if err := c.Bus.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.Model.Engine {
 	case "embedded", "stub":

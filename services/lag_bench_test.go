@@ -11,12 +11,10 @@ import (
 	"time"
 
 	"citizen/events"
-	"citizen/events/bus"
+	"citizen/events/bus/transport"
 	"citizen/events/eventlog"
 	"citizen/internal/cputime"
 	"citizen/internal/modules"
-
-	"github.com/ThreeDotsLabs/watermill/message"
 )
 
 // lagRecorded builds interaction.recorded events like the workplace's: an
@@ -87,17 +85,6 @@ func BenchmarkReflectionLag(b *testing.B) {
 	}
 }
 
-// parallelBus is the in-process bus with par messages in flight per
-// subscription.
-type parallelBus struct {
-	inprocessBus
-	par int
-}
-
-func (p parallelBus) Subscriber(group string) message.Subscriber {
-	return p.InProcess.Subscriber(bus.SubscriberConfig{Group: group, Parallelism: p.par})
-}
-
 // reflectionLag offers rate interactions per second with par messages in
 // flight per bus subscription.
 func reflectionLag(b *testing.B, rate, par int) {
@@ -112,8 +99,8 @@ func reflectionLag(b *testing.B, rate, par int) {
 			init := mods[i].Init
 			mods[i].Init = func(ctx context.Context) (modules.Service, error) {
 				svc, err := init(ctx)
-				if ib, ok := app.Bus.(inprocessBus); ok {
-					app.Bus = parallelBus{ib, par}
+				if ib, ok := app.Bus.(*transport.InProcess); ok {
+					ib.Parallelism = par
 				}
 				return svc, err
 			}

@@ -12,8 +12,6 @@ import (
 	"citizen/events"
 	"citizen/events/eventlog"
 	"citizen/internal/modules"
-
-	"github.com/ThreeDotsLabs/watermill/message"
 )
 
 // Scale-out wiring: which deployments citizen refuses at start, and the
@@ -199,24 +197,4 @@ func followStore(ctx context.Context, st events.Store, after uint64, types []str
 		return nil
 	}
 	return err
-}
-
-// namespacedPublisher and namespacedSubscriber put bus.kafka_namespace in
-// front of every topic name on the brokers.
-type namespacedPublisher struct {
-	message.Publisher
-	ns string
-}
-
-func (p namespacedPublisher) Publish(topic string, msgs ...*message.Message) error {
-	return p.Publisher.Publish(p.ns+topic, msgs...)
-}
-
-type namespacedSubscriber struct {
-	message.Subscriber
-	ns string
-}
-
-func (s namespacedSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	return s.Subscriber.Subscribe(ctx, s.ns+topic)
 }
