@@ -7,13 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"citizen/events"
 	"citizen/events/eventlog"
+	"citizen/events/stores"
 	"citizen/replay"
 	"citizen/services"
 )
@@ -23,7 +23,7 @@ func cmdEvents(ctx context.Context, args []string, env services.Env) error {
 		return services.UsageError{Msg: "usage: citizen events tail|replay|stats [flags]"}
 	}
 	sub := args[0]
-	if sub == "repair" { // before OpenStore: Open refuses a damaged log
+	if sub == "repair" { // before stores.Open: the log refuses to open damaged
 		return cmdEventsRepair(ctx, args[1:], env)
 	}
 	fs := flag.NewFlagSet("events "+sub, flag.ContinueOnError)
@@ -39,7 +39,7 @@ func cmdEvents(ctx context.Context, args []string, env services.Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := services.OpenStore(cfg, services.NewLogger(cfg.Log, env.Stderr))
+	st, err := stores.Open(cfg.Store, cfg.DataDir, services.NewLogger(cfg.Log, env.Stderr))
 	if err != nil {
 		return err
 	}
@@ -109,9 +109,7 @@ func cmdEventsRepair(ctx context.Context, args []string, env services.Env) error
 	if cfg.Store.Backend != "embedded" {
 		return fmt.Errorf("repair works on the embedded store only (store.backend is %q)", cfg.Store.Backend)
 	}
-	// The same directory OpenStore opens.
-	dir := filepath.Join(cfg.DataDir, "events")
-	rep, err := eventlog.Repair(dir, eventlog.RepairOptions{Apply: *yes, Logger: services.NewLogger(cfg.Log, env.Stderr)})
+	rep, err := eventlog.Repair(stores.EmbeddedDir(cfg.DataDir), eventlog.RepairOptions{Apply: *yes, Logger: services.NewLogger(cfg.Log, env.Stderr)})
 	if err != nil {
 		return err
 	}

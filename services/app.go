@@ -11,16 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"citizen/distill"
 	"citizen/events"
 	"citizen/events/bus"
 	"citizen/events/bus/transport"
-	"citizen/events/esdb"
-	"citizen/events/eventlog"
-	"citizen/events/memstore"
-	"citizen/events/pgstore"
+	"citizen/events/stores"
 	"citizen/gateway"
 	"citizen/gateway/embedded"
 	"citizen/internal/modules"
@@ -139,37 +135,12 @@ func (a *App) initStore(ctx context.Context) (modules.Service, error) {
 	if err := a.checkDeployment(); err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(a.Config, a.logger("store"))
+	st, err := stores.Open(a.Config.Store, a.Config.DataDir, a.logger("store"))
 	if err != nil {
-		return nil, explainStoreOpen(a.Config, err)
+		return nil, err
 	}
 	a.Store = st
 	return modules.Closer(st.Close), nil
-}
-
-// OpenStore opens the configured event store backend.
-func OpenStore(cfg Config, log *slog.Logger) (events.Store, error) {
-	switch cfg.Store.Backend {
-	case "memory":
-		return memstore.New(memstore.Config{Check: events.AppendCheck{Lax: !cfg.Store.Strict}}), nil
-	case "embedded":
-		// Envelope-level validation (valid JSON data, known type, sizes,
-		// stream, ids): every producer encodes typed payloads with
-		// events.Encode and every consumer decodes them strictly, so
-		// re-decoding each payload on append (the strict check) would only
-		// cost CPU: it halves durable appends per second on 2 cores.
-		return eventlog.Open(eventlog.Config{Dir: filepath.Join(cfg.DataDir, "events"), Logger: log,
-			Check: events.AppendCheck{Lax: !cfg.Store.Strict}, ZeroFill: cfg.Store.ZeroFill})
-	case "esdb":
-		return esdb.Open(esdb.Config{URL: cfg.Store.ESDBURL, Check: events.AppendCheck{Lax: !cfg.Store.Strict}})
-	case "postgres":
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return pgstore.Open(ctx, pgstore.Config{URL: cfg.Store.PGURL, Schema: cfg.Store.PGSchema,
-			Check: events.AppendCheck{Lax: !cfg.Store.Strict}, Logger: log})
-	default:
-		return nil, fmt.Errorf("store: backend %q is not available in this build", cfg.Store.Backend)
-	}
 }
 
 // initBus starts the bus (in-process, or Kafka) and the relay that feeds

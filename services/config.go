@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"citizen/events/bus/transport"
+	"citizen/events/stores"
 	"citizen/gateway"
 	"citizen/internal/settings"
 	"citizen/memory/lessons"
@@ -32,7 +33,7 @@ type Config struct {
 	DataDir string    `yaml:"data_dir" help:"directory for the event store, checkpoints, keys and weights"`
 	Log     LogConfig `yaml:"log"`
 
-	Store   StoreConfig      `yaml:"store"`
+	Store   stores.Config    `yaml:"store"`
 	Bus     transport.Config `yaml:"bus"`
 	Gateway gateway.Config   `yaml:"gateway"`
 	// Reflection: the rubric file, reward weights, the timeout and
@@ -68,18 +69,6 @@ var removedKeys = []struct{ path, instead string }{
 type LogConfig struct {
 	Level  string `yaml:"level" help:"debug, info, warn or error"`
 	Format string `yaml:"format" help:"text or json"`
-}
-
-// StoreConfig selects the event store backend.
-type StoreConfig struct {
-	Backend string `yaml:"backend" help:"embedded (a durable log under data_dir, one process), postgres (shared by every process) or esdb"`
-	ESDBURL string `yaml:"esdb_url" secret:"url" help:"EventStoreDB connection string (backend esdb)"`
-	PGURL   string `yaml:"pg_url" secret:"url" help:"PostgreSQL connection URL, e.g. postgres://user@host:5432/citizen (backend postgres)"`
-	// PGSchema: see pgstore.Config.Schema.
-	PGSchema string `yaml:"pg_schema" help:"PostgreSQL schema holding citizen's tables (backend postgres)"`
-	Strict   bool   `yaml:"strict" help:"decode every payload on append (default: validate the envelope; consumers decode strictly)"`
-	// ZeroFill: see eventlog.Config.ZeroFill.
-	ZeroFill bool `yaml:"zero_fill" help:"keep the embedded log's space ahead zero-filled (cheaper fsyncs, twice the bytes written; off: faster on 2 cores)"`
 }
 
 // DistillConfig configures the distiller's training cycles.
@@ -136,7 +125,7 @@ func DefaultConfig() Config {
 		Target:          []string{"all"},
 		DataDir:         "./data",
 		Log:             LogConfig{Level: "info", Format: "text"},
-		Store:           StoreConfig{Backend: "embedded", PGSchema: "citizen"},
+		Store:           stores.DefaultConfig(),
 		Bus:             transport.DefaultConfig(),
 		Gateway:         gateway.DefaultConfig(),
 		Reflection:      reflection.DefaultConfig(),
@@ -156,18 +145,8 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data_dir must not be empty"))
 	}
-	switch c.Store.Backend {
-	case "embedded", "memory":
-	case "esdb":
-		if c.Store.ESDBURL == "" {
-			errs = append(errs, errors.New("store.esdb_url is required with store.backend=esdb"))
-		}
-	case "postgres":
-		if c.Store.PGURL == "" {
-			errs = append(errs, errors.New("store.pg_url is required with store.backend=postgres"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("store.backend %q: want embedded, postgres, memory or esdb", c.Store.Backend))
+	if err := c.Store.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Bus.Validate(); err != nil {
 		errs = append(errs, err)

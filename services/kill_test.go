@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"citizen/events"
+	"citizen/events/stores"
 )
 
 // TestMain lets a test start `citizen serve` in a child process (the test
@@ -188,7 +189,7 @@ func TestKillNineLosesNoGrading(t *testing.T) {
 	}
 	c.close()
 	// Exactly once in effect: one derived event per cause and type.
-	st, err := OpenStore(Config{DataDir: dir, Store: DefaultConfig().Store}, nil)
+	st, err := stores.Open(stores.DefaultConfig(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

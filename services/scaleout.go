@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"citizen/events"
-	"citizen/events/eventlog"
 	"citizen/internal/modules"
 )
 
@@ -92,17 +91,6 @@ func (a *App) checkDeployment() error {
 			ErrInconsistentDeployment, target, strings.Join(bm, ", "))
 	}
 	return nil
-}
-
-// explainStoreOpen makes the embedded store's "directory in use" say what
-// it means for a deployment.
-func explainStoreOpen(cfg Config, err error) error {
-	if errors.Is(err, eventlog.ErrLocked) {
-		return fmt.Errorf("%w: another citizen process has data_dir %s open; store.backend=embedded serves one process. "+
-			"Stop the other process, give this one its own data_dir, or run several processes on one shared store: "+
-			"store.backend=postgres with store.pg_url (and bus.backend=kafka)", err, cfg.DataDir)
-	}
-	return err
 }
 
 // leaser returns the lease backend of the elected roles: the store's own

@@ -2,6 +2,7 @@ package services
 
 import (
 	"bytes"
+	"citizen/events/stores"
 	"citizen/replay"
 	"context"
 	"encoding/json"
@@ -205,7 +206,7 @@ func serveEndToEnd(t *testing.T, extra ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenStore(cfg, slog.New(slog.DiscardHandler))
+	st, err := stores.Open(cfg.Store, cfg.DataDir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"citizen/bench/badcandidate"
 	"citizen/distill"
 	"citizen/events"
+	"citizen/events/stores"
 	"citizen/internal/modules"
 	"citizen/model/catalog"
 	"citizen/replay"
@@ -551,7 +552,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := services.OpenStore(cfg, app.Log)
+	st, err := stores.Open(cfg.Store, cfg.DataDir, app.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"citizen/distill"
 	"citizen/events"
+	"citizen/events/stores"
 	"citizen/reflection"
 	"citizen/services"
 	"citizen/workplace"
@@ -119,7 +120,7 @@ func trainedVersions(t *testing.T, out string, rep *Report) map[string]*events.W
 	t.Helper()
 	cfg := services.DefaultConfig()
 	cfg.DataDir = filepath.Join(out, "data")
-	st, err := services.OpenStore(cfg, nil)
+	st, err := stores.Open(cfg.Store, cfg.DataDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
