@@ -45,6 +45,9 @@ func TestCodecRefuses(t *testing.T) {
 		{"unknown field", func(e *Event) { e.Data = json.RawMessage(`{"interaction_id":"x","bogus":1}`) }, ErrMalformed},
 		{"wrong field type", func(e *Event) { e.Data = json.RawMessage(`{"interaction_id":5}`) }, ErrMalformed},
 		{"trailing data", func(e *Event) { e.Data = json.RawMessage(`{} {}`) }, ErrMalformed},
+		{"trailing brace", func(e *Event) { e.Data = json.RawMessage(`{"interaction_id":"x"}}`) }, ErrMalformed},
+		{"invalid after the value", func(e *Event) { e.Data = json.RawMessage(`{"interaction_id":"x"} x`) }, ErrMalformed},
+		{"empty data", func(e *Event) { e.Data = nil }, ErrMalformed},
 		{"unknown type", func(e *Event) { e.Type = "interaction.exploded" }, ErrUnknownType},
 		{"future schema", func(e *Event) { e.Schema = 99 }, ErrUnknownSchema},
 		{"zero schema", func(e *Event) { e.Schema = 0 }, ErrMalformed},
@@ -57,6 +60,15 @@ func TestCodecRefuses(t *testing.T) {
 			c.mut(&ev)
 			if _, err := Decode(&ev); !errors.Is(err, c.want) {
 				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			if c.name == "unknown field" || c.name == "wrong field type" {
+				return // a view reads only the fields it names, leniently
+			}
+			var view struct {
+				InteractionID string `json:"interaction_id"`
+			}
+			if err := DecodeView(&ev, &view); !errors.Is(err, c.want) {
+				t.Fatalf("DecodeView: got %v, want %v", err, c.want)
 			}
 		})
 	}

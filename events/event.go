@@ -35,6 +35,19 @@ type Event struct {
 // Data that is a valid JSON value. It does not consult the registry; use
 // Registry.Validate for that.
 func (e *Event) Validate() error {
+	if err := e.validateEnvelope(); err != nil {
+		return err
+	}
+	if !ValidJSON(e.Data) {
+		return fmt.Errorf("%w: data of %s is not valid JSON", ErrMalformed, e.Type)
+	}
+	return nil
+}
+
+// validateEnvelope is Validate without the check that Data is valid JSON:
+// for readers whose JSON decoder checks it anyway (Registry.Decode and
+// DecodeView), which would otherwise scan the data twice.
+func (e *Event) validateEnvelope() error {
 	switch {
 	case e.ID == uuid.Nil:
 		return fmt.Errorf("%w: missing id", ErrMalformed)
@@ -46,7 +59,7 @@ func (e *Event) Validate() error {
 		return fmt.Errorf("%w: missing time", ErrMalformed)
 	case !utf8.ValidString(e.CorrelationID) || !utf8.ValidString(e.CausationID) || !utf8.ValidString(e.Tenant):
 		return fmt.Errorf("%w: invalid UTF-8 in metadata", ErrMalformed)
-	case len(e.Data) == 0 || !ValidJSON(e.Data):
+	case len(e.Data) == 0:
 		return fmt.Errorf("%w: data of %s is not valid JSON", ErrMalformed, e.Type)
 	}
 	return nil
