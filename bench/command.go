@@ -69,7 +69,8 @@ func cmdBenchGateway(ctx context.Context, args []string, env services.Env) error
 	serveArgs := fs.String("serve-args", "", "extra flags for every citizen serve, space separated")
 	sharedArgs := fs.String("shared-store-args", "", "store flags of the gateway-shared target (citizen serve --target=gateway on a shared store, beside gateway on the embedded one), e.g. \"--store.backend=postgres --store.pg-url=postgres://...\"")
 	gatewayArgs := fs.String("gateway-store-args", "", "store flags of the gateway target, space separated: a gateway-only process needs a shared store, e.g. \"--store.backend=postgres --store.pg-url=postgres://...\"")
-	fs.StringVar(&c.ProfileDir, "profile", "", "directory for CPU profiles of citizen under the concurrent load (costs CPU: not for the figures)")
+	fs.StringVar(&c.ProfileDir, "profile", "", "directory for CPU profiles of citizen: TARGET-roundN-c1.pprof from the start of the concurrency-1 loads, TARGET-roundN.pprof under the concurrent load (costs CPU: not for the figures)")
+	fs.DurationVar(&c.SerialProfile, "profile-c1", 5*time.Second, "length of the concurrency-1 profile (--serial should make those loads last as long)")
 	out := fs.String("out", "bench-gateway", "directory for report.json, report.md and the processes' logs")
 	keep := fs.Bool("keep", false, "keep the data directories under OUT/work")
 	if err := fs.Parse(args); err != nil {

@@ -84,10 +84,15 @@ type RunConfig struct {
 	// WorkDir holds the data directories and logs (default: a temporary
 	// directory, removed after the run).
 	WorkDir string
-	// ProfileDir, if set, receives a CPU profile of each citizen process
-	// under the concurrent load (profiling costs CPU: a profiled run's
-	// figures are not the benchmark's).
+	// ProfileDir, if set, receives two CPU profiles of each citizen
+	// process: TARGET-roundN-c1.pprof of the first SerialProfile of the
+	// concurrency-1 loads (they should last at least that long) and
+	// TARGET-roundN.pprof of the concurrent load (profiling costs CPU: a
+	// profiled run's figures are not the benchmark's).
 	ProfileDir string
+	// SerialProfile is the length of the concurrency-1 profile (default
+	// 5 s).
+	SerialProfile time.Duration
 	// Body is the chat completion request (default DefaultBody); its
 	// "model" is replaced per target and "stream" added for streams.
 	Body     map[string]any
@@ -131,6 +136,9 @@ func (c RunConfig) withDefaults() RunConfig {
 	}
 	if c.Drain <= 0 {
 		c.Drain = 60 * time.Second
+	}
+	if c.SerialProfile <= 0 {
+		c.SerialProfile = 5 * time.Second
 	}
 	if c.Body == nil {
 		c.Body = DefaultBody()
@@ -414,8 +422,11 @@ type endpoint struct {
 }
 
 // loads runs the warm-up, the two concurrency-1 loads and the concurrent
-// one; during the last, profile (if set) runs.
-func loads(ctx context.Context, cfg RunConfig, mock *mockProc, ep endpoint, profile func()) (TargetRun, error) {
+// one; profile (if set) runs from the start of the concurrency-1 loads
+// (phase "c1", for cfg.SerialProfile) and during the concurrent load
+// (phase "", for its duration less a second). The concurrent load starts
+// once the first profile has ended.
+func loads(ctx context.Context, cfg RunConfig, mock *mockProc, ep endpoint, profile func(phase string, d time.Duration)) (TargetRun, error) {
 	tr := TargetRun{CPUSerial: -1, CPUConcurrent: -1, Recorded: -1, Evaluated: -1, RecordedAtStop: -1, EvaluatedAtStop: -1, DrainS: -1}
 	url := ep.url + "/chat/completions"
 	plain, stream := body(cfg, ep.model, false), body(cfg, ep.model, true)
@@ -454,6 +465,11 @@ func loads(ctx context.Context, cfg RunConfig, mock *mockProc, ep endpoint, prof
 		}
 		return ep.proc()
 	}
+	var wg sync.WaitGroup
+	if profile != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); profile("c1", cfg.SerialProfile) }()
+	}
 	c0, m0 := cpu(), mock.cpu()
 	r, err := Load(ctx, client, LoadConfig{URL: url, Key: ep.key, Body: plain, Conns: 1, Requests: cfg.Serial})
 	if err := check(r, err, "concurrency 1"); err != nil {
@@ -470,10 +486,10 @@ func loads(ctx context.Context, cfg RunConfig, mock *mockProc, ep endpoint, prof
 		tr.CPUSerial = per(c1-c0, tr.Serial.OK+tr.SerialSSE.OK)
 	}
 	tr.MockCPUSerial = per(m1-m0, tr.Serial.OK+tr.SerialSSE.OK)
-	var wg sync.WaitGroup
+	wg.Wait()
 	if profile != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); profile() }()
+		go func() { defer wg.Done(); profile("", max(time.Second, cfg.Duration-time.Second)) }()
 	}
 	r, err = Load(ctx, client, LoadConfig{URL: url, Key: ep.key, Body: plain, Conns: cfg.Conns, Duration: cfg.Duration})
 	c2, m2 := cpu(), mock.cpu()
@@ -577,18 +593,25 @@ func runCitizen(ctx context.Context, cfg RunConfig, mock *mockProc, target strin
 	if err := waitReady(ctx, base, p, 120*time.Second); err != nil {
 		return TargetRun{}, err
 	}
-	var profile func()
+	var profile func(string, time.Duration)
 	var profPath string
 	if pprofAddr != "" {
 		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
 			return TargetRun{}, err
 		}
-		profPath = filepath.Join(cfg.ProfileDir, fmt.Sprintf("%s-round%d.pprof", target, round))
-		secs := max(1, int(cfg.Duration.Seconds())-1)
-		profile = func() {
-			if err := fetchTo(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, secs), profPath); err != nil {
-				fmt.Fprintf(cfg.Progress, "  profile not taken: %v\n", err)
-				profPath = ""
+		profile = func(phase string, d time.Duration) {
+			name := fmt.Sprintf("%s-round%d.pprof", target, round)
+			if phase != "" {
+				name = fmt.Sprintf("%s-round%d-%s.pprof", target, round, phase)
+			}
+			path := filepath.Join(cfg.ProfileDir, name)
+			secs := max(1, int(d.Seconds()))
+			if err := fetchTo(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, secs), path); err != nil {
+				fmt.Fprintf(cfg.Progress, "  %s profile not taken: %v\n", name, err)
+				return
+			}
+			if phase == "" {
+				profPath = path
 			}
 		}
 	}
