@@ -111,7 +111,9 @@ func (a *App) Modules() []modules.Module {
 	}
 }
 
-func (a *App) logger(component string) *slog.Logger { return a.Log.With("component", component) }
+// logger is the log of the module named name (its --target name); the
+// packages it builds name their own parts with "component".
+func (a *App) logger(name string) *slog.Logger { return a.Log.With("module", name) }
 
 // embedder returns the memory embedder, creating it on first use: the
 // memory index and POST /v1/embeddings share it, so a client's vectors
