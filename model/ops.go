@@ -240,8 +240,6 @@ func headsToRows(dst, src []float32, T, nh, hd int, pos []int, rt *ropeTable) {
 
 // ---- SwiGLU: h = silu(g) ⊙ u ----------------------------------------------------------------------
 
-func sigmoid(x float32) float32 { return 1 / (1 + expf(-x)) }
-
 func swigluForward(h, g, u []float32, n int) {
 	parallelRows(n, 8, func(lo, hi int) {
 		kernels.SwiGLU(h[lo:hi], g[lo:hi], u[lo:hi])
@@ -251,12 +249,7 @@ func swigluForward(h, g, u []float32, n int) {
 // swigluBackward: dg = dh·u·σ(g)(1+g(1-σ(g))), du = dh·silu(g) (both overwritten).
 func swigluBackward(dg, du, dh, g, u []float32, n int) {
 	parallelRows(n, 8, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			x := g[i]
-			s := sigmoid(x)
-			du[i] = dh[i] * x * s
-			dg[i] = dh[i] * u[i] * s * (1 + x*(1-s))
-		}
+		kernels.SwiGLUBackward(dg[lo:hi], du[lo:hi], dh[lo:hi], g[lo:hi], u[lo:hi])
 	})
 }
 
@@ -395,15 +388,7 @@ func softmaxRow(row []float32) float64 {
 			mx = v
 		}
 	}
-	var sum float64
-	for i, v := range row {
-		e := expf(v - mx)
-		row[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range row {
-		row[i] *= inv
-	}
+	sum := kernels.ExpSum(row, row, 1, mx)
+	kernels.Scale(float32(1/sum), row)
 	return float64(mx) + math.Log(sum)
 }

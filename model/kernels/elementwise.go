@@ -27,6 +27,26 @@ func SwiGLU(h, g, u []float32) {
 	current.Load().swiglu(h[:len(g)], g, u[:len(g)])
 }
 
+// SwiGLUBackward is SwiGLU's backward pass: from dh = ∂L/∂h it writes
+// du[i] = dh[i]·g[i]·σ(g[i]) and dg[i] = dh[i]·u[i]·σ(g[i])·(1 + g[i]·(1 − σ(g[i]))) for
+// i < len(g), σ as in SwiGLU. dg, du, dh and u must be at least as long as g; dg and du must
+// not overlap each other or the inputs, except that either may be dh. Safe for concurrent use.
+func SwiGLUBackward(dg, du, dh, g, u []float32) {
+	n := len(g)
+	current.Load().swigluBack(dg[:n], du[:n], dh[:n], g, u[:n])
+}
+
+// swigluBackGeneric reads dh[i], g[i] and u[i] before writing dg[i] and du[i], so either
+// output may be dh.
+func swigluBackGeneric(dg, du, dh, g, u []float32) {
+	for i, x := range g {
+		d := dh[i]
+		s := 1 / (1 + expGeneric(-x))
+		du[i] = d * x * s
+		dg[i] = d * u[i] * s * (1 + x*(1-s))
+	}
+}
+
 func expSumGeneric(dst, x []float32, scale, shift float32) float64 {
 	var sum float64
 	for i, v := range x {

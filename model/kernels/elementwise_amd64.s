@@ -223,3 +223,44 @@ swloop:
 	JNZ     swloop
 	VZEROUPPER
 	RET
+
+// func swigluBackAVX2(dg, du, dh, gate, up *float32, n int)
+// s = σ(g); du[i] = dh·g·s, dg[i] = dh·u·s·(1 + g·(1 − s)) for i < n (a positive multiple of
+// 8), in swigluBackGeneric's order of operations; each lane's inputs are read before its
+// outputs are written, so dg or du may be dh.
+TEXT ·swigluBackAVX2(SB), NOSPLIT, $0-48
+	MOVQ   dg+0(FP), DI
+	MOVQ   du+8(FP), R8
+	MOVQ   dh+16(FP), R9
+	MOVQ   gate+24(FP), SI
+	MOVQ   up+32(FP), DX
+	MOVQ   n+40(FP), CX
+	VXORPS Y15, Y15, Y15
+
+sbloop:
+	VMOVUPS (SI), Y0
+	VSUBPS  Y0, Y15, Y1 // −g
+	EXP8(Y1, Y2, Y3, Y4, Y5)
+	VADDPS  expc<>+320(SB), Y1, Y1
+	VMOVAPS expc<>+320(SB), Y2
+	VDIVPS  Y1, Y2, Y1 // s = σ(g)
+	VMOVUPS (R9), Y6   // dh
+	VMULPS  Y0, Y6, Y7 // dh·g
+	VMULPS  Y1, Y7, Y7 // dh·g·s
+	VMULPS  (DX), Y6, Y6 // dh·u
+	VMULPS  Y1, Y6, Y6 // dh·u·s
+	VSUBPS  Y1, Y2, Y3 // 1 − s
+	VMULPS  Y3, Y0, Y3 // g·(1 − s)
+	VADDPS  Y2, Y3, Y3 // 1 + g·(1 − s)
+	VMULPS  Y3, Y6, Y6
+	VMOVUPS Y7, (R8)
+	VMOVUPS Y6, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, R9
+	ADDQ    $32, R8
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     sbloop
+	VZEROUPPER
+	RET

@@ -34,14 +34,16 @@ type impl struct {
 	// quantAct and quantAct16 quantize one activation row (quantizeAct, quantizeAct16).
 	quantAct   func(q []int8, ds, x []float32)
 	quantAct16 func(q []int16, ds, x []float32)
-	// expSum and swiglu are ExpSum and SwiGLU on slices of equal length.
-	expSum func(dst, x []float32, scale, shift float32) float64
-	swiglu func(h, g, u []float32)
+	// expSum, swiglu and swigluBack are ExpSum, SwiGLU and SwiGLUBackward on slices of
+	// equal length.
+	expSum     func(dst, x []float32, scale, shift float32) float64
+	swiglu     func(h, g, u []float32)
+	swigluBack func(dg, du, dh, g, u []float32)
 }
 
 var portable = &impl{name: "portable", mm: genericMM, dot: dotGeneric, axpy: axpyGeneric, scale: scaleGeneric,
 	gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, gemmQ16B: gemmQ16BGeneric, batchLanes: 8, dequant: dequantGeneric,
-	quantAct: quantizeAct, quantAct16: quantizeAct16, expSum: expSumGeneric, swiglu: swigluGeneric}
+	quantAct: quantizeAct, quantAct16: quantizeAct16, expSum: expSumGeneric, swiglu: swigluGeneric, swigluBack: swigluBackGeneric}
 
 // impls lists the implementations this CPU can run, best first; the last is
 // always portable. Filled by init functions of the architecture files.

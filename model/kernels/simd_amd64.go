@@ -88,9 +88,9 @@ func hasAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.
 
 func (s *simd) impl(name string) *impl {
 	im := &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS, gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, gemmQ16B: gemmQ16BGeneric, batchLanes: 8, dequant: dequantGeneric,
-		quantAct: quantizeAct, quantAct16: quantizeAct16, expSum: expSumGeneric, swiglu: swigluGeneric}
+		quantAct: quantizeAct, quantAct16: quantizeAct16, expSum: expSumGeneric, swiglu: swigluGeneric, swigluBack: swigluBackGeneric}
 	if avx2OK() {
-		im.expSum, im.swiglu = expSumSIMD, swigluSIMD
+		im.expSum, im.swiglu, im.swigluBack = expSumSIMD, swigluSIMD, swigluBackSIMD
 	}
 	if quantAVX2OK() {
 		im.gemvQ, im.gemvQ16, im.dequant = gemvQAVX2, gemvQ16AVX2, dequantAVX2
@@ -435,6 +435,18 @@ func expSumAVX2(dst, x *float32, n int, scale, shift float32) float64
 
 //go:noescape
 func swigluAVX2(h, gate, up *float32, n int)
+
+//go:noescape
+func swigluBackAVX2(dg, du, dh, gate, up *float32, n int)
+
+func swigluBackSIMD(dg, du, dh, g, u []float32) {
+	n := len(g) / 8 * 8
+	if n > 0 {
+		_, _, _, _, _ = dg[n-1], du[n-1], dh[n-1], g[n-1], u[n-1]
+		swigluBackAVX2(&dg[0], &du[0], &dh[0], &g[0], &u[0], n)
+	}
+	swigluBackGeneric(dg[n:], du[n:], dh[n:], g[n:], u[n:])
+}
 
 func expSumSIMD(dst, x []float32, scale, shift float32) float64 {
 	n := len(x) / 8 * 8
