@@ -23,6 +23,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// Registry is where the process's components register their metrics and
+// what /metrics serves (a *prometheus.Registry).
+type Registry interface {
+	prometheus.Registerer
+	prometheus.Gatherer
+}
+
 // Deps are the gateway's collaborators.
 type Deps struct {
 	// Store records interactions and feedback (required).
@@ -40,7 +47,7 @@ type Deps struct {
 	Logger *slog.Logger
 	// Registry for the metrics; nil means a fresh one (served on /metrics
 	// either way).
-	Registry *prometheus.Registry
+	Registry Registry
 	// Routes, if set, registers more routes on the authenticated /v1
 	// group (the operator endpoints); their handlers read the caller with
 	// KeyOf. Pages, if set, registers routes on the root without
@@ -79,7 +86,7 @@ type Server struct {
 	keys    KeyStore
 	router  *Router
 	log     *slog.Logger
-	reg     *prometheus.Registry
+	reg     Registry
 	metrics *metrics
 	limiter *limiter
 	proj    *projection

@@ -78,7 +78,7 @@ type App struct {
 
 	// Metrics is the process's Prometheus registry, served by the gateway
 	// at /metrics; components register their own metrics on it.
-	Metrics *prometheus.Registry
+	Metrics gateway.Registry
 
 	workerMetricsOnce sync.Once
 	workerMetricsV    *workerMetrics
@@ -126,7 +126,7 @@ func (a *App) embedder() memory.Embedder {
 }
 
 // metrics returns the process registry, creating it on first use.
-func (a *App) metrics() *prometheus.Registry {
+func (a *App) metrics() gateway.Registry {
 	if a.Metrics == nil {
 		a.Metrics = prometheus.NewRegistry()
 	}

@@ -182,7 +182,7 @@ func missingMetrics(reg *prometheus.Registry, exprs map[string][]string) []strin
 // servingRegistry runs `citizen serve` in process (every module, the tiny
 // model on the embedded engine), answers one completion so the generation
 // histograms have series, and returns its metrics registry.
-func servingRegistry(t *testing.T) *prometheus.Registry {
+func servingRegistry(t *testing.T) *describing {
 	t.Helper()
 	addr := freeAddr(t)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -192,7 +192,7 @@ func servingRegistry(t *testing.T) *prometheus.Registry {
 		t.Fatal(err)
 	}
 	logs := newSyncBuffer()
-	reg := prometheus.NewRegistry()
+	reg := &describing{Registry: prometheus.NewRegistry()}
 	a := &App{Config: cfg, Log: NewLogger(cfg.Log, logs), Metrics: reg}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -230,7 +230,7 @@ func TestGrafanaDashboard(t *testing.T) {
 	for _, p := range problems {
 		t.Error(p)
 	}
-	reg := servingRegistry(t)
+	reg := servingRegistry(t).Registry
 	for _, p := range missingMetrics(reg, exprs) {
 		t.Error(p)
 	}

@@ -1,0 +1,216 @@
+package services
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// describing is a registry that keeps the descriptor of every metric
+// registered on it: a vector with no series yet is described but not
+// gathered.
+type describing struct {
+	*prometheus.Registry
+	mu    sync.Mutex
+	descs []*prometheus.Desc
+	kinds map[*prometheus.Desc]string // the collector's type, where it says
+}
+
+// kindOf is the metric type a collector of the client library's own kinds
+// exposes: "" for a function metric (GaugeFunc and CounterFunc share one
+// interface; their one series is always gathered) and a custom collector.
+func kindOf(c prometheus.Collector) string {
+	switch c.(type) {
+	case prometheus.Histogram, *prometheus.HistogramVec:
+		return "histogram"
+	case prometheus.Summary, *prometheus.SummaryVec:
+		return "summary"
+	case prometheus.Gauge, *prometheus.GaugeVec: // before Counter: a Gauge has Inc and Add too
+		return "gauge"
+	case prometheus.Counter, *prometheus.CounterVec:
+		return "counter"
+	}
+	return ""
+}
+
+func (d *describing) Register(c prometheus.Collector) error {
+	if err := d.Registry.Register(c); err != nil {
+		return err
+	}
+	ch := make(chan *prometheus.Desc)
+	go func() { c.Describe(ch); close(ch) }()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.kinds == nil {
+		d.kinds = map[*prometheus.Desc]string{}
+	}
+	for desc := range ch {
+		d.descs = append(d.descs, desc)
+		d.kinds[desc] = kindOf(c)
+	}
+	return nil
+}
+
+func (d *describing) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := d.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+var (
+	descName   = regexp.MustCompile(`fqName: "([^"]*)"`)
+	descHelp   = regexp.MustCompile(`help: "((?:[^"\\]|\\.)*)"`)
+	descLabels = regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+	descConst  = regexp.MustCompile(`constLabels: \{([^}]*)\}`)
+	otelName   = regexp.MustCompile(`OpenTelemetry (gen_ai\.[a-z_.]+[a-z])`)
+	vllmName   = regexp.MustCompile(`vLLM's (vllm:[a-z0-9_]+)`)
+)
+
+// The conventions' metric names: OpenTelemetry's GenAI semantic
+// conventions and vLLM's engine metrics; why is said where citizen has no
+// counterpart for a reason of its own.
+var (
+	otelMetrics = []string{"gen_ai.client.operation.duration", "gen_ai.client.token.usage", "gen_ai.server.request.duration",
+		"gen_ai.server.time_per_output_token", "gen_ai.server.time_to_first_token"}
+	vllmMetrics = []string{"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+		"vllm:time_to_first_token_seconds", "vllm:request_time_per_output_token_seconds", "vllm:inter_token_latency_seconds",
+		"vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds", "vllm:request_success_total", "vllm:kv_cache_usage_perc"}
+	why = map[string]string{
+		"gen_ai.client.operation.duration": "a client's metric: citizen is the server",
+		"vllm:num_requests_waiting":        "the gateway queues nothing (its limiter refuses with 429); an upstream vLLM exports its own",
+		"vllm:request_queue_time_seconds":  "the gateway queues nothing",
+	}
+)
+
+// metricsReference renders every metric d's components registered, with
+// its type, labels and the convention name its help cites, and the two
+// conventions' names against citizen's.
+func metricsReference(d *describing) string {
+	types := map[string]string{}
+	if mfs, err := d.Gather(); err == nil {
+		for _, mf := range mfs {
+			types[mf.GetName()] = strings.ToLower(mf.GetType().String())
+		}
+	}
+	type row struct{ name, typ, labels, conv, help string }
+	var rows []row
+	cites := map[string]string{} // convention name → citizen metric
+	seen := map[string]bool{}
+	for _, desc := range d.descs {
+		s := desc.String()
+		m := descName.FindStringSubmatch(s)
+		if m == nil || seen[m[1]] {
+			continue
+		}
+		seen[m[1]] = true
+		r := row{name: m[1], typ: d.kinds[desc], conv: "citizen"}
+		if r.typ == "" {
+			r.typ = types[m[1]] // a function's or custom collector's, as gathered
+		}
+		if r.typ == "" {
+			r.typ = "–" // a custom collector with no series in this run
+		}
+		if h := descHelp.FindStringSubmatch(s); h != nil {
+			r.help = strings.ReplaceAll(h[1], `\"`, `"`)
+		}
+		var labels []string
+		for _, re := range []*regexp.Regexp{descLabels, descConst} {
+			if l := re.FindStringSubmatch(s); l != nil && l[1] != "" {
+				for _, f := range strings.Split(l[1], ",") {
+					f, _, _ = strings.Cut(strings.TrimSpace(f), "=")
+					labels = append(labels, "`"+f+"`")
+				}
+			}
+		}
+		r.labels = strings.Join(labels, " ")
+		if c := otelName.FindStringSubmatch(r.help); c != nil {
+			r.conv, cites[c[1]] = "OTel `"+c[1]+"`", r.name
+		} else if c := vllmName.FindStringSubmatch(r.help); c != nil {
+			r.conv, cites[c[1]] = "vLLM `"+c[1]+"`", r.name
+		}
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].name < rows[j].name })
+	var b strings.Builder
+	b.WriteString(`# Metrics
+
+Generated by ` + "`CITIZEN_WRITE_DOCS=1 go test ./services -run TestMetricsReference`" + ` from the metrics a
+running ` + "`citizen serve`" + ` (every module, the embedded engine) registers; do not edit by hand (the
+test fails when this file differs). The gateway serves them at ` + "`GET /metrics`" + ` (Prometheus text
+format, no key needed). ` + "`deploy/grafana/citizen.json`" + ` charts them.
+
+Names follow two conventions where they apply. The OpenTelemetry GenAI semantic conventions'
+metrics are exposed under their Prometheus names (dots as underscores, ` + "`_seconds`" + ` on durations)
+with the required attributes as labels. vLLM's engine metrics ` + "`vllm:X`" + ` are exposed as
+` + "`citizen_X`" + ` with vLLM's ` + "`model_name`" + ` label, so dashboards written for vLLM work after a rename.
+Everything else is citizen's own, under ` + "`citizen_`" + `.
+
+## Against the conventions
+
+| convention | name | citizen's metric |
+|---|---|---|
+`)
+	for _, c := range []struct {
+		conv  string
+		names []string
+	}{{"OpenTelemetry GenAI", otelMetrics}, {"vLLM", vllmMetrics}} {
+		for _, n := range c.names {
+			got := "not exposed"
+			if m, ok := cites[n]; ok {
+				got = "`" + m + "`"
+			} else if w, ok := why[n]; ok {
+				got += ": " + w
+			}
+			fmt.Fprintf(&b, "| %s | `%s` | %s |\n", c.conv, n, got)
+		}
+	}
+	b.WriteString("\n## Every metric\n\nType \"–\": a custom collector that had no series in the generating run (the rollout's\nwhile no rollout runs).\n\n| metric | type | labels | convention | help |\n|---|---|---|---|---|\n")
+	for _, r := range rows {
+		help := strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;").Replace(r.help)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.name, r.typ, r.labels, r.conv, help)
+	}
+	return b.String()
+}
+
+// TestMetricsReference: docs/metrics.md lists every metric a serving
+// citizen registers, and every convention name a metric's help cites is
+// one of the conventions' names.
+func TestMetricsReference(t *testing.T) {
+	d := servingRegistry(t)
+	got := metricsReference(d)
+	for _, desc := range d.descs {
+		for _, re := range []*regexp.Regexp{otelName, vllmName} {
+			if c := re.FindStringSubmatch(desc.String()); c != nil && !slices.Contains(otelMetrics, c[1]) && !slices.Contains(vllmMetrics, c[1]) {
+				t.Errorf("%s cites %s, which is not a convention name this reference knows", descName.FindStringSubmatch(desc.String())[1], c[1])
+			}
+		}
+	}
+	for _, want := range []string{"`citizen_worker_backlog_messages`", "`gen_ai_server_request_duration_seconds`", "OTel `gen_ai.server.time_to_first_token`"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the reference lacks %s", want)
+		}
+	}
+	path := filepath.Join("..", "docs", "metrics.md")
+	if os.Getenv("CITIZEN_WRITE_DOCS") == "1" {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(doc) != got {
+		t.Fatal("docs/metrics.md is stale: run CITIZEN_WRITE_DOCS=1 go test ./services -run TestMetricsReference")
+	}
+}
