@@ -4,7 +4,8 @@
 # cache (pip builds llama.cpp from source for this CPU: about 20 minutes on 2 cores, once),
 # then runs, REPS times interleaved, llama.cpp at one thread (scripts/llamacpp_bench.py) and
 # citizen's BenchmarkSmolLM2Decode (weights=quant, seqs=1) and BenchmarkSmolLM2Prefill
-# (weights=quant) at one thread, and prints the medians, the ratios citizen / llama.cpp and
+# (weights=quant) at one thread and BenchmarkSmolLM2ServingRSS (the resident memory serving
+# adds, in a process of its own), and prints the medians, the ratios citizen / llama.cpp and
 # the load average at the start and the end, as a table and as JSON (OUT, default
 # llamacpp-compare.json in the current directory).
 #
@@ -34,7 +35,7 @@ go test -c -o "$bin" ./model/gguf
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 load0=$(load)
-llama=() go_dec=() go_pre=()
+llama=() go_dec=() go_pre=() go_rss=()
 for r in $(seq "$reps"); do
 	echo "run $r/$reps (load $(load))" >&2
 	llama+=("$("$venv/bin/python" scripts/llamacpp_bench.py "$gguf")")
@@ -43,20 +44,26 @@ for r in $(seq "$reps"); do
 	done)
 	go_dec+=("$(awk '/SmolLM2Decode/ {for (i = 1; i <= NF; i++) if ($(i+1) == "tokens/CPU-s") print $i}' <<<"$res")")
 	go_pre+=("$(awk '/SmolLM2Prefill/ {for (i = 1; i <= NF; i++) if ($(i+1) == "tokens/CPU-s") print $i}' <<<"$res")")
+	rss=$(cd model/gguf && CITIZEN_SMOLLM2_GGUF=$gguf "$bin" -test.run '^$' -test.bench 'SmolLM2ServingRSS$' -test.benchtime 1x)
+	go_rss+=("$(awk '/SmolLM2ServingRSS/ {for (i = 1; i <= NF; i++) if ($(i+1) == "MiB-rss") print $i}' <<<"$rss")")
 done
 load1=$(load)
 
-python3 - "$out" "$load0" "$load1" "$(lscpu | sed -n 's/^Model name: *//p')" "${llama[@]}" -- "${go_dec[@]}" -- "${go_pre[@]}" <<'PY'
+python3 - "$out" "$load0" "$load1" "$(lscpu | sed -n 's/^Model name: *//p')" "${llama[@]}" -- "${go_dec[@]}" -- "${go_pre[@]}" -- "${go_rss[@]}" <<'PY'
 import json, statistics, sys
 out, load0, load1, cpu = sys.argv[1:5]
 rest = sys.argv[5:]
 i = rest.index("--")
 j = rest.index("--", i + 1)
+k = rest.index("--", j + 1)
 llama = [json.loads(s) for s in rest[:i]]
 go_dec = [float(x) for x in rest[i + 1:j]]
-go_pre = [float(x) for x in rest[j + 1:]]
+go_pre = [float(x) for x in rest[j + 1:k]]
+go_rss = [float(x) for x in rest[k + 1:]]
 rows = []
-for name, key, go in (("decode, batch 1", "decode_tokens_per_cpu_s", go_dec), ("prefill, 204 tokens", "prefill_tokens_per_cpu_s", go_pre)):
+for name, key, go in (("decode, batch 1 (tokens/CPU-s)", "decode_tokens_per_cpu_s", go_dec),
+                      ("prefill, 204 tokens (tokens/CPU-s)", "prefill_tokens_per_cpu_s", go_pre),
+                      ("resident memory serving adds (MiB, lower is better)", "serving_rss_mib", go_rss)):
     ll = [r[key] for r in llama]
     rows.append({"measure": name, "llama_cpp": ll, "citizen": go,
                  "llama_cpp_median": statistics.median(ll), "citizen_median": statistics.median(go),
@@ -64,7 +71,7 @@ for name, key, go in (("decode, batch 1", "decode_tokens_per_cpu_s", go_dec), ("
 res = {"cpu": cpu, "llama_cpp_version": llama[0]["version"], "load_start": load0, "load_end": load1, "rows": rows}
 json.dump(res, open(out, "w"), indent=1)
 print(f"{cpu}; llama-cpp-python {res['llama_cpp_version']}; 1 thread each; load average {load0} at the start, {load1} at the end")
-print("| tokens/CPU-s (median of %d) | llama.cpp | citizen | citizen / llama.cpp |" % len(go_dec))
+print("| median of %d | llama.cpp | citizen | citizen / llama.cpp |" % len(go_dec))
 print("|---|---|---|---|")
 f = lambda v: " / ".join(f"{x:.1f}" for x in v)
 for r in rows:

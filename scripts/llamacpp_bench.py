@@ -1,8 +1,10 @@
 """llama.cpp's side of scripts/llamacpp-compare.sh (optional, outside CI).
 
 Runs llama.cpp (llama-cpp-python) at one thread on a GGUF file and prints one JSON line:
-decode tokens per CPU-second at batch 1 (64 greedy tokens after the 37-token ChatML prompt)
-and prefill tokens per CPU-second (a 204-token prompt in one batch, then the first token),
+decode tokens per CPU-second at batch 1 (64 greedy tokens after the 37-token ChatML prompt),
+prefill tokens per CPU-second (a 204-token prompt in one batch, then the first token) and the
+resident memory serving added (VmRSS after loading the model and decoding once, less VmRSS
+before the load: citizen's BenchmarkSmolLM2ServingRSS),
 the same token ids and counts as citizen's BenchmarkSmolLM2Decode and BenchmarkSmolLM2Prefill
 (model/gguf/smollm2_test.go: chatmlParis, paragraph). CPU seconds are the process's
 (time.process_time), as citizen's benchmarks count theirs.
@@ -54,14 +56,25 @@ def prefill(llm):
     return time.process_time() - t0, len(prompt)
 
 
+def vm_rss_mib():
+    """The process's resident set (VmRSS) in MiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--iters", type=int, default=3, help="iterations per measure (summed, as go test -benchtime 3x)")
     args = ap.parse_args()
+    rss0 = vm_rss_mib()
     llm = llama_cpp.Llama(model_path=args.model, n_threads=1, n_threads_batch=1, n_ctx=512, n_batch=512,
                           n_ubatch=512, verbose=False)
     decode(llm)  # warm-up: page in the weights
+    rss = vm_rss_mib() - rss0
     dec = sum(decode(llm) for _ in range(args.iters))
     pre_cpu, n = 0.0, 0
     for _ in range(args.iters):
@@ -73,6 +86,7 @@ def main():
         "version": llama_cpp.__version__,
         "decode_tokens_per_cpu_s": args.iters * GEN / dec,
         "prefill_tokens_per_cpu_s": n / pre_cpu,
+        "serving_rss_mib": rss,
     }))
 
 
