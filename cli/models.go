@@ -51,11 +51,7 @@ func cmdModels(ctx context.Context, args []string, env services.Env) error {
 		fmt.Fprintf(env.Stdout, "model cache: %s (set CITIZEN_MODEL_CACHE to move it)\n", cache)
 		return nil
 	case "fetch", "path":
-		m, err := catalog.Lookup(name)
-		if err != nil {
-			return err
-		}
-		path, err := catalog.Ensure(ctx, m, catalog.Options{Progress: env.Stderr})
+		_, path, err := ensureModel(ctx, name, env)
 		if err != nil {
 			return err
 		}
@@ -83,11 +79,7 @@ func cmdModelCard(ctx context.Context, args []string, env services.Env) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	m, err := catalog.Lookup(name)
-	if err != nil {
-		return err
-	}
-	path, err := catalog.Ensure(ctx, m, catalog.Options{Progress: env.Stderr})
+	m, path, err := ensureModel(ctx, name, env)
 	if err != nil {
 		return err
 	}
@@ -119,4 +111,15 @@ func cmdModelCard(ctx context.Context, args []string, env services.Env) error {
 		fmt.Fprintf(w, "| %s | %.2f | %d |\n", t, acc[t], n[t])
 	}
 	return nil
+}
+
+// ensureModel looks name up in the catalogue and fetches it into the model
+// cache if it is not there yet (progress on stderr), returning its path.
+func ensureModel(ctx context.Context, name string, env services.Env) (catalog.Model, string, error) {
+	m, err := catalog.Lookup(name)
+	if err != nil {
+		return catalog.Model{}, "", err
+	}
+	path, err := catalog.Ensure(ctx, m, catalog.Options{Progress: env.Stderr})
+	return m, path, err
 }
