@@ -62,7 +62,9 @@ type collection struct {
 	payloads []Payload
 	// postings[field][value] lists, ascending, the slots whose payload
 	// holds value in that Keyword field. Dead slots stay listed (ids[slot]
-	// is "" for them), as their vectors stay in vecs. A filtered search
+	// is "" for them), as their vectors stay in vecs, and a slot whose
+	// payload an Upsert with the same vector replaced stays listed under
+	// its old values too: candidates are supersets. A filtered search
 	// walks the shortest list its equality conditions name instead of
 	// every slot: the memory's own uses filter on fields (tenant,
 	// label_source) that a growing collection may match in few points or
@@ -90,6 +92,31 @@ func (c *collection) post(slot int32, p Payload) {
 			c.postings[field] = byValue
 		}
 		byValue[v] = append(byValue[v], slot)
+	}
+}
+
+// repost adds slot, whose payload became p, to the posting lists of p's
+// Keyword fields it is not in yet, keeping each list ascending. The lists
+// of values it no longer holds keep it: candidates are matched against
+// the payload anyway. Caller holds c.mu.
+func (c *collection) repost(slot int32, p Payload) {
+	for field, kind := range c.schema.Fields {
+		if kind != Keyword {
+			continue
+		}
+		v, ok := p[field].(string)
+		if !ok {
+			continue
+		}
+		byValue := c.postings[field]
+		if byValue == nil {
+			byValue = map[string][]int32{}
+			c.postings[field] = byValue
+		}
+		l := byValue[v]
+		if i, found := slices.BinarySearch(l, slot); !found {
+			byValue[v] = slices.Insert(l, i, slot)
+		}
 	}
 }
 
@@ -124,13 +151,14 @@ func (c *collection) candidates(f Filter) (slots []int32, ok bool) {
 	case len(lists) == 1:
 		return lists[0], true
 	}
-	// Several values of one field: their lists are disjoint.
+	// Several values of one field: a slot whose payload changed in place
+	// may be in more than one of their lists.
 	out := make([]int32, 0, best)
 	for _, l := range lists {
 		out = append(out, l...)
 	}
 	slices.Sort(out)
-	return out, true
+	return slices.Compact(out), true
 }
 
 func (c *collection) vec(slot int32) []float32 {
@@ -185,6 +213,14 @@ func (e *Embedded) Upsert(_ context.Context, collection string, pts []Point) err
 	defer c.mu.Unlock()
 	for i, p := range pts {
 		if old, ok := c.slots[p.ID]; ok {
+			if slices.Equal(c.vec(old), norm[i]) {
+				// The same vector with a new payload (the indexer
+				// upserts an interaction again once it is evaluated):
+				// the slot keeps its place in vecs and the graph.
+				c.payloads[old] = maps.Clone(p.Payload)
+				c.repost(old, p.Payload)
+				continue
+			}
 			// Replace: tombstone the old slot (the graph keeps it as a
 			// waypoint) and add a fresh one.
 			c.ids[old] = ""
