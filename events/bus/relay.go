@@ -31,10 +31,11 @@ type RelayConfig struct {
 	// waiting; a lone event is published at once.
 	BatchSize int
 	// CheckpointEvery and CheckpointInterval: the checkpoint is saved
-	// once the published position passed the saved one by CheckpointEvery
-	// (positions, so events the Filter skips count too), or that
-	// long after the first unsaved one (defaults 1024 and 1 s), and when
-	// Run returns. A restart republishes at most the unsaved events.
+	// once the position it can save (published and, with a Settler,
+	// acknowledged by every consumer group) passed the saved one by
+	// CheckpointEvery (positions, so events the Filter skips count too),
+	// or that long after the first unsaved one (defaults 1024 and 1 s),
+	// and when Run returns. A restart republishes at most the unsaved events.
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
 	// RetryInitial and RetryMax bound the backoff between failed Publish
@@ -139,11 +140,14 @@ func (r *Relay) Run(ctx context.Context) error {
 	saved, published := after, after
 	var timer <-chan time.Time
 	settler, _ := r.pub.(Settler)
-	save := func(ctx context.Context) error {
-		target := published
+	settled := func() uint64 {
 		if settler != nil {
-			target = min(published, settler.SettledThrough(published))
+			return min(published, settler.SettledThrough(published))
 		}
+		return published
+	}
+	save := func(ctx context.Context) error {
+		target := settled()
 		timer = nil
 		if target > saved {
 			if err := r.store.SaveCheckpoint(ctx, r.cfg.Name, target); err != nil {
@@ -203,7 +207,10 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		published = batch[len(batch)-1].Position
 		r.published.Store(published)
-		if published-saved >= uint64(r.cfg.CheckpointEvery) {
+		// The count is of what can be saved: while consumers owe acks for
+		// more than CheckpointEvery events, a test of published alone
+		// would save (write, fsync, rename) after every batch.
+		if published-saved >= uint64(r.cfg.CheckpointEvery) && settled()-saved >= uint64(r.cfg.CheckpointEvery) {
 			if err := save(ctx); err != nil && ctx.Err() == nil {
 				r.logger.Warn("relay could not save its checkpoint", "position", published, "err", err)
 			}
