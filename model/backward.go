@@ -16,9 +16,9 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 	if cap(a.dbuf) < n {
 		a.dbuf = make([]float32, n)
 	}
-	// The scratch is reused across calls and several gradients below are
-	// accumulated (dx += ...): start from zero every time.
-	clear(a.dbuf[:n])
+	// The scratch is reused across calls. Every buffer below is overwritten before it is read
+	// (the first product into an input gradient writes, the others add), except the residual
+	// stream's gradient dres, which the norms' backward passes accumulate into.
 	ar := arena{buf: a.dbuf[:n]}
 	dres, dln := ar.take(T*C), ar.take(T*C)
 	dlnfRows := ar.take(a.M * C)
@@ -33,10 +33,10 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 		}
 		return f(w)
 	}
-	// projBackward: dx += dy·W (+ LoRA), dW += dyᵀ·x.
-	projBackward := func(l, mod int, dx, dy, x, dw []float32) {
+	// projBackward: dx = dy·W (+= when acc; + LoRA), dW += dyᵀ·x; dx nil: no input gradient.
+	projBackward := func(l, mod int, dx, dy, x, dw []float32, acc bool) {
 		in, out := c.moduleDims(mod)
-		m.layerMatrix(l, mod).backward(dx, dw, dy, x, T, in, out)
+		m.layerMatrix(l, mod).backward(dx, dw, dy, x, T, in, out, acc)
 		if lora != nil && lora.layers[l][mod].A != nil {
 			p := lora.layers[l][mod]
 			var da, db []float32
@@ -48,7 +48,8 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 	}
 
 	// Output head: dlnf rows = dlogits·W, dW += dlogitsᵀ·lnf rows.
-	m.headMatrix().backward(dlnfRows, pick(g, func(w *Weights) []float32 { return w.LMHead }), a.logits, a.lnfRows, a.M, C, V)
+	m.headMatrix().backward(dlnfRows, pick(g, func(w *Weights) []float32 { return w.LMHead }), a.logits, a.lnfRows, a.M, C, V, false)
+	clear(dres)
 	clear(dln)
 	for i, t := range a.rows {
 		copy(dln[t*C:(t+1)*C], dlnfRows[i*C:(i+1)*C])
@@ -68,25 +69,28 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 			return f(gw)
 		}
 		// MLP: resid[l+1] = mid + down(silu(gate(ln2))·up(ln2))
-		clear(dh)
-		projBackward(l, modDown, dh, dres, a.hh[l], gl(func(x *LayerWeights) []float32 { return x.Down }))
+		projBackward(l, modDown, dh, dres, a.hh[l], gl(func(x *LayerWeights) []float32 { return x.Down }), false)
 		swigluBackward(dgate, dup, dh, a.gate[l], a.up[l], T*I)
-		clear(dln)
-		projBackward(l, modGate, dln, dgate, a.ln2[l], gl(func(x *LayerWeights) []float32 { return x.Gate }))
-		projBackward(l, modUp, dln, dup, a.ln2[l], gl(func(x *LayerWeights) []float32 { return x.Up }))
+		projBackward(l, modGate, dln, dgate, a.ln2[l], gl(func(x *LayerWeights) []float32 { return x.Gate }), false)
+		projBackward(l, modUp, dln, dup, a.ln2[l], gl(func(x *LayerWeights) []float32 { return x.Up }), true)
 		rmsnormBackward(dres, gl(func(x *LayerWeights) []float32 { return x.PostNorm }), dln, a.mid[l], w.PostNorm, a.rstd2[l], T, C)
 		// attention: mid = resid[l] + o(attn(q(ln1), k(ln1), v(ln1)))
-		clear(drows)
-		projBackward(l, modO, drows, dres, a.attrows[l], gl(func(x *LayerWeights) []float32 { return x.O }))
+		projBackward(l, modO, drows, dres, a.attrows[l], gl(func(x *LayerWeights) []float32 { return x.O }), false)
 		rowsToHeads(datto, drows, T, H, hd, nil, nil)
 		attentionBackward(dq, dk, dv, datto, a.att[l], a.q[l], a.k[l], a.v[l], a.spans, T, H, KV, hd)
 		headsToRows(drows, dq, T, H, hd, a.pos, m.rope)
 		headsToRows(dkrows, dk, T, KV, hd, a.pos, m.rope)
 		headsToRows(dvrows, dv, T, KV, hd, nil, nil)
-		clear(dln)
-		projBackward(l, modQ, dln, drows, a.ln1[l], gl(func(x *LayerWeights) []float32 { return x.Q }))
-		projBackward(l, modK, dln, dkrows, a.ln1[l], gl(func(x *LayerWeights) []float32 { return x.K }))
-		projBackward(l, modV, dln, dvrows, a.ln1[l], gl(func(x *LayerWeights) []float32 { return x.V }))
+		if l == 0 && g == nil {
+			// the gradient below the first layer would only feed the frozen embedding
+			projBackward(l, modQ, nil, drows, a.ln1[l], nil, false)
+			projBackward(l, modK, nil, dkrows, a.ln1[l], nil, false)
+			projBackward(l, modV, nil, dvrows, a.ln1[l], nil, false)
+			break
+		}
+		projBackward(l, modQ, dln, drows, a.ln1[l], gl(func(x *LayerWeights) []float32 { return x.Q }), false)
+		projBackward(l, modK, dln, dkrows, a.ln1[l], gl(func(x *LayerWeights) []float32 { return x.K }), true)
+		projBackward(l, modV, dln, dvrows, a.ln1[l], gl(func(x *LayerWeights) []float32 { return x.V }), true)
 		rmsnormBackward(dres, gl(func(x *LayerWeights) []float32 { return x.InputNorm }), dln, a.resid[l], w.InputNorm, a.rstd1[l], T, C)
 	}
 	if g != nil {

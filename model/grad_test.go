@@ -138,7 +138,7 @@ func TestOpGradients(t *testing.T) {
 			xi, w, a, b := parts(x)
 			fwd(x, make([]float32, T*out))
 			dxi, dw, da, db := parts(dx)
-			linearBackward(dxi, dw, dy, xi, w, T, in, out)
+			linearBackward(dxi, dw, dy, xi, w, T, in, out, true)
 			loraBackward(dxi, da, db, make([]float32, T*rank), dy, xi, u, a, b, T, in, out, rank, s)
 		})
 	})
@@ -227,6 +227,17 @@ func TestModelGradients(t *testing.T) {
 			check(ts.name, m.Params, g, idx)
 		}
 		if withLoRA {
+			// With the base frozen (no base gradients, so none below the first layer) the
+			// adapter's gradients are the same.
+			_, _, lf, err := m.gradients(b, ad, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range lg {
+				if d := math.Abs(float64(lf[i] - lg[i])); d > 1e-6*math.Abs(float64(lg[i]))+1e-9 {
+					t.Fatalf("lora[%d]: %g with the base frozen, %g with base gradients", i, lf[i], lg[i])
+				}
+			}
 			var idx []int
 			for k := 0; k < 60; k++ {
 				idx = append(idx, r.IntN(len(lora.Params)))

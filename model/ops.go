@@ -66,10 +66,11 @@ func linearForward(y, x, w []float32, T, in, out int) {
 	kernels.MatMulNT(y, x, w, T, in, out, false)
 }
 
-// linearBackward: dx[T,in] += dy·W (when dx != nil); dW[out,in] += dyᵀ·x (when dw != nil).
-func linearBackward(dx, dw, dy, x, w []float32, T, in, out int) {
+// linearBackward: dx[T,in] = dy·W, or += when acc (when dx != nil); dW[out,in] += dyᵀ·x (when
+// dw != nil).
+func linearBackward(dx, dw, dy, x, w []float32, T, in, out int, acc bool) {
 	if dx != nil {
-		kernels.MatMulNN(dx, dy, w, T, out, in, true)
+		kernels.MatMulNN(dx, dy, w, T, out, in, acc)
 	}
 	if dw != nil {
 		kernels.MatMulTN(dw, dy, x, out, T, in, true)

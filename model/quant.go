@@ -260,16 +260,16 @@ func (m *Model) mulShared(l int, x []float32, T int, mods []int, ys [][]float32)
 	kernels.MatMulQs(x, T, ps[:n]...)
 }
 
-// backward adds dy·W into dx (when dx is not nil) and dyᵀ·x into dw (when dw is not nil; only
-// float32 weights have gradients).
-func (w matrix) backward(dx, dw, dy, x []float32, T, in, out int) {
+// backward writes dy·W into dx, or adds it when acc (when dx is not nil), and adds dyᵀ·x into
+// dw (when dw is not nil; only float32 weights have gradients).
+func (w matrix) backward(dx, dw, dy, x []float32, T, in, out int, acc bool) {
 	if w.q != nil {
 		if dx != nil {
-			kernels.MatMulQNN(dx, dy, w.q, T, true)
+			kernels.MatMulQNN(dx, dy, w.q, T, acc)
 		}
 		return
 	}
-	linearBackward(dx, dw, dy, x, w.f, T, in, out)
+	linearBackward(dx, dw, dy, x, w.f, T, in, out, acc)
 }
 
 // layerMatrix returns the storage of module mod of layer l.

@@ -39,6 +39,12 @@ type impl struct {
 	expSum     func(dst, x []float32, scale, shift float32) float64
 	swiglu     func(h, g, u []float32)
 	swigluBack func(dg, du, dh, g, u []float32)
+	// qnt and qnn are the products of many rows with a QMatrix that dequantize W's blocks
+	// straight into the GEMM's packed panels (quant_gemm_amd64.go): qnt computes
+	// C[:, j0:j1] (+)= A·W[j0:j1, :]ᵀ (MatMulQ), qnn C[:, j0:j1] (+)= A·W[:, j0:j1] (MatMulQNN);
+	// j0 and j1 are multiples of qnnAlign for qnn. nil: dequantized tiles and mm.
+	qnt func(c, a []float32, w *QMatrix, m int, acc bool, j0, j1 int)
+	qnn func(c, a []float32, w *QMatrix, m int, acc bool, j0, j1 int)
 }
 
 var portable = &impl{name: "portable", mm: genericMM, dot: dotGeneric, axpy: axpyGeneric, scale: scaleGeneric,

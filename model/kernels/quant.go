@@ -695,6 +695,10 @@ func mulQBatch(im *impl, c []float32, act *q8Act, w *QMatrix, m int, acc bool) {
 // mulQFloat is MatMulQ's dequantizing path.
 func mulQFloat(im *impl, c, a []float32, w *QMatrix, m int, acc bool) {
 	k, n := w.Cols, w.Rows
+	if im.qnt != nil {
+		parallelFor(n, 64, m*k*n, func(lo, hi int) { im.qnt(c, a, w, m, acc, lo, hi) })
+		return
+	}
 	parallelFor(n, qDequantTile, m*k*n, func(lo, hi int) {
 		sc := qScratchPool.Get().(*qScratch)
 		defer qScratchPool.Put(sc)
@@ -756,12 +760,17 @@ func mulQInt(im *impl, c []float32, act *q8Act, wide bool, w *QMatrix, m int, ac
 
 // MatMulQNN computes C[m×k] = A[m×n]·W with W a [n×k] QMatrix, or adds the product into C when
 // acc is true: the input gradient dx = dy·W of a linear layer whose weights are quantized. W is
-// dequantized tile by tile (exactly, as DequantizeRows) and the float32 products run on the
-// tiles. c must not overlap a. Safe for concurrent use.
+// dequantized (exactly, as DequantizeRows) block by block into the float32 GEMM's packed panels
+// (AVX-512; elsewhere into tiles that the float32 products then read). c must not overlap a.
+// Safe for concurrent use.
 func MatMulQNN(c, a []float32, w *QMatrix, m int, acc bool) {
 	k, n := w.Cols, w.Rows
 	checkQ("MatMulQNN", c, a, w, m, n, k) // a is [m×n], c is [m×k]
 	if m == 0 {
+		return
+	}
+	if im := current.Load(); im.qnn != nil {
+		parallelFor(k, 2*qnnAlign, m*n*k, func(lo, hi int) { im.qnn(c, a, w, m, acc, lo, hi) })
 		return
 	}
 	if !acc {

@@ -200,7 +200,7 @@ func TestMatMulQ(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	eachImpl(t, func(t *testing.T) {
 		for _, qt := range qTypes {
-			for _, sh := range []struct{ m, n, k int }{{1, 37, 64}, {1, 300, 64}, {3, 300, 96}, {7, 16, 32}, {8, 33, 64}, {21, 517, 128}} {
+			for _, sh := range []struct{ m, n, k int }{{1, 37, 64}, {1, 300, 64}, {3, 300, 96}, {7, 16, 32}, {8, 33, 64}, {21, 517, 128}, {40, 517, 288}, {33, 1100, 64}} {
 				for _, acc := range []bool{false, true} {
 					for _, threads := range []int{1, 2} {
 						defer SetThreads(Threads())
@@ -283,7 +283,7 @@ func TestMatMulQNN(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	eachImpl(t, func(t *testing.T) {
 		for _, qt := range qTypes {
-			for _, sh := range []struct{ m, n, k int }{{1, 37, 64}, {5, 300, 96}, {33, 600, 64}} {
+			for _, sh := range []struct{ m, n, k int }{{1, 37, 64}, {5, 300, 96}, {33, 600, 64}, {13, 70, 608}, {40, 517, 288}} {
 				for _, acc := range []bool{false, true} {
 					w := randQMatrix(r, qt, sh.n, sh.k)
 					a := randSlice(r, sh.m*sh.n)
@@ -298,6 +298,52 @@ func TestMatMulQNN(t *testing.T) {
 						if d := math.Abs(float64(c[i]) - want[i]); d > 1e-5*mag[i]+1e-5 {
 							t.Fatalf("%s m=%d n=%d k=%d acc=%v: [%d] = %g, want %g", qt, sh.m, sh.n, sh.k, acc, i, c[i], want[i])
 						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// The products of many rows that dequantize W straight into the GEMM's panels (impl.qnt,
+// impl.qnn) give what dequantized tiles and mm give: MatMulQNN bit for bit (the same sums in
+// the same order), MatMulQ within float rounding (with acc the old C is added first instead of
+// last; the tiles' path takes narrow last tiles by inner products).
+func TestQuantPanelsEqualTiles(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	eachImpl(t, func(t *testing.T) {
+		im := current.Load()
+		if im.qnt == nil && im.qnn == nil {
+			t.Skip("no panel path")
+		}
+		tiles := *im
+		tiles.qnt, tiles.qnn = nil, nil
+		run := func(use *impl, f func()) {
+			current.Store(use)
+			defer current.Store(im)
+			f()
+		}
+		for _, qt := range qTypes {
+			for _, sh := range []struct{ m, n, k int }{{32, 64, 32}, {45, 517, 288}, {70, 1100, 608}, {33, 200, 1536}} {
+				for _, acc := range []bool{false, true} {
+					w := randQMatrix(r, qt, sh.n, sh.k)
+					a := randSlice(r, sh.m*sh.k)
+					c0 := randSlice(r, sh.m*sh.n)
+					got, want := slices.Clone(c0), slices.Clone(c0)
+					run(im, func() { MatMulQ(got, a, w, sh.m, acc) })
+					run(&tiles, func() { MatMulQ(want, a, w, sh.m, acc) })
+					for i := range want {
+						if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*(math.Abs(float64(want[i]))+math.Abs(float64(c0[i]))+math.Sqrt(float64(sh.k))) {
+							t.Fatalf("%s MatMulQ m=%d n=%d k=%d acc=%v: [%d] = %g, tiles %g", qt, sh.m, sh.n, sh.k, acc, i, got[i], want[i])
+						}
+					}
+					dy := randSlice(r, sh.m*sh.n)
+					d0 := randSlice(r, sh.m*sh.k)
+					gotNN, wantNN := slices.Clone(d0), slices.Clone(d0)
+					run(im, func() { MatMulQNN(gotNN, dy, w, sh.m, acc) })
+					run(&tiles, func() { MatMulQNN(wantNN, dy, w, sh.m, acc) })
+					if !slices.Equal(gotNN, wantNN) {
+						t.Fatalf("%s MatMulQNN m=%d n=%d k=%d acc=%v: differs from the tiles' product", qt, sh.m, sh.n, sh.k, acc)
 					}
 				}
 			}

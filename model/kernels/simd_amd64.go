@@ -99,6 +99,10 @@ func (s *simd) impl(name string) *impl {
 			im.gemmQ16B, im.batchLanes = gemmQ16BAVX512, 16
 		}
 		im.quantAct, im.quantAct16 = quantActAVX2, quantAct16AVX2Row
+		im.qnt = s.qnt
+		if s.nvMax*s.lanes%QBlock == 0 {
+			im.qnn = s.qnn
+		}
 	}
 	return im
 }
