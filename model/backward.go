@@ -12,7 +12,7 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 	if lora != nil {
 		r, s = lora.Config.Rank, lora.Scale()
 	}
-	n := T*C*2 + a.M*C + T*qD*3 + T*kvD*4 + T*I*3 + T*r
+	n := T*C*2 + a.M*C + T*qD*3 + T*kvD*4 + T*I*3 + (T+max(C, qD, I))*r
 	if cap(a.dbuf) < n {
 		a.dbuf = make([]float32, n)
 	}
@@ -25,7 +25,7 @@ func (m *Model) backward(a *acts, b *Batch, lora *Adapter, g *Weights, lg [][num
 	dq, datto, drows := ar.take(T*qD), ar.take(T*qD), ar.take(T*qD)
 	dk, dv, dkrows, dvrows := ar.take(T*kvD), ar.take(T*kvD), ar.take(T*kvD), ar.take(T*kvD)
 	dh, dgate, dup := ar.take(T*I), ar.take(T*I), ar.take(T*I)
-	du := ar.take(T * r)
+	du := ar.take((T + max(C, qD, I)) * r) // loraBackward's scratch
 
 	pick := func(w *Weights, f func(*Weights) []float32) []float32 {
 		if w == nil {

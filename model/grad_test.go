@@ -139,7 +139,7 @@ func TestOpGradients(t *testing.T) {
 			fwd(x, make([]float32, T*out))
 			dxi, dw, da, db := parts(dx)
 			linearBackward(dxi, dw, dy, xi, w, T, in, out, true)
-			loraBackward(dxi, da, db, make([]float32, T*rank), dy, xi, u, a, b, T, in, out, rank, s)
+			loraBackward(dxi, da, db, make([]float32, (T+in)*rank), dy, xi, u, a, b, T, in, out, rank, s)
 		})
 	})
 }

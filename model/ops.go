@@ -86,15 +86,25 @@ func loraForward(y, u, x, a, b []float32, T, in, out, r int, s float32) {
 	kernels.MatMulNT(y, u, b, T, r, out, true)
 }
 
-// loraBackward: dB += dyᵀ·u; du = dy·B; dA += s·duᵀ·x; dx += s·du·A. du is scratch [T,r].
+// loraBackward: dB += dyᵀ·u; du = dy·B; dA += s·duᵀ·x; dx += s·du·A. du is scratch of T·r + in·r
+// floats: du itself [T,r], then dAᵀ [in,r] (computed as xᵀ·du, a product with few columns that
+// needs no packing of x, and added into dA transposed).
 func loraBackward(dx, da, db, du, dy, x, u, a, b []float32, T, in, out, r int, s float32) {
 	if db != nil {
 		kernels.MatMulTN(db, dy, u, out, T, r, true)
 	}
+	dat := du[T*r : T*r+in*r]
+	du = du[:T*r]
 	kernels.MatMulNN(du, dy, b, T, out, r, false)
-	kernels.Scale(s, du[:T*r])
+	kernels.Scale(s, du)
 	if da != nil {
-		kernels.MatMulTN(da, du, x, r, T, in, true)
+		kernels.MatMulTN(dat, x, du, in, T, r, false)
+		for j := range r {
+			row := da[j*in : (j+1)*in]
+			for i := range row {
+				row[i] += dat[i*r+j]
+			}
+		}
 	}
 	if dx != nil {
 		kernels.MatMulNN(dx, du, a, T, r, in, true)
