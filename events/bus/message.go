@@ -86,7 +86,7 @@ func ToMessage(ev events.Event) (*message.Message, error) {
 	if err := ev.Validate(); err != nil {
 		return nil, err
 	}
-	payload, err := json.Marshal(ev)
+	payload, err := marshalEnvelope(&ev)
 	if err != nil {
 		return nil, fmt.Errorf("%w: encoding %s: %v", events.ErrMalformed, ev.ID, err)
 	}
