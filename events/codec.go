@@ -18,6 +18,9 @@ type typeInfo struct {
 	schema   int
 	newValue func() Payload
 	upcast   map[int]Upcaster // from version -> to version+1
+	// cache, if set, holds recent decoded payloads of the type (see
+	// CacheDecoded).
+	cache *decodeCache
 }
 
 // Registry maps event types to their Go payloads and current schema
@@ -26,6 +29,19 @@ type typeInfo struct {
 type Registry struct {
 	mu    sync.RWMutex
 	types map[string]*typeInfo
+}
+
+// CacheDecoded makes Decode remember the latest decoded payloads of typ
+// (at most entries of them, holding at most dataBytes of data), so that
+// decoding the same event again returns a deep copy instead of parsing it
+// again: for a type several consumers of one process read. The type must
+// be registered; call it before the registry is used concurrently.
+func (r *Registry) CacheDecoded(typ string, entries, dataBytes int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ti, ok := r.types[typ]; ok && entries > 0 && dataBytes > 0 {
+		ti.cache = newDecodeCache(entries, dataBytes)
+	}
 }
 
 // NewRegistry returns an empty registry.
@@ -110,6 +126,11 @@ func (r *Registry) Decode(ev *Event) (Payload, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ti.cache != nil {
+		if p, ok := ti.cache.get(ev, data); ok {
+			return p, nil
+		}
+	}
 	p := ti.newValue()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -118,6 +139,9 @@ func (r *Registry) Decode(ev *Event) (Payload, error) {
 	}
 	if !onlySpace(data[dec.InputOffset():]) {
 		return nil, fmt.Errorf("%w: %s data: trailing data", ErrMalformed, ev.Type)
+	}
+	if ti.cache != nil {
+		ti.cache.put(ev, data, p)
 	}
 	return p, nil
 }
@@ -196,6 +220,11 @@ var Types = func() *Registry {
 	r.Register(TypeRolloutResumed, 1, func() Payload { return &RolloutResumed{} })
 	r.Register(TypeRolloutPromoted, 1, func() Payload { return &RolloutPromoted{} })
 	r.Register(TypeRolloutRolledBack, 1, func() Payload { return &RolloutRolledBack{} })
+	// Read by several workers of one process, close together: the
+	// anomaly detectors, the lessons learner, the scoreboard and the
+	// memory indexer. (An interaction.recorded has one full reader, the
+	// evaluator, which may lag the others by a backlog.)
+	r.CacheDecoded(TypeInteractionEvaluated, 4096, 4<<20)
 	return r
 }()
 
