@@ -39,6 +39,15 @@ func newProjection() *projection {
 	return &projection{byTenant: map[string][]entry{}, seen: map[string]bool{}, deleted: map[string]bool{}, changed: make(chan struct{})}
 }
 
+// recordedEntry is what the projection reads of an interaction.recorded
+// (events.DecodeView): the fields entryOf uses.
+type recordedEntry struct {
+	InteractionID string            `json:"interaction_id"`
+	ModelVersion  string            `json:"model_version"`
+	Metadata      map[string]string `json:"metadata"`
+	Params        json.RawMessage   `json:"params"`
+}
+
 // projectionTypes are the event types the projection folds.
 var projectionTypes = []string{events.TypeInteractionRecorded, events.TypeInteractionMetadataUpdated, events.TypeInteractionDeleted}
 
@@ -75,15 +84,14 @@ func (p *projection) apply(ev *events.Event) {
 		if seen {
 			return
 		}
-		pl, err := events.Decode(ev)
-		if err != nil {
+		// An own append may also arrive here before Append returned (the
+		// store delivers it first): read only what the entry holds.
+		var rec recordedEntry
+		if err := events.DecodeView(ev, &rec); err != nil || rec.InteractionID == "" {
 			return
 		}
-		rec, ok := pl.(*events.InteractionRecorded)
-		if !ok || rec.InteractionID == "" {
-			return
-		}
-		p.add(entryOf(rec.InteractionID, ev.Tenant, ev.Time.Unix(), rec))
+		p.add(entryOf(rec.InteractionID, ev.Tenant, ev.Time.Unix(), &events.InteractionRecorded{
+			InteractionID: rec.InteractionID, ModelVersion: rec.ModelVersion, Metadata: rec.Metadata, Params: rec.Params}))
 	case events.TypeInteractionMetadataUpdated:
 		pl, err := events.Decode(ev)
 		if err != nil {
