@@ -1,4 +1,4 @@
-package services
+package transport
 
 import (
 	"context"
@@ -46,11 +46,12 @@ func TestBacklogWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := st.SaveCheckpoint(ctx, leaseRelay, 4); err != nil {
+	if err := st.SaveCheckpoint(ctx, "relay", 4); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	w, err := newBacklogWatch(st, 25, reg, slog.New(slog.DiscardHandler))
+	groups := map[string][]string{"reflection": {"a"}, "feedback": {"b"}, "memory": {"c"}}
+	w, err := NewBacklogWatch(WatchConfig{Store: st, Max: 25, Groups: groups, RelayCheckpoint: "relay"}, reg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
