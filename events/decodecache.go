@@ -2,7 +2,9 @@ package events
 
 import (
 	"bytes"
+	"maps"
 	"reflect"
+	"slices"
 	"sync"
 )
 
@@ -79,6 +81,9 @@ func (c *decodeCache) evictLocked() {
 // no slice, map or pointer in an exported field of the copy is shared with
 // p. Strings, and unexported fields, are shared.
 func clonePayload(p Payload) Payload {
+	if e, ok := p.(*InteractionEvaluated); ok {
+		return e.clone()
+	}
 	v := reflect.ValueOf(p)
 	out := reflect.New(v.Type()).Elem()
 	deepCopy(out, v)
@@ -180,4 +185,24 @@ func deepCopy(dst, src reflect.Value) {
 	default: // chan, func: shared
 		dst.Set(src)
 	}
+}
+
+// clone is clonePayload for the cached type, without reflection
+// (TestCloneCoversEveryField keeps it complete).
+func (e *InteractionEvaluated) clone() *InteractionEvaluated {
+	c := *e
+	c.Lessons = slices.Clone(e.Lessons)
+	c.Graders = slices.Clone(e.Graders)
+	c.Checks = slices.Clone(e.Checks)
+	c.Faults = slices.Clone(e.Faults)
+	if e.Self != nil {
+		self := *e.Self
+		c.Self = &self
+	}
+	if e.FeedbackPolarity != nil {
+		pol := *e.FeedbackPolarity
+		c.FeedbackPolarity = &pol
+	}
+	c.RewardTerms = maps.Clone(e.RewardTerms)
+	return &c
 }

@@ -177,3 +177,48 @@ func BenchmarkDecodeCached(b *testing.B) {
 		}
 	})
 }
+
+// fill sets every exported value reachable from v (settable) to something
+// non-zero: one element per slice, one entry per map, pointers allocated.
+func fill(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fill(v.Index(0))
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		fill(k)
+		fill(e)
+		m.SetMapIndex(k, e)
+		v.Set(m)
+	default:
+		scribble(v)
+	}
+}
+
+// The hand-written clone of the cached type shares nothing with its
+// original, whatever fields the type has.
+func TestCloneCoversEveryField(t *testing.T) {
+	var orig InteractionEvaluated
+	fill(reflect.ValueOf(&orig).Elem())
+	want := reflect.New(reflect.TypeOf(orig)).Elem()
+	deepCopy(want, reflect.ValueOf(orig))
+	c := orig.clone()
+	if !reflect.DeepEqual(*c, orig) {
+		t.Fatalf("clone %+v differs from %+v", *c, orig)
+	}
+	scribble(reflect.ValueOf(c))
+	if !reflect.DeepEqual(orig, want.Interface()) {
+		t.Fatalf("changing the clone changed the original: %+v", orig)
+	}
+}
