@@ -48,9 +48,11 @@
 // uses int8 as llama.cpp's Q8_0/Q8_1) and runs integer dot products (AVX2: weights widened to
 // int16 and VPMADDWD, or VPMADDUBSW/VPMADDWD for int8; each group of 8 blocks reduced to 8
 // block sums and scaled by one vector of d_w·d_x; generic Go elsewhere); with more rows it
-// dequantizes tiles and runs the float32 GEMM. MatMulQs runs several products of one input
+// runs the float32 GEMM on W's blocks dequantized straight into its packed panels (AVX-512 and
+// AVX2; dequantized tiles on the portable path). MatMulQs runs several products of one input
 // and quantizes it once. internal/gen writes every quantized kernel variant from one template
-// (quant_amd64.s). MatMulQNN (dy·W, for LoRA training on a quantized base) dequantizes tiles.
+// (quant_amd64.s). MatMulQNN (dy·W, for LoRA training on a quantized base) dequantizes W's
+// blocks into the GEMM's packed panels as well (AVX-512; tiles elsewhere).
 //
 // Elementwise: ExpSum (softmax numerators and their sum) and SwiGLU run 8 lanes at a time on
 // AVX2 with the portable e^x's operations in its order, so the results are the portable ones
