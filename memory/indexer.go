@@ -191,9 +191,17 @@ func (in *Indexer) Handle(ctx context.Context, ev events.Event) ([]events.Event,
 		from, view, vec = c.through+1, c.view, c.vec
 		view.Aspects = slices.Clone(view.Aspects)
 	}
-	evs, err := in.store.ReadStream(ctx, ev.Stream, from, events.Forward, 10000)
-	if err != nil {
-		return nil, fmt.Errorf("memory: indexer reading %s: %w", ev.Stream, err)
+	var evs []events.Event
+	if ev.Revision == from && (c != nil || ev.Type == events.TypeInteractionRecorded) {
+		// ev is the next event of the fold (the recording that opens its
+		// stream, or the event after the cached view): no need to read
+		// the stream for it. A later event is folded when it is handled.
+		evs = []events.Event{ev}
+	} else {
+		var err error
+		if evs, err = in.store.ReadStream(ctx, ev.Stream, from, events.Forward, 10000); err != nil {
+			return nil, fmt.Errorf("memory: indexer reading %s: %w", ev.Stream, err)
+		}
 	}
 	if len(evs) == 0 {
 		return nil, nil
