@@ -15,7 +15,7 @@ func (m *Model) Evaluate(b *Batch, lora *Adapter) (LossResult, error) {
 		return LossResult{}, err
 	}
 	var a acts
-	m.forward(&a, b, lora, false)
+	m.forward(&a, b, lora, false, false)
 	return m.loss(&a, b), nil
 }
 
@@ -26,7 +26,7 @@ func (m *Model) Logits(b *Batch, lora *Adapter) ([]float32, error) {
 		return nil, err
 	}
 	var a acts
-	m.forward(&a, b, lora, true)
+	m.forward(&a, b, lora, true, false)
 	return slices.Clone(a.logits), nil
 }
 
@@ -43,7 +43,8 @@ func (m *Model) check(b *Batch, lora *Adapter, targets bool) error {
 }
 
 // gradients computes the loss and the gradients of every base parameter (when base) and of the
-// adapter (when lora != nil) into fresh buffers. Used by tests and the Trainer.
+// adapter (when lora != nil) into fresh buffers, with the Trainer's forward pass (quantized
+// products on the integer path). Used by tests.
 func (m *Model) gradients(b *Batch, lora *Adapter, base bool) (LossResult, []float32, []float32, error) {
 	if err := m.check(b, lora, true); err != nil {
 		return LossResult{}, nil, nil, err
@@ -52,7 +53,7 @@ func (m *Model) gradients(b *Batch, lora *Adapter, base bool) (LossResult, []flo
 		return LossResult{}, nil, nil, fmt.Errorf("%w: no gradients of quantized weights", ErrQuantized)
 	}
 	var a acts
-	m.forward(&a, b, lora, false)
+	m.forward(&a, b, lora, false, true)
 	res := m.loss(&a, b)
 	var gbuf, lbuf []float32
 	var g *Weights

@@ -482,7 +482,7 @@ func (e *Engine) step(seqs []*genSeq) {
 	}
 	proj := func(l, mod int, y, xin []float32, acc bool) {
 		in, out := c.moduleDims(mod)
-		m.layerMatrix(l, mod).mul(y, xin, N, in, out, acc)
+		m.layerMatrix(l, mod).mul(y, xin, N, in, out, acc, false)
 		addLoRA(l, mod, y, xin)
 	}
 	m.embed(x, tokens)
@@ -573,7 +573,7 @@ func (e *Engine) step(seqs []*genSeq) {
 	}
 	rmsnormForward(last, nil, last, m.W.Norm, S, C, eps)
 	logits := grow(&bf.logits, S*V)
-	m.headMatrix().mul(logits, last, S, C, V, false)
+	m.headMatrix().mul(logits, last, S, C, V, false, false)
 	lp := grow(&bf.lp, V)
 	for j, s := range sampleSeqs {
 		e.sample(s, logits[j*V:(j+1)*V], lp)

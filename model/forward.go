@@ -228,8 +228,10 @@ func (a *acts) alloc(c Config, b *Batch, lora *Adapter, allRows bool) {
 
 // forward runs the model over b, filling a. With allRows, logits are computed for every position
 // (and left as raw logits); otherwise only for positions with a target, which are turned into
-// probabilities, and the loss is returned.
-func (m *Model) forward(a *acts, b *Batch, lora *Adapter, allRows bool) {
+// probabilities, and the loss is returned. With intQ the products with quantized matrices take
+// the integer path for any number of rows (kernels.MatMulQInt: int16 activations, as decode
+// computes them), which training uses; otherwise MatMulQ chooses by the number of rows.
+func (m *Model) forward(a *acts, b *Batch, lora *Adapter, allRows, intQ bool) {
 	c := m.Config
 	a.alloc(c, b, lora, allRows)
 	T, C, I, H, KV, hd := a.T, c.HiddenSize, c.IntermediateSize, c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim
@@ -241,7 +243,7 @@ func (m *Model) forward(a *acts, b *Batch, lora *Adapter, allRows bool) {
 	}
 	proj := func(l, mod int, y, x []float32, acc bool) {
 		in, out := c.moduleDims(mod)
-		m.layerMatrix(l, mod).mul(y, x, T, in, out, acc)
+		m.layerMatrix(l, mod).mul(y, x, T, in, out, acc, intQ)
 		if lora != nil && lora.layers[l][mod].A != nil {
 			p := lora.layers[l][mod]
 			loraForward(y, a.lu[l][mod], x, p.A, p.B, T, in, out, r, s)
@@ -272,7 +274,7 @@ func (m *Model) forward(a *acts, b *Batch, lora *Adapter, allRows bool) {
 	for i, t := range a.rows {
 		copy(a.lnfRows[i*C:(i+1)*C], a.lnf[t*C:(t+1)*C])
 	}
-	m.headMatrix().mul(a.logits, a.lnfRows, a.M, C, c.VocabSize, false)
+	m.headMatrix().mul(a.logits, a.lnfRows, a.M, C, c.VocabSize, false, intQ)
 }
 
 // loss turns the logit rows of a into the LossResult of b and, in place, into ∂L/∂logits

@@ -23,7 +23,7 @@ func (m *Model) MeanHidden(seqs [][]int, lora *Adapter) ([][]float32, error) {
 		return nil, err
 	}
 	var a acts
-	m.forward(&a, b, lora, false)
+	m.forward(&a, b, lora, false, false)
 	C := m.Config.HiddenSize
 	out := make([][]float32, len(seqs))
 	t := 0

@@ -232,10 +232,15 @@ type matrix struct {
 	q *kernels.QMatrix
 }
 
-// mul computes y[T×out] = x[T×in]·Wᵀ, or adds it into y when acc.
-func (w matrix) mul(y, x []float32, T, in, out int, acc bool) {
+// mul computes y[T×out] = x[T×in]·Wᵀ, or adds it into y when acc; intQ: a quantized W's
+// product on the integer path whatever T (kernels.MatMulQInt).
+func (w matrix) mul(y, x []float32, T, in, out int, acc, intQ bool) {
 	if w.q != nil {
-		kernels.MatMulQ(y, x, w.q, T, acc)
+		if intQ {
+			kernels.MatMulQInt(y, x, w.q, T, acc)
+		} else {
+			kernels.MatMulQ(y, x, w.q, T, acc)
+		}
 		return
 	}
 	kernels.MatMulNT(y, x, w.f, T, in, out, acc)
@@ -255,7 +260,7 @@ func (m *Model) mulShared(l int, x []float32, T int, mods []int, ys [][]float32)
 			continue
 		}
 		in, out := m.Config.moduleDims(mod)
-		w.mul(ys[i], x, T, in, out, false)
+		w.mul(ys[i], x, T, in, out, false, false)
 	}
 	kernels.MatMulQs(x, T, ps[:n]...)
 }

@@ -152,12 +152,13 @@ func TestQuantizedModel(t *testing.T) {
 	}
 }
 
-// TestQuantizedLoRAManyRows: with enough rows for the products that dequantize W's blocks
-// into the GEMM's panels (forward and input gradient: training's 4 × 256 tokens take this path),
-// LoRA training on the quantized base computes what it computes on the float32 dequantization
-// of the same weights: loss within 1e-5 relative, adapter gradients within 1e-4 of their
-// largest magnitude (float rounding of sums taken in another order), and one AdamW step on
-// each gives adapters within 1e-5 of each other.
+// TestQuantizedLoRAManyRows: with enough rows for the many-row kernels (the forward products on
+// the integer path, kernels.MatMulQInt; the input gradients on W's blocks dequantized into the
+// GEMM's panels; training's 4 × 256 tokens take these paths), LoRA training on the quantized
+// base computes what it computes on the float32 dequantization of the same weights, up to the
+// forward's int16 activations: loss within 1e-5 relative (measured 2e-7), adapter gradients
+// within 1e-3 of their largest magnitude (measured 1e-4), and a Trainer step's gradient norm
+// within 1e-3 relative.
 func TestQuantizedLoRAManyRows(t *testing.T) {
 	c := Tiny3M()
 	base, err := NewRandom(c, 4)
@@ -196,24 +197,23 @@ func TestQuantizedLoRAManyRows(t *testing.T) {
 	}
 	d, scale := maxDiff(gq, gf)
 	t.Logf("loss %g vs %g; adapter gradients: max |Δ| %g, largest %g", rq.Loss, rf.Loss, d, scale)
-	if d > 1e-4*scale {
+	if d > 1e-3*scale {
 		t.Fatalf("adapter gradients differ by %g (largest %g)", d, scale)
 	}
-	aq, af := ad.Clone(), ad.Clone()
-	for _, p := range []struct {
-		m *Model
-		a *Adapter
-	}{{qm, aq}, {fm, af}} {
-		tr, err := NewTrainer(p.m, p.a, TrainConfig{LR: 1e-3})
+	var norms []float64
+	for _, m := range []*Model{qm, fm} {
+		tr, err := NewTrainer(m, ad.Clone(), TrainConfig{LR: 1e-3})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tr.Step(b); err != nil {
+		st, err := tr.Step(b)
+		if err != nil {
 			t.Fatal(err)
 		}
+		norms = append(norms, st.GradNorm)
 	}
-	if d, _ := maxDiff(aq.Params, af.Params); d > 1e-5 {
-		t.Fatalf("adapters after one step differ by %g", d)
+	if math.Abs(norms[0]-norms[1]) > 1e-3*norms[1] {
+		t.Fatalf("gradient norm %g on the quantized base, %g on float32", norms[0], norms[1])
 	}
 }
 

@@ -139,7 +139,7 @@ func (t *Trainer) Accumulate(b *Batch) (LossResult, error) {
 	if err := t.Model.check(b, t.Adapter, true); err != nil {
 		return LossResult{}, err
 	}
-	t.Model.forward(&t.a, b, t.Adapter, false)
+	t.Model.forward(&t.a, b, t.Adapter, false, true)
 	res := t.Model.loss(&t.a, b)
 	t.Model.backward(&t.a, b, t.Adapter, t.gw, t.lg)
 	t.pending.Loss += res.Loss

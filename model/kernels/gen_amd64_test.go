@@ -18,7 +18,7 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go run internal/gen: %v\n%s", err, out)
 	}
-	for _, f := range []string{"kernels_amd64.s", "stubs_amd64.go", "quant_amd64.s"} {
+	for _, f := range []string{"kernels_amd64.s", "stubs_amd64.go", "quant_amd64.s", "vnni_amd64.s"} {
 		want, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)

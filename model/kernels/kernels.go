@@ -45,6 +45,9 @@ type impl struct {
 	// j0 and j1 are multiples of qnnAlign for qnn. nil: dequantized tiles and mm.
 	qnt func(c, a []float32, w *QMatrix, m int, acc bool, j0, j1 int)
 	qnn func(c, a []float32, w *QMatrix, m int, acc bool, j0, j1 int)
+	// qgemm16 is MatMulQInt's kernel for many rows (quant_int.go: qgemm16Generic's contract);
+	// nil: MatMulQInt runs MatMulQ's integer paths.
+	qgemm16 func(mr, nblk int, a []int16, lda int, ds []float32, ldds int, b []uint32, sb, mb, c []float32, ldc int, load bool)
 }
 
 var portable = &impl{name: "portable", mm: genericMM, dot: dotGeneric, axpy: axpyGeneric, scale: scaleGeneric,

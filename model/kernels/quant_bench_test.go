@@ -118,7 +118,8 @@ func BenchmarkMatMulQAct(b *testing.B) {
 }
 
 // BenchmarkMatMulQTrain measures the products of LoRA training on a quantized base at one
-// thread: 1,024 rows (4 × 256 tokens) against SmolLM2's MLP shapes, the forward MatMulQ and
+// thread: 1,024 rows (4 × 256 tokens) against SmolLM2's MLP shapes: the forward MatMulQ
+// (dequantized panels, float32 GEMM) and MatMulQInt (int16 activations, integer kernels), and
 // the input gradient MatMulQNN.
 func BenchmarkMatMulQTrain(b *testing.B) {
 	defer SetThreads(Threads())
@@ -126,16 +127,19 @@ func BenchmarkMatMulQTrain(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const m = 1024
 	for _, sh := range []struct{ n, k int }{{1536, 576}, {576, 1536}} {
-		for _, op := range []string{"Q", "QNN"} {
+		for _, op := range []string{"Q", "QInt", "QNN"} {
 			b.Run(fmt.Sprintf("op=%s/type=Q4_1/m=%d/n=%d/k=%d", op, m, sh.n, sh.k), func(b *testing.B) {
 				w := randQMatrix(r, Q4_1, sh.n, sh.k)
 				a := randSlice(r, m*max(sh.k, sh.n))
 				c := make([]float32, m*max(sh.k, sh.n))
 				cpu0 := cputime.Seconds()
 				for b.Loop() {
-					if op == "Q" {
+					switch op {
+					case "Q":
 						MatMulQ(c, a, w, m, false)
-					} else {
+					case "QInt":
+						MatMulQInt(c, a, w, m, false)
+					default:
 						MatMulQNN(c, a, w, m, false)
 					}
 				}

@@ -100,6 +100,9 @@ func (s *simd) impl(name string) *impl {
 		}
 		im.quantAct, im.quantAct16 = quantActAVX2, quantAct16AVX2Row
 		im.qnt = s.qnt
+		if name == "avx512" && vnniOK() {
+			im.qgemm16 = qgemm16VNNI
+		}
 		if s.nvMax*s.lanes%QBlock == 0 {
 			im.qnn = s.qnn
 		}

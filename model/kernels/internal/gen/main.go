@@ -1,6 +1,6 @@
-// Command gen writes the Go assembly of package kernels (kernels_amd64.s and the quantized
-// kernels, quant_amd64.s) and the float32 kernels' Go declarations (stubs_amd64.go). Run
-// from model/kernels (or use go generate there):
+// Command gen writes the Go assembly of package kernels (kernels_amd64.s, the quantized
+// kernels, quant_amd64.s, and the integer GEMM on AVX-512 VNNI, vnni_amd64.s) and the float32
+// kernels' Go declarations (stubs_amd64.go). Run from model/kernels (or use go generate there):
 //
 //	go run ./internal/gen [-out dir]
 //
@@ -93,6 +93,9 @@ func main() {
 		log.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(*out, "quant_amd64.s"), quantKernels(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(*out, "vnni_amd64.s"), vnniKernels(), 0o644); err != nil {
 		log.Fatal(err)
 	}
 	src, err := format.Source(g.Bytes())
