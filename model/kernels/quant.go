@@ -783,6 +783,9 @@ func mulQInt(im *impl, c []float32, act *q8Act, wide bool, w *QMatrix, m int, ac
 // dequantized (exactly, as DequantizeRows) block by block into the float32 GEMM's packed panels
 // (AVX-512; elsewhere into tiles that the float32 products then read). c must not overlap a.
 // Safe for concurrent use.
+// qnnAlign is the column alignment of impl.qnn's ranges: whole blocks.
+const qnnAlign = QBlock
+
 func MatMulQNN(c, a []float32, w *QMatrix, m int, acc bool) {
 	k, n := w.Cols, w.Rows
 	checkQ("MatMulQNN", c, a, w, m, n, k) // a is [m×n], c is [m×k]

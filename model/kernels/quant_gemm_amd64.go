@@ -88,9 +88,6 @@ func (s *simd) qnt(c, a []float32, w *QMatrix, m int, acc bool, j0, j1 int) {
 	}
 }
 
-// qnnAlign is the column alignment of qnn's ranges: whole blocks.
-const qnnAlign = QBlock
-
 // qnn computes C[:, j0:j1] = A·W[:, j0:j1] (+= when acc) for A [m×n], W [n×k] quantized,
 // C [m×k]: MatMulQNN. A packed block of W (kcBlock of its rows × ncBlock of its columns) is its rows'
 // blocks dequantized straight into the panels (NR, a multiple of 32 wide); A is read in
