@@ -57,6 +57,8 @@ type docInfo struct {
 	toks []tok
 	lang string
 	vals []value
+	// exprs: the arithmetic written in the text (findExprs).
+	exprs []expr
 	// words: the number of word tokens; wrongSent: the sentences with a
 	// "wrong" word (filled by stats).
 	words     int
@@ -535,11 +537,17 @@ var (
 		"minus": true, "smaller": true, "fewer": true, "knocked": true, "reduced": true, "dropped": true, "sooner": true,
 		"weniger": true, "niedriger": true, "kurzer": true, "fruher": true, "billiger": true, "gunstiger": true, "kleiner": true,
 		"menos": true, "menor": true, "antes": true, "temprano": true, "barato": true, "moins": true, "meno": true,
-		"prima": true, "presto": true, "cedo": true, "minder": true, "eerder": true, "vroeger": true, "goedkoper": true, "lager": true}
+		"prima": true, "presto": true, "cedo": true, "minder": true, "eerder": true, "vroeger": true, "goedkoper": true, "lager": true,
+		"discount": true, "rabatt": true, "korting": true, "descuento": true, "remise": true, "reduction": true, "sconto": true, "desconto": true}
 	factorWords = map[string]float64{"double": 2, "twice": 2, "doubled": 2, "triple": 3, "tripled": 3, "thrice": 3, "half": 0.5, "halved": 0.5,
 		"doppelt": 2, "doppelte": 2, "doppelten": 2, "halb": 0.5, "halfte": 0.5, "dreifach": 3, "doble": 2, "mitad": 0.5,
 		"moitie": 0.5, "doppio": 2, "meta": 0.5, "dobro": 2, "metade": 0.5, "dubbele": 2, "dubbel": 2, "helft": 0.5,
-		"zweimal": 2, "dreimal": 3}
+		"zweimal": 2, "dreimal": 3,
+		"quarter": 0.25, "third": 1.0 / 3, "quadruple": 4, "quadrupled": 4, "halve": 0.5, "drittel": 1.0 / 3, "viertel": 0.25,
+		"verdoppelt": 2, "verdreifacht": 3, "halbiert": 0.5, "vierfach": 4, "triplo": 3, "tripla": 3, "triplicado": 3,
+		"tercio": 1.0 / 3, "cuarta": 0.25, "duplicado": 2, "doblado": 2, "tiers": 1.0 / 3, "quart": 0.25, "terzo": 1.0 / 3,
+		"doppia": 2, "raddoppiato": 2, "triplicato": 3, "terco": 1.0 / 3, "dobrado": 2, "dupla": 2, "derde": 1.0 / 3, "kwart": 0.25,
+		"verdubbeld": 2, "driedubbel": 3, "driedubbele": 3, "verdrievoudigd": 3, "gehalveerd": 0.5}
 	timesWords = map[string]bool{"times": true, "mal": true, "veces": true, "fois": true, "volte": true, "vezes": true, "keer": true, "x": true}
 	bothWords  = map[string]bool{"both": true, "beide": true, "beiden": true, "ambos": true, "ambas": true, "deux": true, "entrambi": true, "entrambe": true, "allebei": true}
 	endWords   = map[string]bool{"close": true, "closes": true, "closing": true, "closed": true, "until": true, "till": true, "ends": true, "end": true, "finishes": true, "shuts": true, "stays": true, "stay": true,
@@ -759,7 +767,9 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 			}
 		}
 	}
-	for _, lo := range computed(c, ai, add) {
+	operands := computed(c, ai, add)
+	operands = append(operands, exprCandidates(c, ai, add)...)
+	for _, lo := range operands {
 		for _, k := range order {
 			cd := byCanon[k]
 			if cd.src > srcRangeEnd {
@@ -976,9 +986,90 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 			}
 		}
 	}
+	// what the comment says after a candidate: a retraction ("oh wait",
+	// "my bad"; a ranker feature) or, in a later sentence, the answer's own
+	// value restated with approval ("30 Tage stimmt"): then the candidate
+	// was taken back and is dropped (GUIDE.md: the final position counts)
+	var retractAt, ansAt []int
+	approve := map[int]bool{}  // sentences with an approving or retracting word
+	objected := map[int]bool{} // sentences with a negation or "wrong"
+	for i := 0; i < len(c.toks); {
+		cl, n := lexMatch(c.toks, i)
+		if n == 0 {
+			i++
+			continue
+		}
+		if cl&lRetract != 0 {
+			retractAt = append(retractAt, i)
+		}
+		if cl&(lRight|lPos|lRetract|lAck) != 0 {
+			approve[c.toks[i].sent] = true
+		}
+		if cl&(lNegator|lWrong|lDoubt) != 0 {
+			objected[c.toks[i].sent] = true
+		}
+		i += n
+	}
+	// the answer's value restated with approval: "30 Tage stimmt",
+	// "391 it is, sorry", "Adults 206. Good."
+	approved := func(at int) bool {
+		s := c.toks[at].sent
+		return !objected[s] && (approve[s] || approve[s+1] && !objected[s+1])
+	}
+	for _, v := range c.vals {
+		for _, a := range ai.vals {
+			if !compatible(v, a) {
+				continue
+			}
+			for _, cv := range coerce(v, a) {
+				if sameValue(cv, a) && approved(v.lo) {
+					ansAt = append(ansAt, v.lo)
+				}
+			}
+		}
+	}
+	for _, e := range c.exprs {
+		v := e.exprValue()
+		if e.result >= 0 {
+			v = c.vals[e.result]
+		}
+		for _, a := range ai.vals {
+			if compatible(v, a) {
+				for _, cv := range coerce(v, a) {
+					if sameValue(cv, a) && approved(e.lo) {
+						ansAt = append(ansAt, e.lo)
+					}
+				}
+			}
+		}
+	}
+	after := func(cd *cand, at []int, laterSent bool) bool {
+		if len(cd.spans) == 0 {
+			return false
+		}
+		last := cd.spans[0]
+		for _, sp := range cd.spans {
+			last = max(last, sp)
+		}
+		for _, p := range at {
+			if p > last && (!laterSent || c.toks[p].sent > c.toks[last].sent) {
+				return true
+			}
+		}
+		return false
+	}
 	out := make([]*cand, 0, len(order))
 	for _, k := range order {
 		cd := byCanon[k]
+		if !cd.has("eqans") {
+			if after(cd, retractAt, false) {
+				cd.set("retract_after")
+			}
+			if after(cd, ansAt, true) {
+				cd.set("ans_after")
+				continue // the final position counts (GUIDE.md)
+			}
+		}
 		cd.setv("nvals", math.Min(float64(nvals), 6)/6)
 		out = append(out, cd)
 	}
@@ -1373,6 +1464,8 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 				continue
 			}
 			amt, aunit = v.a, ""
+		case vQuantity:
+			amt, aunit = v.a, "q:"+v.unit
 		default:
 			continue
 		}
@@ -1394,13 +1487,27 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 			}
 			if w == "plus" && c.lang == "fr" {
 				dir = 1
-				if k+1 < len(toks) && (toks[k+1].low == "tot" || toks[k+1].low == "tard") {
+				if k+1 < len(toks) && toks[k+1].low == "tard" {
 					cue = "later"
+				}
+				if k+1 < len(toks) && (toks[k+1].low == "tot" || toks[k+1].low == "court" || toks[k+1].low == "courte" || toks[k+1].low == "bas") {
+					dir, cue = -1, "earlier" // "plus tôt", "plus court"
 				}
 				break
 			}
+			if comparativeWords[w] && k+1 < len(toks) && toks[k+1].sent == toks[v.lo].sent {
+				// "plus tôt", "más barato", "più presto", "mais cedo", "meer dan"
+				if nx := toks[k+1].low; dirDown[nx] && !comparativeWords[nx] || nx == "tot" || nx == "court" || nx == "courte" || nx == "corto" || nx == "curto" || nx == "bas" || nx == "bajo" || nx == "basso" || nx == "baixo" {
+					dir, cue = -1, nx
+					break
+				}
+			}
 			if w == "mais" && c.lang != "pt" || w == "mas" && c.lang != "es" || w == "prima" && c.lang != "it" {
 				continue
+			}
+			if forgotWords[w] {
+				dir, cue = 1, "forgot"
+				break
 			}
 			if dirUp[w] {
 				dir = 1
@@ -1417,7 +1524,11 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 				break
 			}
 		}
-		// before the amount: "add two days", "up by $5", "went up by", "plus", "knocked a dollar off"
+		// before the amount: "add two days", "up by $5", "went up by", "plus", "knocked a dollar off";
+		// not "gone up to $5.99", "auf 5 € gestiegen": that amount is the new value
+		if dir == 0 && v.lo > 0 && targetWords[toks[v.lo-1].low] {
+			continue
+		}
 		if dir == 0 {
 			for k := v.lo - 1; k >= 0 && k >= v.lo-3 && toks[k].sent == toks[v.lo].sent; k-- {
 				w := toks[k].low
@@ -1432,6 +1543,10 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 				if w == "plus" && k == v.lo-1 || w == "+" || w == "up" || w == "increased" || w == "raised" {
 					dir = 1
 					cue = w
+					break
+				}
+				if forgotWords[w] {
+					dir, cue = 1, "forgot"
 					break
 				}
 				if w == "minus" || w == "down" || w == "knocked" || w == "reduced" || w == "dropped" || w == "cut" {
@@ -1476,6 +1591,27 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 				r.a = math.Round((a.a+d*amt)*100) / 100
 				if r.a > 0 {
 					add(r, srcComputed, v.lo, v.hi, append(base, "amt:"+aunit)...)
+				}
+			case aunit == "percent" && (a.kind == vMoney || a.kind == vNumber || a.kind == vQuantity || a.kind == vDuration):
+				// "20% more", "10% off", "15 % günstiger"
+				r := a
+				r.a = a.a * (1 + d*amt/100)
+				if a.kind == vMoney {
+					r.a = math.Round(r.a*100) / 100
+				} else {
+					r.a = math.Round(r.a*1000) / 1000
+				}
+				if r.a > 0 && (a.kind != vDuration || r.a == math.Floor(r.a)) {
+					add(r, srcComputed, v.lo, v.hi, append(base, "amt:pctof")...)
+				}
+			case a.kind == vQuantity && strings.HasPrefix(aunit, "q:"):
+				if aunit[2:] != a.unit {
+					continue
+				}
+				r := a
+				r.a = a.a + d*amt
+				if r.a > 0 {
+					add(r, srcComputed, v.lo, v.hi, append(base, "amt:q")...)
 				}
 			case a.kind == vPercent && (aunit == "percent" || aunit == ""):
 				r := a
@@ -1523,6 +1659,13 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 				r := a
 				r.y, r.m, r.d = addDays(a.y, a.m, a.d, int(d*n))
 				add(r, srcComputed, v.lo, v.hi, base...)
+			case a.kind == vDuration && aunit != "" && durFactor(aunit, a.unit) > 0 && !sameDurUnit(aunit, a.unit):
+				// "two weeks longer" than 30 days: 44 days
+				r := a
+				r.a = a.a + d*amt*durFactor(aunit, a.unit)
+				if r.a > 0 && r.a == math.Floor(r.a) {
+					add(r, srcComputed, v.lo, v.hi, append(base, "amt:conv")...)
+				}
 			case (a.kind == vDuration || a.kind == vDurRange) && (aunit == "" || sameDurUnit(aunit, a.unit)):
 				if a.kind == vDuration {
 					r := a
@@ -1558,6 +1701,30 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 	// "off by N" has no direction and is left to the stated candidates
 	return operands
 }
+
+// durFactor is how many of unit to one from (0 when they do not convert
+// exactly: months and years in days).
+func durFactor(from, to string) float64 {
+	m := map[string]float64{"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
+	a, b := m[from], m[to]
+	if a == 0 || b == 0 || a < b {
+		return 0
+	}
+	return a / b
+}
+
+// targetWords introduce the value a change arrives at ("up to $5.99").
+var targetWords = map[string]bool{"to": true, "auf": true, "naar": true, "a": true, "para": true, "jusqu'a": true}
+
+// comparativeWords make a comparative of the next word ("plus tôt",
+// "más barato", "più presto", "mais cedo").
+var comparativeWords = map[string]bool{"plus": true, "mas": true, "piu": true, "mais": true, "more": true}
+
+// forgotWords: an amount the answer left out ("you forgot the $5
+// shipping", "die 5 € Versand vergessen").
+var forgotWords = map[string]bool{"forgot": true, "forgotten": true, "forgetting": true, "vergessen": true, "olvidaste": true, "olvidado": true,
+	"olvidas": true, "oublie": true, "oublies": true, "dimenticato": true, "dimenticati": true, "dimentichi": true, "esqueceu": true,
+	"esqueceste": true, "esquecido": true, "vergeten": true}
 
 func sameDurUnit(a, b string) bool {
 	norm := func(u string) string {
@@ -1616,4 +1783,41 @@ func sortCands(cs []*cand, score []float64) {
 	for k, i := range idx {
 		cs[k], score[k] = tmp[i], tmps[i]
 	}
+}
+
+// exprCandidates adds the results of the comment's own arithmetic: the
+// value it states as the result ("17 × 23 = 391") is marked, and an
+// expression without a stated result adds its value, typed by the
+// answer's values like a stated number. It returns the operands' first
+// tokens.
+func exprCandidates(c docInfo, ai answerInfo, add func(value, csource, int, int, ...string) *cand) (operands []int) {
+	for _, e := range c.exprs {
+		operands = append(operands, e.operands...)
+		if e.result >= 0 {
+			r := c.vals[e.result]
+			cd := add(r, srcStated, r.lo, r.hi, "exprres")
+			if cd != nil && math.Abs(r.a-e.exprValue().a) < 0.005 {
+				cd.set("exprres_ok")
+			}
+			continue
+		}
+		v := e.exprValue()
+		matched := false
+		for si, a := range ai.vals {
+			if !compatible(v, a) || a.kind == vTime || a.kind == vTimeRange || a.kind == vDate || a.kind == vNumRange || e.pctOf && a.kind == vPercent {
+				continue
+			}
+			for _, cv := range coerce(v, a) {
+				if cv.kind == vTimeRange || cv.kind == vDayRange || cv.kind == vDurRange {
+					continue
+				}
+				matched = true
+				add(cv, srcComputed, e.lo, e.hi, "op:expr", "slot:"+a.kind.String(), "slotidx:"+itoa(min(si, 3)))
+			}
+		}
+		if !matched {
+			add(v, srcComputed, e.lo, e.hi, "op:expr", "noslot")
+		}
+	}
+	return operands
 }

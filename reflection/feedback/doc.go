@@ -29,13 +29,17 @@
 //   - the candidate generator (candidates.go) reads the comment's values
 //     against the answer's: typed by them ("45" under "20 minutes"), one end
 //     of a range replaced, a unit swapped, computed ("double that", "an
-//     hour earlier", "you forgot the 8% tax"), a yes/no answer reversed, or
-//     a name;
+//     hour earlier", "a quarter of that", "25% cheaper", "you forgot the 8%
+//     tax"), worked out in the comment itself (arith.go: "17 × 23 = 391",
+//     "25 por 4 son 100"), a yes/no answer reversed, or a name; a value
+//     the comment takes back by restating the answer's with approval is
+//     dropped;
 //   - a multinomial logistic regression over word and character n-grams,
 //     multilingual lexicon classes with negation (lang.go) and rule
 //     features (features.go) gives the polarity; a logistic ranker scores
 //     the candidates, P(correction) = sqrt(P(negative)) · P(candidate |
-//     negative); a logistic calibrator turns both into the confidence.
+//     negative); a logistic calibrator turns both (and the share of the
+//     comment's words the model has no weight for) into the confidence.
 //     Their weights (testdata/model.json, embedded) are trained and their
 //     thresholds chosen by 5-fold cross-validation on the general set
 //     (testdata/general/train.jsonl and heldout.jsonl) and the older

@@ -15,7 +15,7 @@ import (
 // lexicons and trained weights (testdata/model.json). Bump it whenever
 // any of them changes, so that re-interpretation of history can be told
 // apart.
-const EmbeddedVersion = "embedded-5"
+const EmbeddedVersion = "embedded-6"
 
 // MaxTextBytes bounds the feedback text an interpreter reads. Longer text is
 // not interpreted (low-confidence neutral, Note "too-large").
@@ -28,7 +28,7 @@ const MaxTextBytes = 64 << 10
 // it) are fully right (polarity sign and correction) at least
 // uncertainTargetAccuracy of the time; TestTrainModel checks that the
 // committed model agrees with it.
-const UncertainBelow = 0.90
+const UncertainBelow = 0.88
 
 // uncertainTargetAccuracy is the accuracy the kept interpretations must
 // reach in cross-validation when UncertainBelow is chosen.
@@ -114,6 +114,7 @@ func analyze(in Input) analysis {
 	ctx := a.ans.ctx
 	ctx.lang = lang
 	a.doc = docInfo{text: in.Text, toks: toks, lang: lang, vals: parseValues(toks, ctx)}
+	a.doc.exprs = findExprs(toks, a.doc.vals, lang)
 	a.doc.stats()
 	a.cands = genCandidates(a.doc, a.ans)
 	a.pf = polarityFeatures(a.doc, a.ans, a.cands, a.ta)
@@ -150,7 +151,7 @@ func (m *model) decide(a analysis) decision {
 		d.correction = a.cands[d.bestIdx].canon
 		d.class = -1 // a stated right answer means the answer was wrong
 	}
-	d.confidence = calibrate(m.calib, calibFeatures(d.probs[d.class+1], d.emitted, d.best, d.bestIdx >= 0))
+	d.confidence = calibrate(m.calib, calibFeatures(d.probs[d.class+1], d.emitted, d.best, d.bestIdx >= 0, novelty(m.pol, a.pf)))
 	return d
 }
 

@@ -275,6 +275,34 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 		}
 	}
 	cj("newname", newName)
+	// the comment's own arithmetic: its result is the answer's value (a
+	// worked confirmation, often after an objection) or another one
+	exprEq, exprDiff := false, false
+	for _, e := range d.exprs {
+		v := e.exprValue()
+		if e.result >= 0 {
+			v = d.vals[e.result]
+		}
+		st := ""
+		for _, a := range ai.vals {
+			if !compatible(v, a) {
+				continue
+			}
+			if st == "" {
+				st = "diff"
+			}
+			for _, cv := range coerce(v, a) {
+				if sameValue(cv, a) {
+					st = "eq"
+				}
+			}
+		}
+		exprEq = exprEq || st == "eq"
+		exprDiff = exprDiff || st == "diff"
+	}
+	cj("expr_eq", exprEq)
+	cj("expr_diff", exprDiff)
+	cj("expr_eq_last", exprEq && !exprDiff && lastSent > 0)
 	// a negative question ("isn't it 45 minutes?", "¿no es Brasilia?",
 	// "niet 200?") with a new value implies the right one
 	negQ, newInQ := false, false

@@ -70,11 +70,13 @@ func TestSecondHeldOut(t *testing.T) {
 	}
 }
 
-// Floors on heldout2, slightly under what embedded-5 scores there
-// (polarity 0.903, correction F1 0.790 with P 0.842, R 0.744; ECE 0.077;
-// embedded-4: 0.879, 0.786, ECE 0.091), so that a regression fails. The
-// issue's targets are 0.92 and 0.85.
+// Floors on heldout2, slightly under what embedded-6 scores there
+// (polarity 0.903, correction F1 0.802 with P 0.845, R 0.763; ECE 0.069;
+// embedded-5: 0.903, 0.790, ECE 0.077; embedded-4: 0.879, 0.786, ECE
+// 0.091), so that a regression fails. The targets are 0.92 and
+// 0.85. HELDOUT2.md allows three evaluations in all and all three are
+// recorded in RESULTS.md: a later interpreter is measured on a new set.
 const (
 	heldOut2PolarityFloor = 0.89
-	heldOut2F1Floor       = 0.775
+	heldOut2F1Floor       = 0.79
 )

@@ -376,6 +376,33 @@ func init() {
 	addLex(lNeg|lTone, "unfreundlich, seco, seca, secco, secca, sec, seche, brusque, bruto, grosseiro, grossolano, bot, kortaf, chagrin")
 	addLex(lDoubt, "optimistic, too good to be true, where does that come from, where did you get that, source?, says who, unlikely, doubt it, zu optimistisch, demasiado optimista, trop optimiste, troppo ottimista, otimista demais, te optimistisch")
 	addLex(lPolicy, "troppi, troppe, demasiados, demasiadas, zu viel, te veel, trop cher, demais, excessive, steep")
+	addLex(lRetract,
+		"oops, whoops, nvm, disregard, disregard that, ignore my comment, ignore my last, i take it back, take that back, i take that back, my apologies, apologies, misread, i misremembered, on second thought, on second thoughts, hang on, hold on, you were right, it was right, checked again, double-checked, rechecked, i stand corrected, my mistake sorry, false alarm, no wait",
+		"ups, hoppla, nehme alles zuruck, ich nehme das zuruck, nehme es zuruck, entschuldigung, mein irrtum, falscher alarm, verlesen, verguckt, stimmt ja, doch richtig, hast recht, haben recht, war richtig, vergessen sie das, vergiss das, warte",
+		"ups, uy, disculpa, disculpe, error mio, lo retiro, retiro lo dicho, lei mal, falsa alarma, tenias razon, tenia razon, ya lo vi, olvida lo que dije, olvide lo que dije, me confundi",
+		"oups, autant pour moi, au temps pour moi, je retire, je retire ce que j'ai dit, j'ai mal lu, fausse alerte, oubliez, oublie ca, vous aviez raison, tu avais raison, excusez-moi, je me suis trompe, je me suis trompee, c'est bien ca",
+		"ops, chiedo scusa, colpa mia, mi correggo, ho letto male, falso allarme, lascia perdere, avevi ragione, aveva ragione, ritiro, mi sono confuso, mi sono confusa, non ci avevo fatto caso",
+		"opa, foi mal, li errado, li mal, alarme falso, esquece, esqueca, voce tinha razao, tinha razao, retiro o que disse, me confundi, perdao",
+		"oeps, mijn excuses, excuses, verkeerd gelezen, vals alarm, vergeet het, vergeet wat ik zei, je had gelijk, u had gelijk, toch goed, ik vergis me, ik had het mis, sorry hoor",
+	)
+	addLex(lOther,
+		"parking, car park, opening ceremony, podcast, instagram, facebook, twitter, tiktok, youtube, ad, ads, advert, advertisement, commercial, colours, colors, colour, color, wallpaper, music, song, playlist, weather today, traffic, bus, train ride, office, neighbour, neighbor, boss, colleague, friend, friends, sister, brother, baby, puppy, kitten, garden, birthday party, wedding, match, concert, movie, film, series, book, novel, joke, jokes, poem, your name, favourite, favorite, hobby, hobbies, sleep, tired, hungry, goodnight, good night, mascot, uniform, packaging, box design, jingle, slogan, chatbot avatar, avatar, emoji",
+		"parkplatz, werbung, farben, musik, lied, verkehr, buro, nachbar, chef, kollege, freund, freunde, schwester, bruder, baby, garten, hochzeit, konzert, film, serie, buch, witz, lieblings, hobby, mude, hunger, gute nacht, verpackung, maskottchen",
+		"aparcamiento, publicidad, anuncio, colores, musica, cancion, trafico, oficina, vecino, jefe, companero, amigo, amigos, hermana, hermano, bebe, jardin, boda, concierto, pelicula, serie, libro, chiste, favorito, cansado, hambre, buenas noches, embalaje, mascota",
+		"parking, publicite, pub, couleurs, musique, chanson, trafic, bureau, voisin, patron, collegue, ami, amis, soeur, frere, bebe, jardin, mariage, concert, film, serie, livre, blague, prefere, fatigue, faim, bonne nuit, emballage, mascotte",
+		"parcheggio, pubblicita, colori, musica, canzone, traffico, ufficio, vicino di casa, capo, collega, amico, amici, sorella, fratello, bambino, giardino, matrimonio, concerto, film, serie, libro, barzelletta, preferito, stanco, fame, buonanotte, imballaggio, mascotte",
+		"estacionamento, publicidade, anuncio, cores, musica, cancao, transito, escritorio, vizinho, chefe, colega, amigo, amigos, irma, irmao, bebe, jardim, casamento, show, filme, serie, livro, piada, favorito, cansado, fome, boa noite, embalagem, mascote",
+		"parkeren, reclame, kleuren, muziek, liedje, verkeer, kantoor, buurman, buurvrouw, baas, collega, vriend, vrienden, zus, broer, baby, tuin, bruiloft, concert, film, serie, boek, grap, favoriet, moe, honger, welterusten, verpakking, mascotte",
+	)
+	addLex(lPolicy,
+		"overpriced, too expensive, unreasonable, a shame, what a shame, disappointing policy, wish you, wish it, i wish, should be longer, should be free, not fair, bit much, a bit much, hard to believe, silly rule, annoying rule, inconvenient, frustrating policy, poor policy",
+		"zu teuer, teuer, ungerecht, unfair, schade, argerlich, nervig, unpraktisch, happig, wucher, frech, knauserig, geizig",
+		"caro, carisimo, demasiado caro, injusto, una pena, que pena, lastima, que lastima, molesto, abusivo, un abuso, poco practico",
+		"cher, trop cher, injuste, dommage, quel dommage, c'est dommage, agacant, penible, abusif, pas pratique, radin",
+		"caro, troppo caro, ingiusto, peccato, che peccato, fastidioso, scomodo, esagerato, assurdo",
+		"caro, muito caro, injusto, pena, que pena, uma pena, chato, abusivo, pouco pratico, absurdo",
+		"duur, te duur, oneerlijk, jammer, wat jammer, vervelend, onhandig, belachelijk, gierig, krenterig",
+	)
 	addLex(lNotFault, "but ok, but okay, but fine, ma ok, ma va bene, mais bon, mais d'accord, aber ok, aber gut, pero bueno, pero vale, mas tudo bem, mas ok, maar goed, maar oke")
 	addLex(lAlso, "also, too, as well, same, auch, ebenfalls, genauso, tambien, igual, aussi, pareil, egalement, anche, pure, uguale, tambem, igual, ook, eveneens, hetzelfde")
 	addLex(lSarc, "that's why, thats why, must be why, which is why, so that's why, deshalb, darum, deswegen, por eso, por isso, c'est pour ca, voila pourquoi, ecco perche, per questo, daarom, dus daarom")

@@ -180,13 +180,33 @@ func rankScore(w map[string]float64, f features) float64 {
 }
 
 // nCalib is the number of calibrator inputs.
-const nCalib = 6
+const nCalib = 7
+
+// novelty is the share of a comment's words (the "w:" features) that the
+// polarity classifier has no weight for: a comment unlike the training
+// comments gets a lower confidence.
+func novelty(w map[string][3]float64, f features) float64 {
+	n, unknown := 0, 0
+	for k := range f {
+		if len(k) > 2 && k[0] == 'w' && k[1] == ':' && !strings.Contains(k, "|") {
+			n++
+			if _, ok := w[k]; !ok {
+				unknown++
+			}
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(unknown) / float64(n)
+}
 
 // calibFeatures: the inputs of the confidence calibrator, from the
 // polarity probabilities of the chosen class, whether a correction was
-// emitted and the ranker's best probability.
-func calibFeatures(pmax float64, emitted bool, best float64, hasCand bool) [nCalib]float64 {
+// emitted, the ranker's best probability and the comment's novelty.
+func calibFeatures(pmax float64, emitted bool, best float64, hasCand bool, nov float64) [nCalib]float64 {
 	var x [nCalib]float64
+	x[6] = nov
 	x[0] = 1
 	x[1] = logit(pmax)
 	if emitted {

@@ -25,6 +25,15 @@ type trainOpts struct {
 	MinDF     int     // a feature must occur in this many training comments
 	AuxWeight float64 // weight of the older in-sample sets (no answers)
 	Folds     int
+	// RankAll trains the ranker on the candidates of every comment (a
+	// candidate of a non-negative comment is not its correction), not
+	// only on the negative ones.
+	RankAll bool
+	// FoldByLang (development) makes each language other than English a
+	// fold of its own (English is split in two), so that the
+	// cross-validation measures how the model carries to a language it
+	// was not trained on; Folds must be 8.
+	FoldByLang bool
 }
 
 var defaultTrainOpts = trainOpts{PolL2: 1, StructL2: 0.1, RankL2: 1, CalL2: 0.01, MinDF: 2, AuxWeight: 0.2, Folds: 5}
@@ -48,6 +57,25 @@ func foldOf(id string, k int) int {
 	return int(h.Sum32() % uint32(k))
 }
 
+// langFold is the fold of a record under FoldByLang.
+func langFold(id, lang string) int {
+	switch lang {
+	case "de":
+		return 2
+	case "es":
+		return 3
+	case "fr":
+		return 4
+	case "it":
+		return 5
+	case "pt":
+		return 6
+	case "nl":
+		return 7
+	}
+	return foldOf(id, 2)
+}
+
 // loadTrainExamples analyses train.jsonl and the older in-sample sets.
 func loadTrainExamples(t testing.TB, o trainOpts) []*texample {
 	var exs []*texample
@@ -58,7 +86,11 @@ func loadTrainExamples(t testing.TB, o trainOpts) []*texample {
 			if r.Split != split {
 				t.Fatalf("%s: split %q in %s.jsonl", r.ID, r.Split, split)
 			}
-			exs = append(exs, &texample{id: r.ID, general: true, fold: foldOf(r.ID, o.Folds), w: 1, pol: r.Polarity,
+			fold := foldOf(r.ID, o.Folds)
+			if o.FoldByLang {
+				fold = langFold(r.ID, r.Lang)
+			}
+			exs = append(exs, &texample{id: r.ID, general: true, fold: fold, w: 1, pol: r.Polarity,
 				corr: NormalizeCorrection(r.Correction), kind: r.Kind, lang: r.Lang,
 				a: analyze(Input{Text: r.Text, AnswerText: r.Answer, PromptText: r.Question})})
 		}
@@ -66,7 +98,11 @@ func loadTrainExamples(t testing.TB, o trainOpts) []*texample {
 	for _, path := range []string{"testdata/labelled.jsonl", "testdata/heldout.jsonl"} {
 		for i, l := range loadSet(t, path) {
 			id := fmt.Sprintf("%s#%d", path, i)
-			exs = append(exs, &texample{id: id, fold: foldOf(id, o.Folds), w: o.AuxWeight, pol: l.Polarity,
+			fold := foldOf(id, o.Folds)
+			if o.FoldByLang {
+				fold = langFold(id, "en")
+			}
+			exs = append(exs, &texample{id: id, fold: fold, w: o.AuxWeight, pol: l.Polarity,
 				corr: NormalizeCorrection(l.Correction), kind: "legacy", lang: "en", a: analyze(Input{Text: l.Text})})
 		}
 	}
@@ -269,7 +305,7 @@ func trainRanker(exs []*texample, probs [][3]float64, sel func(*texample) bool, 
 	var fs []features
 	var y, w []float64
 	for n, e := range exs {
-		if !sel(e) || e.pol != -1 {
+		if !sel(e) || e.pol != -1 && !o.RankAll {
 			continue // P(candidate | negative comment)
 		}
 		for _, c := range e.a.cands {
@@ -349,11 +385,13 @@ type cvReport struct {
 func trainAll(exs []*texample, o trainOpts) (modelFile, cvReport) {
 	K := o.Folds
 	oofP := make([][3]float64, len(exs))
+	oofNov := make([]float64, len(exs))
 	for k := 0; k < K; k++ {
 		pol := trainPolarity(exs, func(e *texample) bool { return e.fold != k }, o)
 		for n, e := range exs {
 			if e.fold == k {
 				oofP[n] = polarityProbs(pol, e.a.pf)
+				oofNov[n] = novelty(pol, e.a.pf)
 			}
 		}
 	}
@@ -430,7 +468,7 @@ func trainAll(exs []*texample, o trainOpts) (modelFile, cvReport) {
 	for i, e := range exs {
 		d := decideAt(i, bestEmit)
 		sc := score(d, e.pol, e.corr)
-		cx = append(cx, calibFeatures(sc.pmax, d.emitted, d.best, d.bestIdx >= 0))
+		cx = append(cx, calibFeatures(sc.pmax, d.emitted, d.best, d.bestIdx >= 0, oofNov[i]))
 		y := 0.0
 		if sc.polOK && sc.corrOK {
 			y = 1
@@ -718,7 +756,8 @@ func TestDevCV(t *testing.T) {
 		}
 	}
 	if *devFlag == "cvmiss" {
-		recs := loadGeneral(t, "testdata/general/train.jsonl")
+		// the general examples, in the order loadTrainExamples reads them
+		recs := append(loadGeneral(t, "testdata/general/train.jsonl"), loadGeneral(t, "testdata/general/heldout.jsonl")...)
 		for i, e := range gen {
 			o := rep.outcomes[i]
 			if o.polOK && o.corrOK {

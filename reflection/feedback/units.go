@@ -218,9 +218,9 @@ func init() {
 		17: "seventeen, siebzehn, diecisiete, dix-sept, diciassette, dezessete, dezassete, zeventien",
 		18: "eighteen, achtzehn, dieciocho, dix-huit, diciotto, dezoito, achttien",
 		19: "nineteen, neunzehn, diecinueve, dix-neuf, diciannove, dezenove, dezanove, negentien",
-		20: "twenty, zwanzig, veinte, vingt, venti, vinte, twintig",
+		20: "twenty, zwanzig, veinte, vingt, vingts, venti, vinte, twintig",
 		30: "thirty, dreissig, dreißig, treinta, trente, trenta, trinta, dertig",
-		40: "forty, vierzig, cuarenta, quarante, quaranta, quarenta, veertig",
+		40: "forty, fourty, vierzig, cuarenta, quarante, quaranta, quarenta, veertig",
 		50: "fifty, funfzig, fünfzig, cincuenta, cinquante, cinquanta, cinquenta, vijftig",
 		60: "sixty, sechzig, sesenta, soixante, sessanta, sessenta, zestig",
 		70: "seventy, siebzig, setenta, soixante-dix, settanta, zeventig",
@@ -232,8 +232,13 @@ func init() {
 	}
 	set(3, 100, "hundred, hundert, cien, ciento, cent, cento, cem, honderd")
 	set(3, 200, "doscientos, doscientas, duzentos, duecento")
-	set(3, 300, "trescientos, trezentos, trecento")
+	set(3, 300, "trescientos, trescientas, trezentos, trecento")
+	set(3, 400, "cuatrocientos, cuatrocientas, quatrocentos, quattrocento")
 	set(3, 500, "quinientos, quinhentos, cinquecento")
+	set(3, 600, "seiscientos, seiscentos, seicento")
+	set(3, 700, "setecientos, setecentos, settecento")
+	set(3, 800, "ochocientos, oitocentos, ottocento")
+	set(3, 900, "novecientos, novecentos, novecento")
 	set(4, 1000, "thousand, tausend, mil, mille, mila, duizend, k, grand")
 	set(5, 1e6, "million, millions, millionen, millon, millones, milhao, milhoes, milione, milioni, miljoen")
 	set(6, 1, "a, an, ein, eine, einen, einem, una, une, um, uma, een")
@@ -511,4 +516,80 @@ func inflection(w, sp string) bool {
 		}
 	}
 	return false
+}
+
+// unitDeletes indexes the one-word unit spellings of four letters or
+// more by each string with one letter deleted, for misspelt units right
+// after a number ("minuts", "dyas", "hourss", "eruos").
+var unitDeletes = map[string]string{}
+
+func init() {
+	words := make([]string, 0, len(unitTable))
+	for w, es := range unitTable {
+		for _, e := range es {
+			if len(e.words) == 1 && len(w) >= 4 && isLetters(w) && e.u.kind != uTimeSuffix {
+				words = append(words, w)
+				break
+			}
+		}
+	}
+	sort.Strings(words)
+	for _, w := range words {
+		for i := 0; i < len(w); i++ {
+			if d := w[:i] + w[i+1:]; unitDeletes[d] == "" {
+				unitDeletes[d] = w
+			}
+		}
+	}
+}
+
+// unitFuzzyAt reads a unit spelling with one letter missing, one extra
+// or two swapped at toks[i] (a word of four letters or more that is not
+// a word of the lexicons, with the unit's first letter). Only the value
+// parser calls it, for the word right after a number.
+func unitFuzzyAt(toks []tok, i int) (unit, int) {
+	w := toks[i].low
+	if toks[i].kind != tWord || len(w) < 4 || !isLetters(w) {
+		return unit{}, 0
+	}
+	if _, ok := lexWords[w]; ok {
+		return unit{}, 0
+	}
+	if _, ok := langStop[w]; ok {
+		return unit{}, 0
+	}
+	if _, ok := numberWords[w]; ok {
+		return unit{}, 0
+	}
+	one := func(target string) (unit, int) {
+		if target == "" || target[0] != w[0] {
+			return unit{}, 0
+		}
+		for _, e := range unitTable[target] {
+			if len(e.words) == 1 {
+				return e.u, 1
+			}
+		}
+		return unit{}, 0
+	}
+	// a letter missing
+	if u, n := one(unitDeletes[w]); n > 0 {
+		return u, n
+	}
+	for k := 0; k < len(w); k++ {
+		d := w[:k] + w[k+1:]
+		// an extra letter
+		if len(d) >= 4 {
+			if u, n := one(d); n > 0 && isLetters(d) {
+				return u, n
+			}
+		}
+		// two letters swapped
+		if t := unitDeletes[d]; len(t) == len(w) && swapped(w, t) {
+			if u, n := one(t); n > 0 {
+				return u, n
+			}
+		}
+	}
+	return unit{}, 0
 }

@@ -288,6 +288,9 @@ func readNum(toks []tok, i int, lang string) (x float64, j int, flags vflag, ok 
 			break
 		}
 		nw, isNum := numberWords[w]
+		if !isNum && (w == "cents" || w == "centos") && seen && last == 1 && lang != "en" {
+			nw, isNum = nword{v: 100, role: 3}, true // "deux cents", "trois cents"
+		}
 		if !isNum {
 			if g, ok := glued(w); ok {
 				nw, isNum = nword{v: g, role: 2}, true
@@ -322,6 +325,18 @@ func readNum(toks []tok, i int, lang string) (x float64, j int, flags vflag, ok 
 			cur = 0
 			article = false
 		}
+		// French: "quatre-vingt(s)" 80, "soixante-dix" 70, "quatre-vingt-dix" 90
+		if seen && (w == "vingt" || w == "vingts") && last == 1 && math.Mod(cur, 100) == 4 {
+			cur += 76
+			last = 2
+			j++
+			continue
+		}
+		if seen && nw.role == 2 && nw.v >= 10 && nw.v < 20 && last == 2 && (math.Mod(cur, 100) == 60 || math.Mod(cur, 100) == 80) {
+			cur += nw.v
+			j++
+			continue
+		}
 		switch nw.role {
 		case 1, 2, 7:
 			if seen && last != 3 && last != 4 && last != 5 && !(last == 2 && nw.role == 1 && cur >= 20 && math.Mod(cur, 10) == 0) {
@@ -330,13 +345,13 @@ func readNum(toks []tok, i int, lang string) (x float64, j int, flags vflag, ok 
 			}
 			cur += nw.v
 		case 3:
-			if cur == 0 {
-				cur = 1
-			}
 			if nw.v == 100 {
+				if cur == 0 {
+					cur = 1
+				}
 				cur *= 100
 			} else {
-				cur += nw.v
+				cur += nw.v // "doscientos", "duzentos": the hundreds themselves
 			}
 		case 4, 5:
 			if !seen && w != "thousand" && w != "tausend" && w != "mille" && w != "mil" && w != "duizend" && w != "million" {
@@ -718,7 +733,11 @@ func parseAt(toks []tok, i int, ctx pctx) (value, bool) {
 		v.unit = "°" + toks[k].raw
 		return v, true
 	}
-	if u, n := unitAt(toks, k); n > 0 && toks[k].sent == toks[j-1].sent && !(fl&fArticle != 0 && !u.word) {
+	u, n := unitAt(toks, k)
+	if n == 0 && k < len(toks) && toks[k].sent == toks[j-1].sent {
+		u, n = unitFuzzyAt(toks, k)
+	}
+	if n > 0 && toks[k].sent == toks[j-1].sent && !(fl&fArticle != 0 && !u.word) {
 		if !toks[k].gap {
 			v.flags |= fGlued
 		}
