@@ -23,14 +23,42 @@ const heldOut2SHA256 = "f4d8163e0e6848d28e979b8a9a3a74f24502a8d90610835d7ef4f4bd
 //
 //	go test ./reflection/feedback -run TestSecondHeldOut -v
 func TestSecondHeldOut(t *testing.T) {
-	path := "testdata/general/heldout2.jsonl"
+	all, n := scoreFrozen(t, "testdata/general/heldout2.jsonl", heldOut2SHA256)
+	if all.n != n {
+		t.Fatalf("scored %d of %d records", all.n, n)
+	}
+	if all.pol() < heldOut2PolarityFloor {
+		t.Errorf("heldout2 polarity %.3f < floor %.3f", all.pol(), heldOut2PolarityFloor)
+	}
+	if _, _, f := all.prf(); f < heldOut2F1Floor {
+		t.Errorf("heldout2 correction F1 %.3f < floor %.3f", f, heldOut2F1Floor)
+	}
+}
+
+// Floors on heldout2, slightly under what embedded-6 scores there
+// (polarity 0.903, correction F1 0.802 with P 0.845, R 0.763; ECE 0.069;
+// embedded-5: 0.903, 0.790, ECE 0.077; embedded-4: 0.879, 0.786, ECE
+// 0.091), so that a regression fails. The issue's targets are 0.92 and
+// 0.85. HELDOUT2.md allows three evaluations in all and all three are
+// recorded in RESULTS.md: a later interpreter is measured on a new set.
+const (
+	heldOut2PolarityFloor = 0.89
+	heldOut2F1Floor       = 0.79
+)
+
+// scoreFrozen checks a frozen held-out set's digest, scores the embedded
+// interpreter on it and logs the report: overall, per kind and per
+// language with Wilson intervals, and the calibration. It returns the
+// overall scores and the number of records.
+func scoreFrozen(t *testing.T, path, digest string) (*setScores, int) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(b)
-	if got := hex.EncodeToString(sum[:]); got != heldOut2SHA256 {
-		t.Fatalf("%s has sha256 %s, the frozen set is %s (HELDOUT2.md)", path, got, heldOut2SHA256)
+	if got := hex.EncodeToString(sum[:]); got != digest {
+		t.Fatalf("%s has sha256 %s, the frozen set is %s", path, got, digest)
 	}
 	recs := loadGeneral(t, path)
 	outs := evalGeneral(t, NewEmbedded(), recs)
@@ -59,24 +87,5 @@ func TestSecondHeldOut(t *testing.T) {
 		}
 	}
 	t.Log("\n" + rep.String())
-	if all.n != len(recs) {
-		t.Fatalf("scored %d of %d records", all.n, len(recs))
-	}
-	if all.pol() < heldOut2PolarityFloor {
-		t.Errorf("heldout2 polarity %.3f < floor %.3f", all.pol(), heldOut2PolarityFloor)
-	}
-	if _, _, f := all.prf(); f < heldOut2F1Floor {
-		t.Errorf("heldout2 correction F1 %.3f < floor %.3f", f, heldOut2F1Floor)
-	}
+	return all, len(recs)
 }
-
-// Floors on heldout2, slightly under what embedded-6 scores there
-// (polarity 0.903, correction F1 0.802 with P 0.845, R 0.763; ECE 0.069;
-// embedded-5: 0.903, 0.790, ECE 0.077; embedded-4: 0.879, 0.786, ECE
-// 0.091), so that a regression fails. The issue's targets are 0.92 and
-// 0.85. HELDOUT2.md allows three evaluations in all and all three are
-// recorded in RESULTS.md: a later interpreter is measured on a new set.
-const (
-	heldOut2PolarityFloor = 0.89
-	heldOut2F1Floor       = 0.79
-)
