@@ -14,8 +14,10 @@ import (
 // EmbeddedConfig configures the embedded index.
 type EmbeddedConfig struct {
 	// ExactLimit is the number of points up to which a collection is
-	// searched by exact scan; beyond it an HNSW graph is built and kept.
-	// Default 20,000.
+	// searched by exact scan; beyond it an HNSW graph is built and kept
+	// (for a collection of more than 4,096 slots, built behind, on a
+	// goroutine: searches scan exactly until it is in use). Default
+	// 20,000.
 	ExactLimit int
 	// M and EfConstruction shape the HNSW graph (defaults 16 and 200);
 	// EfSearch is the search breadth (default 256, raised to k if smaller).
@@ -72,6 +74,8 @@ type collection struct {
 	// the collection.
 	postings map[string]map[string][]int32
 	graph    *hnsw
+	// building: buildGraphBehind is building graph.
+	building bool
 	cfg      EmbeddedConfig
 }
 
@@ -236,10 +240,52 @@ func (e *Embedded) Upsert(_ context.Context, collection string, pts []Point) err
 			c.graph.insert(slot)
 		}
 	}
-	if c.graph == nil && len(c.slots) > c.cfg.ExactLimit {
-		c.buildGraph()
+	if c.graph == nil && !c.building && len(c.slots) > c.cfg.ExactLimit {
+		if len(c.ids) <= syncGraphPoints {
+			c.buildGraph()
+		} else {
+			c.buildGraphBehind()
+		}
 	}
 	return nil
+}
+
+// syncGraphPoints bounds the collections whose graph Upsert builds in
+// place; a larger one's is built by buildGraphBehind.
+const syncGraphPoints = 4096
+
+// buildGraphBehind builds the graph of a large collection on a goroutine
+// of its own, from the slots there are now, and then, holding c.mu, adds
+// the slots upserted meanwhile and puts it in use. Until then searches
+// scan exactly. Built in place, under the write lock, the graph of the
+// default 20,000 points of 512 dimensions took seconds, during which
+// every search and upsert of the collection waited (reflection's typing
+// among them). The vectors of existing slots are never written, so the
+// goroutine reads them without the lock. Caller holds c.mu.
+func (c *collection) buildGraphBehind() {
+	c.building = true
+	n, dim := len(c.ids), c.schema.Dim
+	ids := slices.Clone(c.ids)
+	vecs := c.vecs[: n*dim : n*dim]
+	go func() {
+		g := newHNSW(c.cfg.M, c.cfg.EfConstruction, c.cfg.Seed, func(slot int32) []float32 {
+			return vecs[int(slot)*dim : int(slot+1)*dim]
+		})
+		for slot, id := range ids {
+			if id != "" {
+				g.insert(int32(slot))
+			}
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		g.vec = c.vec
+		for slot := n; slot < len(c.ids); slot++ {
+			if c.ids[slot] != "" {
+				g.insert(int32(slot))
+			}
+		}
+		c.graph, c.building = g, false
+	}()
 }
 
 // buildGraph indexes every live slot. Caller holds c.mu.
