@@ -52,7 +52,11 @@
 // AVX2; dequantized tiles on the portable path). MatMulQs runs several products of one input
 // and quantizes it once. internal/gen writes every quantized kernel variant from one template
 // (quant_amd64.s). MatMulQNN (dy·W, for LoRA training on a quantized base) dequantizes W's
-// blocks into the GEMM's packed panels as well (AVX-512; tiles elsewhere).
+// blocks into the GEMM's packed panels as well (AVX-512; tiles elsewhere). MatMulQInt keeps
+// any number of rows on the integer path (training's forward pass): with AVX-512 VNNI, W's
+// quants are widened to int16 in panels of 48 rows and a generated kernel (vnni_amd64.s)
+// multiplies 4 int16 activation rows at a time with VPDPWSSD, each block's integer sums scaled
+// by both blocks' d.
 //
 // Elementwise: ExpSum (softmax numerators and their sum) and SwiGLU run 8 lanes at a time on
 // AVX2 with the portable e^x's operations in its order, so the results are the portable ones
