@@ -298,6 +298,9 @@ func TestParseMetric(t *testing.T) {
 	if _, ok := parseMetric(strings.NewReader(text), "y_total"); ok {
 		t.Fatal("found a missing metric")
 	}
+	if v, ok := parseMetric(strings.NewReader(text), `x_total{a="b"}`); !ok || v != 7 {
+		t.Fatalf("labelled sample: %v %v", v, ok)
+	}
 }
 
 func FuzzParseMetric(f *testing.F) {
