@@ -10,7 +10,7 @@ run: build
 	@trap 'exit 0' INT; ./bin/citizen serve
 
 build:
-	$(GO) build -o bin/citizen ./services/citizen
+	$(GO) build -o bin/citizen ./cmd/citizen
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -84,7 +84,6 @@ Usage:
   citizen events replay                                      rebuild every projection from the store
   citizen events stats                                       counts per type, positions, streams
   citizen events repair [--yes]                              move a damaged log suffix aside (plan without --yes)
-  citizen config print [--markdown] [flags]                  the effective configuration (--markdown: the reference)
   citizen version
 `)
 	names := make([]string, 0, len(extraCommands))

@@ -28,7 +28,7 @@ if ! "$venv/bin/python" -c 'import llama_cpp, numpy' 2>/dev/null; then
 		CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$venv/bin/pip" install "llama-cpp-python==$version" numpy >&2
 fi
 
-gguf=$(go run ./services/citizen models path smollm2-135m-instruct)
+gguf=$(go run ./cmd/citizen models path smollm2-135m-instruct)
 test -f "$gguf" || { echo "no model at $gguf: run citizen once to fetch it" >&2; exit 1; }
 bin=$(mktemp -d)/gguf.test
 go test -c -o "$bin" ./model/gguf

@@ -64,7 +64,7 @@ else
 fi
 
 echo "== the default model (SmolLM2-135M-Instruct, once into the model cache)"
-if gguf=$(go run ./services/citizen models path smollm2-135m-instruct); then
+if gguf=$(go run ./cmd/citizen models path smollm2-135m-instruct); then
 	export CITIZEN_SMOLLM2_GGUF="$gguf"
 else
 	need "the SmolLM2 GGUF file"

@@ -230,7 +230,7 @@ func TestConfigReferenceCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(doc) != out {
-		t.Fatal("docs/configuration.md is stale: run go run ./services/citizen config print --markdown > docs/configuration.md")
+		t.Fatal("docs/configuration.md is stale: run go run ./cmd/citizen config print --markdown > docs/configuration.md")
 	}
 }
 
