@@ -102,6 +102,7 @@ func (s *simd) impl(name string) *impl {
 		im.qnt = s.qnt
 		if name == "avx512" && vnniOK() {
 			im.qgemm16 = qgemm16VNNI
+			im.gemmQ16B = gemmQ16BVNNI
 		}
 		if s.nvMax*s.lanes%QBlock == 0 {
 			im.qnn = s.qnn

@@ -487,10 +487,17 @@ func (k qkern) gen() {
 // 4·nbp; V0 sums, V7 offset terms, Y15 nibble mask, Y1 Y2 a block's weights, V3 and V5 the
 // block's two integer accumulators, V4 V6 temporaries, V8 −8 (Q4_0); V is Y (AVX2) or Z
 // (AVX-512).
-func (k qkern) genBatch(avx512 bool) {
+//
+// With vnni (AVX-512 only) a block's products after the first two accumulate with VPDPWSSD,
+// one instruction for VPMADDWD and VPADDD: the same wrapping int32 sums, so the results are
+// bit for bit those of the AVX-512 kernel.
+func (k qkern) genBatch(avx512, vnni bool) {
 	L, v, isa := 8, "Y", "AVX2"
 	if avx512 {
 		L, v, isa = 16, "Z", "AVX512"
+	}
+	if vnni {
+		isa = "AVX512VNNI"
 	}
 	r := func(i int) string { return fmt.Sprintf("%s%d", v, i) }
 	n := fmt.Sprintf("gemm%d%sx16%s", L, k.typ, isa)
@@ -589,6 +596,8 @@ func (k qkern) genBatch(avx512 bool) {
 		q("VPBROADCASTD %d(R15), %s", 4*p, t)
 		if p < 2 {
 			q("VPMADDWD %d(R9), %s, %s", 4*L*p, t, acc)
+		} else if vnni {
+			q("VPDPWSSD %d(R9), %s, %s", 4*L*p, t, acc)
 		} else {
 			q("VPMADDWD %d(R9), %s, %s", 4*L*p, t, t)
 			q("VPADDD %s, %s, %s", t, acc, acc)
@@ -758,8 +767,9 @@ GLOBL neg8<>(SB), RODATA|NOPTR, $32
 			qkern{t, bits}.gen()
 			if bits == 16 {
 				qkern{t, bits}.gen2()
-				qkern{t, bits}.genBatch(false)
-				qkern{t, bits}.genBatch(true)
+				qkern{t, bits}.genBatch(false, false)
+				qkern{t, bits}.genBatch(true, false)
+				qkern{t, bits}.genBatch(true, true)
 			}
 		}
 		quantAct(bits)
