@@ -3,69 +3,14 @@ package gateway
 import (
 	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"citizen/internal/jsonenc"
 )
 
 // Hand-written JSON for the hot response paths (completions and stream
 // chunks). The output is what encoding/json produces for the same structs
 // with SetEscapeHTML(false); TestEncodersMatchEncodingJSON holds them to
 // it.
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD;
-// U+2028 and U+2029 are escaped, as encoding/json does.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
 
 // appendFloat32 formats like encoding/json does for float32.
 func appendFloat32(b []byte, f float32) []byte {
@@ -102,7 +47,7 @@ func appendBytesOf(b []byte, s string) []byte {
 
 func appendToken(b []byte, t *Token) []byte {
 	b = append(b, `{"token":`...)
-	b = appendString(b, t.Text)
+	b = jsonenc.AppendString(b, t.Text, false)
 	b = append(b, `,"logprob":`...)
 	b = appendFloat32(b, t.Logprob)
 	b = append(b, `,"bytes":`...)
@@ -114,7 +59,7 @@ func appendToken(b []byte, t *Token) []byte {
 		}
 		a := &t.Top[i]
 		b = append(b, `{"token":`...)
-		b = appendString(b, a.Text)
+		b = jsonenc.AppendString(b, a.Text, false)
 		b = append(b, `,"logprob":`...)
 		b = appendFloat32(b, a.Logprob)
 		b = append(b, `,"bytes":`...)
@@ -145,7 +90,7 @@ func appendToolCall(b []byte, tc ToolCall, index int, withType bool) []byte {
 	}
 	if tc.ID != "" {
 		b = append(b, `"id":`...)
-		b = appendString(b, tc.ID)
+		b = jsonenc.AppendString(b, tc.ID, false)
 		b = append(b, ',')
 	}
 	if withType || tc.ID != "" {
@@ -154,11 +99,11 @@ func appendToolCall(b []byte, tc ToolCall, index int, withType bool) []byte {
 	b = append(b, `"function":{`...)
 	if tc.Name != "" {
 		b = append(b, `"name":`...)
-		b = appendString(b, tc.Name)
+		b = jsonenc.AppendString(b, tc.Name, false)
 		b = append(b, ',')
 	}
 	b = append(b, `"arguments":`...)
-	b = appendString(b, tc.Arguments)
+	b = jsonenc.AppendString(b, tc.Arguments, false)
 	return append(b, "}}"...)
 }
 
@@ -166,11 +111,11 @@ func appendToolCall(b []byte, tc ToolCall, index int, withType bool) []byte {
 // for a fresh answer: no metadata).
 func appendCompletion(b []byte, id string, created int64, model, fingerprint string, choices []ChoiceResult, u Usage, logprobs bool) []byte {
 	b = append(b, `{"id":`...)
-	b = appendString(b, id)
+	b = jsonenc.AppendString(b, id, false)
 	b = append(b, `,"object":"chat.completion","created":`...)
 	b = strconv.AppendInt(b, created, 10)
 	b = append(b, `,"model":`...)
-	b = appendString(b, model)
+	b = jsonenc.AppendString(b, model, false)
 	b = append(b, `,"choices":[`...)
 	for i := range choices {
 		ch := &choices[i]
@@ -181,7 +126,7 @@ func appendCompletion(b []byte, id string, created int64, model, fingerprint str
 		b = strconv.AppendInt(b, int64(ch.Index), 10)
 		b = append(b, `,"message":{"role":"assistant","content":`...)
 		if len(ch.ToolCalls) == 0 || ch.Content != "" {
-			b = appendString(b, ch.Content)
+			b = jsonenc.AppendString(b, ch.Content, false)
 		} else {
 			b = append(b, "null"...)
 		}
@@ -212,14 +157,14 @@ func appendCompletion(b []byte, id string, created int64, model, fingerprint str
 			b = append(b, "null"...)
 		}
 		b = append(b, `,"finish_reason":`...)
-		b = appendString(b, ch.FinishReason)
+		b = jsonenc.AppendString(b, ch.FinishReason, false)
 		b = append(b, '}')
 	}
 	b = append(b, `],"usage":`...)
 	b = appendUsage(b, u)
 	if fingerprint != "" {
 		b = append(b, `,"system_fingerprint":`...)
-		b = appendString(b, fingerprint)
+		b = jsonenc.AppendString(b, fingerprint, false)
 	}
 	b = append(b, `,"service_tier":"default"}`...)
 	return b
@@ -234,14 +179,14 @@ type chunkHead struct {
 
 func (h *chunkHead) begin(b []byte) []byte {
 	b = append(b, `data: {"id":`...)
-	b = appendString(b, h.id)
+	b = jsonenc.AppendString(b, h.id, false)
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
 	b = strconv.AppendInt(b, h.created, 10)
 	b = append(b, `,"model":`...)
-	b = appendString(b, h.model)
+	b = jsonenc.AppendString(b, h.model, false)
 	if h.fingerprint != "" {
 		b = append(b, `,"system_fingerprint":`...)
-		b = appendString(b, h.fingerprint)
+		b = jsonenc.AppendString(b, h.fingerprint, false)
 	}
 	return append(b, `,"choices":[`...)
 }
@@ -272,7 +217,7 @@ func (h *chunkHead) appendDeltaChunk(b []byte, index int, role bool, content *st
 			b = append(b, ',')
 		}
 		b = append(b, `"content":`...)
-		b = appendString(b, *content)
+		b = jsonenc.AppendString(b, *content, false)
 		sep = true
 	}
 	if tc != nil {
@@ -293,7 +238,7 @@ func (h *chunkHead) appendDeltaChunk(b []byte, index int, role bool, content *st
 	}
 	b = append(b, `,"finish_reason":`...)
 	if finish != "" {
-		b = appendString(b, finish)
+		b = jsonenc.AppendString(b, finish, false)
 	} else {
 		b = append(b, "null"...)
 	}

@@ -10,18 +10,6 @@ import (
 	"citizen/events"
 )
 
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", `q"b\s`, "<a href='x'>&amp;</a>", "\n\r\t\x00\x1f\x7f", "é ü 日本", "\u2028\u2029", "\xff\xfe bad", "a\xc3"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendString(%q) = %s, json.Marshal = %s", s, got, want)
-		}
-	})
-}
-
 // The envelope ToMessage publishes is json.Marshal's, byte for byte, for
 // compact data, and decodes to the same event otherwise.
 func TestAppendEnvelopeMatchesMarshal(t *testing.T) {
