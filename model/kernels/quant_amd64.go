@@ -212,29 +212,17 @@ func gemmQ16BAVX2(t QType, out []float32, w []byte, nb, lanes int, xt []int16, x
 
 // gemmQ16BAVX512 is gemmQ16BGeneric for 16 lanes (AVX-512 F and BW).
 func gemmQ16BAVX512(t QType, out []float32, w []byte, nb, lanes int, xt []int16, xdt, scr []float32) {
-	n := len(out) / 16
-	if lanes != 16 {
-		panic("kernels: gemmQ16B: the AVX-512 kernels take 16 rows")
-	}
-	if n == 0 {
-		return
-	}
-	checkBatch(t, out, w, nb, lanes, xt, xdt, scr)
-	switch t {
-	case Q4_1:
-		gemm16Q4_1x16AVX512(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
-	case Q4_0:
-		gemm16Q4_0x16AVX512(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
-	case Q8_0:
-		gemm16Q8_0x16AVX512(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
-	default:
-		panic("kernels: gemmQ16B: unknown type")
-	}
+	gemmQ16B16(t, out, w, nb, lanes, xt, xdt, scr, false)
 }
 
 // gemmQ16BVNNI is gemmQ16BAVX512 with its block sums accumulated by VPDPWSSD (AVX-512
 // VNNI): the same results bit for bit, in fewer instructions.
 func gemmQ16BVNNI(t QType, out []float32, w []byte, nb, lanes int, xt []int16, xdt, scr []float32) {
+	gemmQ16B16(t, out, w, nb, lanes, xt, xdt, scr, true)
+}
+
+// gemmQ16B16 runs the 16-lane kernels, the VNNI ones when vnni is set.
+func gemmQ16B16(t QType, out []float32, w []byte, nb, lanes int, xt []int16, xdt, scr []float32, vnni bool) {
 	n := len(out) / 16
 	if lanes != 16 {
 		panic("kernels: gemmQ16B: the AVX-512 kernels take 16 rows")
@@ -243,14 +231,28 @@ func gemmQ16BVNNI(t QType, out []float32, w []byte, nb, lanes int, xt []int16, x
 		return
 	}
 	checkBatch(t, out, w, nb, lanes, xt, xdt, scr)
+	var k batchKernel
 	switch t {
 	case Q4_1:
-		gemm16Q4_1x16AVX512VNNI(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
+		k = gemm16Q4_1x16AVX512
+		if vnni {
+			k = gemm16Q4_1x16AVX512VNNI
+		}
 	case Q4_0:
-		gemm16Q4_0x16AVX512VNNI(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
+		k = gemm16Q4_0x16AVX512
+		if vnni {
+			k = gemm16Q4_0x16AVX512VNNI
+		}
 	case Q8_0:
-		gemm16Q8_0x16AVX512VNNI(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
+		k = gemm16Q8_0x16AVX512
+		if vnni {
+			k = gemm16Q8_0x16AVX512VNNI
+		}
 	default:
 		panic("kernels: gemmQ16B: unknown type")
 	}
+	k(&out[0], &w[0], n, nb, &xt[0], &xdt[0], &scr[0])
 }
+
+// batchKernel is the signature of the generated batched kernels.
+type batchKernel func(out *float32, w *byte, nrows, nb int, xt *int16, xdt *float32, scr *float32)
