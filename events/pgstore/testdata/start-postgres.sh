@@ -134,14 +134,21 @@ if [ -n "$PORT" ] && running && port_open "$PORT"; then
 	url
 	exit 0
 fi
-if [ -z "$PORT" ]; then
-	for ((p = 54329; p < 54529; p++)); do
+# free_port prints the first port from $1 that nothing listens on.
+free_port() {
+	local p
+	for ((p = $1; p < 54529; p++)); do
 		if ! port_open "$p"; then
-			PORT=$p
-			break
+			echo "$p"
+			return 0
 		fi
 	done
-	[ -n "$PORT" ] || die "no free port in 54329-54528; set PG_PORT"
+	return 1
+}
+chosen= # set when this script picked the port (another process may take it before the server binds it)
+if [ -z "$PORT" ]; then
+	PORT=$(free_port 54329) || die "no free port in 54329-54528; set PG_PORT"
+	chosen=1
 elif port_open "$PORT" && ! running; then
 	die "127.0.0.1:$PORT is taken by another process; set PG_PORT"
 fi
@@ -161,12 +168,25 @@ max_connections = 200
 log_min_messages = warning
 CONF
 fi
-echo "$PORT" >"$WORK/port"
-
-if ! running; then
-	as_pg "$BIN/pg_ctl" -D "$DATA" -l "$WORK/postgres.log" -w -t "$TIMEOUT" -o "-p $PORT" start >&2 9>&- ||
-		{ tail -n 40 "$WORK/postgres.log" >&2; die "the server did not start"; }
-fi
+# A port this script picked can be taken between the probe and the
+# server's bind (another test run on the machine): the server then fails
+# with "Address already in use", and the next free port is tried.
+for attempt in 1 2 3 4 5; do
+	echo "$PORT" >"$WORK/port"
+	running && break
+	seen=0
+	[ -f "$WORK/postgres.log" ] && seen=$(wc -l <"$WORK/postgres.log")
+	if as_pg "$BIN/pg_ctl" -D "$DATA" -l "$WORK/postgres.log" -w -t "$TIMEOUT" -o "-p $PORT" start >&2 9>&-; then
+		break
+	fi
+	if [ -n "$chosen" ] && [ "$attempt" -lt 5 ] && tail -n +$((seen + 1)) "$WORK/postgres.log" | grep -q "Address already in use"; then
+		say "127.0.0.1:$PORT was taken before the server bound it; trying the next free port"
+		PORT=$(free_port $((PORT + 1))) || die "no free port in 54329-54528; set PG_PORT"
+		continue
+	fi
+	tail -n 40 "$WORK/postgres.log" >&2
+	die "the server did not start"
+done
 port_open "$PORT" || { tail -n 40 "$WORK/postgres.log" >&2; die "the server is not listening on 127.0.0.1:$PORT"; }
 
 PSQL=$BIN/psql
