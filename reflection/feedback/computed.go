@@ -288,7 +288,7 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 				r.y, r.m, r.d = addDays(a.y, a.m, a.d, int(d*n))
 				add(r, srcComputed, v.lo, v.hi, base...)
 			case a.kind == vDuration && aunit != "" && durFactor(aunit, a.unit) > 0 && !sameDurUnit(aunit, a.unit):
-				// "two weeks longer" than 30 days: 44 days
+				// "two weeks longer" than 10 days: 24 days
 				r := a
 				r.a = a.a + d*amt*durFactor(aunit, a.unit)
 				if r.a > 0 && r.a == math.Floor(r.a) {

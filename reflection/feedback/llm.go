@@ -87,9 +87,10 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 // version is the recorded interpreter version.
 func (l *LLM) version() string { return LLMVersion + "(" + l.cfg.Model + ")" }
 
-// llmSystemPrompt is the rubric: the rules of testdata/general/GUIDE.md
-// in short, so that the model labels feedback as the labelled sets do.
-const llmSystemPrompt = `You interpret a customer's feedback on an AI assistant's answer, given the question and the answer.
+// llmPromptTemplate is the rubric: the rules of testdata/general/GUIDE.md
+// in short, so that the model labels feedback as the labelled sets do;
+// {statuses} stands for the canonical statuses.
+const llmPromptTemplate = `You interpret a customer's feedback on an AI assistant's answer, given the question and the answer.
 Return only a JSON object with these fields:
 - polarity: number in [-1, 1], the customer's judgement OF THE ANSWER (not their mood, nor their opinion of the company or a policy).
   +1: accepts the answer as right or useful: praise, evaluative thanks ("thanks, that helped"), a confirmation ("matches my receipt"),
@@ -111,12 +112,17 @@ Return only a JSON object with these fields:
   Canonical English forms: numbers as digits with "." decimals ("6912", "4.54"); money with the symbol first ("$5", "€4.99", "£35",
   other currencies "CHF 12"); "30%"; times "09:00", ranges "09:00-17:00"; weekdays lower case ("thursday", "monday-saturday");
   dates "2024-05-15"; durations "45 minutes", "1 business day", "3-5 business days" (the customer's unit is kept); quantities
-  "2.54 cm", "62 mph", "37.8 °C"; statuses from: processing, shipped, in transit, out for delivery, delivered, cancelled, pending,
-  refunded, returned, open, in progress, resolved, closed, on hold, lost; names as the customer gives them, with the English name
+  "2.54 cm", "62 mph", "37.8 °C"; statuses from: {statuses}; names as the customer gives them, with the English name
   of a place ("Bern", "Brasília").
 - hint: one short instruction that would help the assistant answer better next time ("The store now opens at 9am.",
   "Be more concise."), else "".
 - confidence: number in [0, 1], your confidence in this reading.`
+
+// llmSystemPrompt is the rubric with the canonical statuses of
+// statuses.txt.
+func llmSystemPrompt() string {
+	return strings.Replace(llmPromptTemplate, "{statuses}", strings.Join(statusCanon, ", "), 1)
+}
 
 // feedbackSchema is the JSON schema the answer must follow.
 var feedbackSchema = map[string]any{
@@ -188,7 +194,7 @@ func (l *LLM) read(ctx context.Context, in Input, temperature float64, seed *int
 	reqBody := map[string]any{
 		"model": l.cfg.Model,
 		"messages": []map[string]string{
-			{"role": "system", "content": llmSystemPrompt},
+			{"role": "system", "content": llmSystemPrompt()},
 			{"role": "user", "content": string(userJSON)},
 		},
 		"temperature": temperature,

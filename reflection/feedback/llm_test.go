@@ -165,3 +165,20 @@ func TestNewLLMValidates(t *testing.T) {
 		}
 	}
 }
+
+// The rubric lists every canonical status of statuses.txt, in its order,
+// and leaves no placeholder.
+func TestLLMPromptListsStatuses(t *testing.T) {
+	p := llmSystemPrompt()
+	if strings.Contains(p, "{statuses}") || len(statusCanon) < 10 {
+		t.Fatalf("placeholder left or %d statuses", len(statusCanon))
+	}
+	if !strings.Contains(p, "statuses from: "+strings.Join(statusCanon, ", ")+"; names as") {
+		t.Errorf("the rubric does not list the statuses %q", statusCanon)
+	}
+	for _, c := range statusCanon {
+		if statusFamily[c] == "" {
+			t.Errorf("status %q has no family", c)
+		}
+	}
+}

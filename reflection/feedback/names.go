@@ -24,8 +24,11 @@ func nameStop(w, lang string) bool {
 	if _, ok := weekdayNames[w]; ok {
 		return true
 	}
+	if statusFamilies[w] { // "order": what a status is the status of
+		return true
+	}
 	switch w {
-	case "order", "ticket", "refund", "our", "your", "yes", "no", "oh", "ah", "wow", "well", "so", "hmm", "ok", "okay",
+	case "our", "your", "yes", "no", "oh", "ah", "wow", "well", "so", "hmm", "ok", "okay",
 		"the", "a", "an", "there", "they", "we", "you", "it", "that", "this", "these", "those", "he", "she", "mine",
 		"standard", "express", "delivery", "shipping", "store", "support", "customer", "service", "tracking", "items",
 		"uk", "us", "usa", "eu", "faq", "app", "email", "website", "bot", "sale", "price", "total", "budget", "summary",

@@ -1,6 +1,8 @@
 package feedback
 
 import (
+	_ "embed"
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -380,17 +382,21 @@ func init() {
 	}
 }
 
-// Statuses: canonical status words and their spellings. Each canonical
-// status belongs to families (order, refund, ticket) so that a status is
-// only compared with a status of the same kind of thing.
-var statusCanon = []string{"processing", "shipped", "in transit", "out for delivery", "delivered", "cancelled", "pending",
-	"refunded", "returned", "open", "in progress", "resolved", "closed", "on hold", "lost"}
+// Statuses: canonical status words, their families and their spellings,
+// read from statuses.txt (the data names the kinds of things; the code
+// knows none).
+//
+//go:embed statuses.txt
+var statusesFile string
 
-var statusFamily = map[string]string{
-	"processing": "order", "shipped": "order", "in transit": "order", "out for delivery": "order", "delivered": "order",
-	"cancelled": "order", "returned": "order", "lost": "order", "pending": "any", "refunded": "refund",
-	"open": "ticket", "in progress": "ticket", "resolved": "ticket", "closed": "ticket", "on hold": "any",
-}
+// statusCanon lists the canonical statuses in the file's order.
+var statusCanon []string
+
+// statusFamily maps a canonical status to its family ("any": every one).
+var statusFamily = map[string]string{}
+
+// statusFamilies is the set of family names but "any".
+var statusFamilies = map[string]bool{}
 
 type statusEntry struct {
 	words []string
@@ -421,21 +427,22 @@ func init() {
 			}
 		}
 	}
-	add("processing", "processing, being processed, in process, being prepared, preparing, in bearbeitung, wird bearbeitet, in vorbereitung, en preparacion, procesando, en proceso, en preparation, en cours de preparation, en cours de traitement, in lavorazione, in preparazione, em processamento, em preparacao, wordt verwerkt, in behandeling")
-	add("shipped", "shipped, dispatched, has shipped, been shipped, sent out, versandt, verschickt, versendet, verschifft, enviado, enviada, expedido, despachado, expedie, expediee, envoye, envoyee, spedito, spedita, verzonden, verstuurd")
-	add("in transit", "in transit, on its way, on the way, en route, unterwegs, en transito, en camino, en transit, en cours d'acheminement, in transito, in viaggio, em transito, a caminho, onderweg")
-	add("out for delivery", "out for delivery, in zustellung, wird zugestellt, en reparto, en cours de livraison, in consegna, saiu para entrega, em rota de entrega, wordt bezorgd")
-	add("delivered", "delivered, arrived, has arrived, got it, received it, signed for it, signed for, holding it, on my porch, at my door, on my doorstep, zugestellt, geliefert, angekommen, erhalten, entregado, entregada, llego, recibido, recibi, livre, livree, arrive, arrivee, recu, consegnato, consegnata, arrivato, arrivata, ricevuto, entregue, chegou, recebi, recebido, bezorgd, geleverd, aangekomen, ontvangen, binnen")
-	add("cancelled", "cancelled, canceled, cancellation, storniert, storno, annulliert, cancelado, cancelada, anulado, anulada, annule, annulee, annullato, annullata, cancellato, cancellata, geannuleerd")
-	add("pending", "pending, ausstehend, pendiente, en attente, in attesa, pendente, in afwachting")
-	add("refunded", "refunded, refund went through, refund came through, refund arrived, got my money back, got the money back, money back, money hit my account, money is back, money arrived, geld zuruck, geld ist zuruck, me devolvieron el dinero, dinero devuelto, j'ai ete rembourse, ho ricevuto il rimborso, recebi o reembolso, geld terug, erstattet, zuruckerstattet, ruckerstattet, reembolsado, reembolsada, rembourse, remboursee, rimborsato, rimborsata, terugbetaald")
-	add("returned", "returned, returned to sender, sent back, zuruckgeschickt, retourniert, zuruckgesendet, devuelto, devuelta, retourne, retournee, renvoye, restituito, restituita, devolvido, devolvida, geretourneerd, teruggestuurd")
-	add("open", "open, offen, abierto, abierta, ouvert, ouverte, aperto, aperta, aberto, aberta")
-	add("in progress", "in progress, being worked on, en curso, en cours, in corso, em andamento")
-	add("resolved", "resolved, solved, gelost, erledigt, resuelto, resuelta, resolu, resolue, risolto, risolta, resolvido, resolvida, opgelost")
-	add("closed", "closed, geschlossen, cerrado, cerrada, ferme, fermee, chiuso, chiusa, fechado, fechada, gesloten")
-	add("on hold", "on hold, angehalten, pausiert, en espera, en pause, in sospeso, em espera, in de wacht")
-	add("lost", "lost, verloren, perdido, perdida, perdu, perdue, perso, persa, kwijt")
+	for n, line := range strings.Split(statusesFile, "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, "|")
+		if len(f) != 3 {
+			panic(fmt.Sprintf("feedback: statuses.txt line %d: want status | family | spellings", n+1))
+		}
+		canon, family := strings.TrimSpace(f[0]), strings.TrimSpace(f[1])
+		statusCanon = append(statusCanon, canon)
+		statusFamily[canon] = family
+		if family != "any" {
+			statusFamilies[family] = true
+		}
+		add(canon, f[2])
+	}
 }
 
 // statusAt returns the status whose spelling starts at toks[i] and the
