@@ -114,38 +114,8 @@ func (s *lpScanner) float32() (float32, bool) {
 	return float32(v), err == nil
 }
 
-// pair reads the fields of an alternative's object after its '{'.
-func (s *lpScanner) pair(token *int, lp *float32) bool {
-	if s.byte('}') {
-		return true
-	}
-	for {
-		k, ok := s.key()
-		if !ok {
-			return false
-		}
-		switch k {
-		case "token":
-			if *token, ok = s.int(); !ok {
-				return false
-			}
-		case "logprob":
-			if *lp, ok = s.float32(); !ok {
-				return false
-			}
-		default:
-			return false
-		}
-		if s.byte('}') {
-			return true
-		}
-		if !s.byte(',') {
-			return false
-		}
-	}
-}
-
-// object reads the fields of a token's object after its '{'.
+// object reads the fields of a token's object after its '{'; with top
+// nil, of an alternative's, which has no "top".
 func (s *lpScanner) object(token *int, lp *float32, top *[]TopLogprob) bool {
 	if s.byte('}') {
 		return true
@@ -165,7 +135,7 @@ func (s *lpScanner) object(token *int, lp *float32, top *[]TopLogprob) bool {
 				return false
 			}
 		case "top":
-			if !s.byte('[') {
+			if top == nil || !s.byte('[') {
 				return false
 			}
 			out := make([]TopLogprob, 0, 4)
@@ -173,7 +143,7 @@ func (s *lpScanner) object(token *int, lp *float32, top *[]TopLogprob) bool {
 				for {
 					var tok int
 					var alp float32
-					if !s.byte('{') || !s.pair(&tok, &alp) {
+					if !s.byte('{') || !s.object(&tok, &alp, nil) {
 						return false
 					}
 					out = append(out, TopLogprob{Token: tok, Logprob: alp})
