@@ -79,8 +79,11 @@ type collection struct {
 	cfg      EmbeddedConfig
 }
 
-// post adds slot to the posting lists of p's Keyword fields. Caller holds
-// c.mu.
+// post adds slot to the posting lists of p's Keyword fields it is not in
+// yet, keeping each list ascending: an append for a new slot (the
+// largest), an insertion for one whose payload became p. The lists of
+// values a slot no longer holds keep it: candidates are matched against
+// the payload anyway. Caller holds c.mu.
 func (c *collection) post(slot int32, p Payload) {
 	for field, kind := range c.schema.Fields {
 		if kind != Keyword {
@@ -95,30 +98,10 @@ func (c *collection) post(slot int32, p Payload) {
 			byValue = map[string][]int32{}
 			c.postings[field] = byValue
 		}
-		byValue[v] = append(byValue[v], slot)
-	}
-}
-
-// repost adds slot, whose payload became p, to the posting lists of p's
-// Keyword fields it is not in yet, keeping each list ascending. The lists
-// of values it no longer holds keep it: candidates are matched against
-// the payload anyway. Caller holds c.mu.
-func (c *collection) repost(slot int32, p Payload) {
-	for field, kind := range c.schema.Fields {
-		if kind != Keyword {
-			continue
-		}
-		v, ok := p[field].(string)
-		if !ok {
-			continue
-		}
-		byValue := c.postings[field]
-		if byValue == nil {
-			byValue = map[string][]int32{}
-			c.postings[field] = byValue
-		}
 		l := byValue[v]
-		if i, found := slices.BinarySearch(l, slot); !found {
+		if n := len(l); n == 0 || l[n-1] < slot {
+			byValue[v] = append(l, slot)
+		} else if i, found := slices.BinarySearch(l, slot); !found {
 			byValue[v] = slices.Insert(l, i, slot)
 		}
 	}
@@ -222,7 +205,7 @@ func (e *Embedded) Upsert(_ context.Context, collection string, pts []Point) err
 				// upserts an interaction again once it is evaluated):
 				// the slot keeps its place in vecs and the graph.
 				c.payloads[old] = maps.Clone(p.Payload)
-				c.repost(old, p.Payload)
+				c.post(old, p.Payload)
 				continue
 			}
 			// Replace: tombstone the old slot (the graph keeps it as a
