@@ -23,16 +23,7 @@ const heldOut2SHA256 = "f4d8163e0e6848d28e979b8a9a3a74f24502a8d90610835d7ef4f4bd
 //
 //	go test ./reflection/feedback -run TestSecondHeldOut -v
 func TestSecondHeldOut(t *testing.T) {
-	all, n := scoreFrozen(t, "testdata/general/heldout2.jsonl", heldOut2SHA256)
-	if all.n != n {
-		t.Fatalf("scored %d of %d records", all.n, n)
-	}
-	if all.pol() < heldOut2PolarityFloor {
-		t.Errorf("heldout2 polarity %.3f < floor %.3f", all.pol(), heldOut2PolarityFloor)
-	}
-	if _, _, f := all.prf(); f < heldOut2F1Floor {
-		t.Errorf("heldout2 correction F1 %.3f < floor %.3f", f, heldOut2F1Floor)
-	}
+	scoreFrozen(t, "testdata/general/heldout2.jsonl", heldOut2SHA256, heldOut2PolarityFloor, heldOut2F1Floor)
 }
 
 // Floors on heldout2, slightly under what embedded-6 scores there
@@ -47,10 +38,11 @@ const (
 )
 
 // scoreFrozen checks a frozen held-out set's digest, scores the embedded
-// interpreter on it and logs the report: overall, per kind and per
-// language with Wilson intervals, and the calibration. It returns the
-// overall scores and the number of records.
-func scoreFrozen(t *testing.T, path, digest string) (*setScores, int) {
+// interpreter on it, logs the report (overall, per kind and per language
+// with Wilson intervals, and the calibration) and fails when a record
+// went unscored or the overall polarity accuracy or correction F1 is
+// under its floor.
+func scoreFrozen(t *testing.T, path, digest string, polarityFloor, f1Floor float64) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -87,5 +79,13 @@ func scoreFrozen(t *testing.T, path, digest string) (*setScores, int) {
 		}
 	}
 	t.Log("\n" + rep.String())
-	return all, len(recs)
+	if all.n != len(recs) {
+		t.Fatalf("scored %d of %d records", all.n, len(recs))
+	}
+	if all.pol() < polarityFloor {
+		t.Errorf("%s: polarity %.3f < floor %.3f", path, all.pol(), polarityFloor)
+	}
+	if _, _, f := all.prf(); f < f1Floor {
+		t.Errorf("%s: correction F1 %.3f < floor %.3f", path, f, f1Floor)
+	}
 }

@@ -13,16 +13,7 @@ const heldOut3SHA256 = "2801174bd190355bc5ab79b2f9000c46c8278cb8a8e55f53deaf52ab
 //
 //	go test ./reflection/feedback -run TestThirdHeldOut -v
 func TestThirdHeldOut(t *testing.T) {
-	all, n := scoreFrozen(t, "testdata/general/heldout3.jsonl", heldOut3SHA256)
-	if all.n != n {
-		t.Fatalf("scored %d of %d records", all.n, n)
-	}
-	if all.pol() < heldOut3PolarityFloor {
-		t.Errorf("heldout3 polarity %.3f < floor %.3f", all.pol(), heldOut3PolarityFloor)
-	}
-	if _, _, f := all.prf(); f < heldOut3F1Floor {
-		t.Errorf("heldout3 correction F1 %.3f < floor %.3f", f, heldOut3F1Floor)
-	}
+	scoreFrozen(t, "testdata/general/heldout3.jsonl", heldOut3SHA256, heldOut3PolarityFloor, heldOut3F1Floor)
 }
 
 // Floors on heldout3, slightly under what embedded-6 scores there
