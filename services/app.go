@@ -283,8 +283,9 @@ func (a *App) initGateway(ctx context.Context) (modules.Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	blog := a.logger("backlog")
 	watch, err := transport.NewBacklogWatch(transport.WatchConfig{Store: a.Store, Max: a.Config.Bus.MaxBacklog, Groups: workerTopics(), RelayCheckpoint: leaseRelay},
-		a.metrics(), a.logger("backlog"))
+		a.metrics(), blog)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +297,7 @@ func (a *App) initGateway(ctx context.Context) (modules.Service, error) {
 		return nil, err
 	}
 	a.Gateway = srv
-	return &gatewayService{srv: srv, watch: watch, source: a.backlogSource, log: a.logger("backlog"), ready: make(chan struct{})}, nil
+	return &gatewayService{srv: srv, watch: watch, source: a.backlogSource, log: blog, ready: make(chan struct{})}, nil
 }
 
 // worker runs one consumer group's handlers on its own router.
