@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var devFlag = flag.String("dev", "", "development report on train.jsonl only (never the held-out split): cv or cvmiss, see TestDevCV")
+var devFlag = flag.String("dev", "", "development report on the training files only (never the held-out set): cv or cvmiss, see TestDevCV")
 
 // TestCandidateRecall: the right correction of train.jsonl comments is
 // among the candidates the generator proposes (the ranker can only pick

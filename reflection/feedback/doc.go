@@ -41,10 +41,11 @@
 //     negative); a logistic calibrator turns both (and the share of the
 //     comment's words the model has no weight for) into the confidence.
 //     Their weights (testdata/model.json, embedded) are trained and their
-//     thresholds chosen by 5-fold cross-validation on the general set
-//     (testdata/general/train.jsonl and heldout.jsonl) and the older
-//     in-sample sets; testdata/general/heldout2.jsonl, written apart from
-//     them, is the held-out set;
+//     thresholds chosen by 5-fold cross-validation on the general set's
+//     training files (testdata/general/train.jsonl, heldout.jsonl and
+//     heldout2.jsonl) and the older in-sample sets;
+//     testdata/general/heldout3.jsonl, written apart from them, is the
+//     held-out set;
 //   - the English rules of the first interpreter (embedded.go) add
 //     aspects and hints.
 //
@@ -55,6 +56,7 @@
 //	go test ./reflection/feedback -run TestTrainModel -update   # retrain, write testdata/model.json
 //	go test ./reflection/feedback -run TestTrainModel -v        # cross-validated figures on the general set
 //	go test ./reflection/feedback -run TestGeneralSet -v        # the general set's in-sample tables
-//	go test ./reflection/feedback -run TestSecondHeldOut -v     # held-out tables and calibration (RESULTS.md)
+//	go test ./reflection/feedback -run TestSecondSet -v         # heldout2's in-sample tables
+//	go test ./reflection/feedback -run TestThirdHeldOut -v      # held-out tables and calibration (RESULTS.md; counted evaluations)
 //	go test ./reflection/feedback -run XXX -bench BenchmarkInterpretLatency -cpu 1
 package feedback

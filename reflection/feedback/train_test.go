@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-var updateModel = flag.Bool("update", false, "retrain the embedded interpreter's model on train.jsonl and the in-sample sets and write testdata/model.json")
+var updateModel = flag.Bool("update", false, "retrain the embedded interpreter's model on the general set's training files and the older in-sample sets and write testdata/model.json")
 
 // trainOpts are the hyper-parameters of the trained parts.
 type trainOpts struct {
@@ -41,7 +41,7 @@ var defaultTrainOpts = trainOpts{PolL2: 1, StructL2: 0.1, RankL2: 1, CalL2: 0.01
 // texample is one training comment with its analysis.
 type texample struct {
 	id      string
-	general bool // from testdata/general/train.jsonl (scored in CV); else an older set
+	general bool // from the general set's training files (scored in CV); else an older set
 	fold    int
 	w       float64
 	pol     int
@@ -76,15 +76,30 @@ func langFold(id, lang string) int {
 	return foldOf(id, 2)
 }
 
-// loadTrainExamples analyses train.jsonl and the older in-sample sets.
+// trainFile is one file of the general set that trains the model, with
+// the split its records carry.
+type trainFile struct{ path, split string }
+
+// generalTrainFiles are the general set's training files, in the order
+// loadTrainExamples reads them: both splits of comments.jsonl and
+// heldout2.jsonl (its three held-out evaluations used, HELDOUT2.md).
+// heldout3.jsonl, the held-out set, is never among them.
+func generalTrainFiles(o trainOpts) []trainFile {
+	return []trainFile{
+		{"testdata/general/train.jsonl", "train"},
+		{"testdata/general/heldout.jsonl", "heldout"},
+		{"testdata/general/heldout2.jsonl", "heldout2"},
+	}
+}
+
+// loadTrainExamples analyses the general set's training files and the
+// older in-sample sets.
 func loadTrainExamples(t testing.TB, o trainOpts) []*texample {
 	var exs []*texample
-	// The general set's both splits train the model: heldout2.jsonl,
-	// written apart from them, is the held-out set (TestSecondHeldOut).
-	for _, split := range []string{"train", "heldout"} {
-		for _, r := range loadGeneral(t, "testdata/general/"+split+".jsonl") {
-			if r.Split != split {
-				t.Fatalf("%s: split %q in %s.jsonl", r.ID, r.Split, split)
+	for _, tf := range generalTrainFiles(o) {
+		for _, r := range loadGeneral(t, tf.path) {
+			if r.Split != tf.split {
+				t.Fatalf("%s: split %q in %s", r.ID, r.Split, tf.path)
 			}
 			fold := foldOf(r.ID, o.Folds)
 			if o.FoldByLang {
@@ -624,11 +639,12 @@ func encodeModel(mf modelFile) []byte {
 }
 
 // TestTrainModel retrains the embedded interpreter's model with 5-fold
-// cross-validation on the general set, testdata/general/train.jsonl and
-// heldout.jsonl (plus the older in-sample sets, always in the training
-// folds), reports the cross-validated figures, and checks that
-// testdata/model.json is what training produces (with -update it writes
-// the file). The held-out set, heldout2.jsonl, is never read here.
+// cross-validation on the general set's training files
+// (generalTrainFiles: train.jsonl, heldout.jsonl and heldout2.jsonl; the
+// older in-sample sets are always in the training folds), reports the
+// cross-validated figures, and checks that testdata/model.json is what
+// training produces (with -update it writes the file). The held-out set,
+// heldout3.jsonl, is never read here.
 //
 //	go test ./reflection/feedback -run TestTrainModel -v
 //	go test ./reflection/feedback -run TestTrainModel -update
@@ -700,8 +716,9 @@ func modelDiff(a, b *model) string {
 	return ""
 }
 
-// TestDevCV prints the cross-validated misses on train.jsonl (never the
-// held-out split) for development: -args -dev=cv.
+// TestDevCV prints the cross-validated figures per kind and language on
+// the training files, and with -dev=cvmiss their misses (never the
+// held-out set), for development: -args -dev=cv.
 func TestDevCV(t *testing.T) {
 	if *devFlag != "cv" && *devFlag != "cvmiss" {
 		t.Skip("dev only")
@@ -757,7 +774,10 @@ func TestDevCV(t *testing.T) {
 	}
 	if *devFlag == "cvmiss" {
 		// the general examples, in the order loadTrainExamples reads them
-		recs := append(loadGeneral(t, "testdata/general/train.jsonl"), loadGeneral(t, "testdata/general/heldout.jsonl")...)
+		var recs []generalRecord
+		for _, tf := range generalTrainFiles(o) {
+			recs = append(recs, loadGeneral(t, tf.path)...)
+		}
 		for i, e := range gen {
 			o := rep.outcomes[i]
 			if o.polOK && o.corrOK {
