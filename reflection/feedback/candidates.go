@@ -436,6 +436,20 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 				add(cv, src, v.lo, v.hi, ex...)
 			}
 		}
+		if !matched && v.kind == vDuration && v.unit == "hour" && v.unit2 == "" {
+			// "om 21 uur", "à 9 heures", "10 uur." under a time: the hour
+			// word is also the clock's
+			for si, a := range ai.vals {
+				if a.kind != vTime {
+					continue
+				}
+				if t, ok := hourNear(v.a, a.a); ok && t != a.a {
+					ex := append(append([]string{}, extra...), "hourclock", "slot:time", "slotidx:"+itoa(min(si, 3)))
+					add(value{kind: vTime, a: t}, srcCoerced, v.lo, v.hi, ex...)
+				}
+				break
+			}
+		}
 		if !matched {
 			ex := append(extra, "noslot")
 			if !ai.hasText {

@@ -76,8 +76,52 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 			}
 		}
 	}
+	plusDur := map[int]bool{} // durations added to a time or date of the comment
+	// a time or a date of the comment plus a duration: "8:40 plus 2 h 35
+	// min", "3. Mai plus 14 Tage", "9:15 + 45 minutes"
+	for vi := 0; vi+1 < len(c.vals); vi++ {
+		t, d := c.vals[vi], c.vals[vi+1]
+		if t.kind != vTime && t.kind != vDate || d.kind != vDuration || d.lo-t.hi != 1 {
+			continue
+		}
+		switch toks[t.hi].low {
+		case "plus", "+", "mas", "piu", "mais":
+		default:
+			continue
+		}
+		for si, a := range ai.vals {
+			if a.kind != t.kind {
+				continue
+			}
+			r := t
+			switch t.kind {
+			case vTime:
+				m := durMinutes(d.a, d.unit) + durMinutes(d.a2, d.unit2)
+				if m <= 0 {
+					continue
+				}
+				r.a = math.Mod(t.a+m, 1440)
+			case vDate:
+				n := durMinutes(d.a, d.unit) / 1440
+				if n <= 0 || n != math.Floor(n) || t.m == 0 {
+					continue
+				}
+				if r.y == 0 || r.flags&fNoYear != 0 {
+					r.y = a.y
+				}
+				r.y, r.m, r.d = addDays(r.y, r.m, r.d, int(n))
+			}
+			add(r, srcComputed, t.lo, d.hi, "op:plusdur", "slot:"+a.kind.String(), "slotidx:"+itoa(min(si, 3)))
+			operands = append(operands, t.lo, d.lo)
+			plusDur[d.lo] = true
+			break
+		}
+	}
 	// additive: an amount next to a direction word
 	for _, v := range c.vals {
+		if plusDur[v.lo] {
+			continue
+		}
 		var amt float64
 		var aunit string
 		switch v.kind {
@@ -328,6 +372,22 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 	}
 	// "off by N" has no direction and is left to the stated candidates
 	return operands
+}
+
+// durMinutes is a duration of a clock or calendar unit in minutes (0 for
+// months, years and business days, which have no fixed length).
+func durMinutes(x float64, unit string) float64 {
+	switch unit {
+	case "minute":
+		return x
+	case "hour":
+		return 60 * x
+	case "day":
+		return 1440 * x
+	case "week":
+		return 7 * 1440 * x
+	}
+	return 0
 }
 
 // durFactor is how many of unit to one from (0 when they do not convert

@@ -19,7 +19,7 @@ var lclassNames = map[lclass]string{lPos: "pos", lPosS: "poss", lNeg: "neg", lWr
 	lIntens: "intens", lThanks: "thanks", lGreet: "greet", lAck: "ack", lHedge: "hedge", lDoubt: "doubt", lQWord: "qword",
 	lContrast: "contrast", lRetract: "retract", lSarc: "sarc", lPolicy: "policy", lFormat: "format", lLength: "length", lTone: "tone",
 	lYes: "yes", lNo: "no", lRequest: "request", lFix: "fix", lCorrCue: "corrcue", lStory: "story", lNotFault: "notfault",
-	lSelf: "self", lIdeal: "ideal", lComplaintN: "complaint", lRef: "ref", lIntent: "intent", lAlso: "also", lOther: "other"}
+	lSelf: "self", lIdeal: "ideal", lComplaintN: "complaint", lRef: "ref", lIntent: "intent", lAlso: "also", lOther: "other", lInfoAck: "infoack"}
 
 // negatable classes change meaning under negation.
 const negatable = lPos | lPosS | lNeg | lWrong | lRight | lIdeal
@@ -246,6 +246,9 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 	cj("eq_only", eq && !diff && !negAny && !posAny)
 	cj("eq_notfault", eq && has(lNotFault))
 	cj("policy_notfault", has(lPolicy) && has(lNotFault))
+	// a complaint that takes the information in ("... is a shame, but
+	// good to know") is about the policy, not the answer
+	cj("policy_ack", (has(lPolicy) || negAny) && has(lInfoAck) && !(has(lWrong) || hasNeg(lRight)) && !diff)
 	cj("negcomplaint", hasNeg(lComplaintN))
 	cj("qdoubt", question && (has(lDoubt) || has(lHedge)))
 	cj("qright", question && has(lRight) && !diff)
@@ -397,6 +400,20 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 		}
 	}
 	cj("last_right", lastRight && lastSent > 0)
+	// an objection in an earlier sentence and approval, with no objection,
+	// in the last: the comment took its objection back
+	objSent, lastObj := -1, false
+	for _, h := range hits {
+		obj := h.cl&(lWrong|lNeg|lDoubt) != 0 && !h.neg || h.neg && h.cl&(lRight|lPos) != 0
+		if obj && toks[h.at].sent < lastSent && objSent < 0 {
+			objSent = toks[h.at].sent
+		}
+		if obj && toks[h.at].sent == lastSent {
+			lastObj = true
+		}
+	}
+	cj("late_approve", lastSent > 0 && objSent >= 0 && lastRight && !lastObj)
+	cj("late_approve_eq", lastSent > 0 && objSent >= 0 && lastEq && !lastObj)
 	// a correction taken back: the last sentence restates and approves the
 	// answer's value after an earlier different one ("... 20% is correct")
 	cj("retracted", lastSent > 0 && lastEq && (lastRight || has(lRetract)) && (diff || negOld))
@@ -476,6 +493,7 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 		{"ov", ov > 0}, {"ref", has(lRef)}, {"lastright", lastRight && lastSent > 0}, {"lastneg", lastNegS && lastSent > 0},
 		{"yesno", ai.yesno != ""}, {"long", words > 25}, {"short", words <= 3}, {"caps", f["form:caps"] != 0},
 		{"story", has(lStory)}, {"length", has(lLength)}, {"tone", has(lTone)}, {"notfault", has(lNotFault)},
+		{"infoack", has(lInfoAck)},
 	}
 	for i := range core {
 		if !core[i].on {

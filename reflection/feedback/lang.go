@@ -49,6 +49,7 @@ const (
 	lIntent                        // what the speaker will do ("I'll", "tomorrow", "werde")
 	lAlso                          // "also", "too", "auch"
 	lOther                         // things other than the answer ("website", "app", "weather", "my cat")
+	lInfoAck                       // takes the information in ("good to know", "dann weiß ich Bescheid", "au moins c'est clair")
 )
 
 var lexWords = map[string]lclass{}
@@ -403,6 +404,73 @@ func init() {
 		"caro, muito caro, injusto, pena, que pena, uma pena, chato, abusivo, pouco pratico, absurdo",
 		"duur, te duur, oneerlijk, jammer, wat jammer, vervelend, onhandig, belachelijk, gierig, krenterig",
 	)
+	addLex(lInfoAck,
+		"good to know, now i know, at least i know, at least now i know, at least it's clear, at least its clear, at least that's clear, thanks for the info, thanks for the information, thanks for clarifying, thanks for confirming, thanks for letting me know, thanks for explaining, thanks for the heads up, that's clear, i understand, understood, noted, fair enough, i'll live with it, i'll deal with it, so be it, it is what it is",
+		"gut zu wissen, dann weiss ich bescheid, weiss ich bescheid, jetzt weiss ich es, jetzt weiss ich, danke fur die info, danke fur die auskunft, danke fur die information, danke fur die klarstellung, wenigstens weiss ich, immerhin weiss ich, immerhin ehrlich, verstanden, na gut, dann eben",
+		"bueno saberlo, es bueno saberlo, ahora lo se, ya lo se, gracias por la info, gracias por la informacion, gracias por aclararlo, gracias por aclarar, gracias por avisar, al menos esta claro, al menos lo se, por lo menos lo se, entendido, queda claro",
+		"bon a savoir, maintenant je sais, merci pour l'info, merci pour l'information, merci de l'info, merci de la precision, merci pour la precision, au moins c'est clair, au moins je sais, au moins je suis fixe, c'est note, je comprends, tant pis",
+		"buono a sapersi, ora lo so, adesso lo so, grazie dell'info, grazie per l'info, grazie per l'informazione, grazie dell'informazione, grazie della precisione, almeno e chiaro, almeno lo so, capito, pazienza",
+		"bom saber, agora eu sei, agora sei, obrigado pela informacao, obrigada pela informacao, obrigado pela info, obrigada pela info, valeu pela info, pelo menos esta claro, pelo menos agora sei, entendi, mas ta, fazer o que",
+		"goed om te weten, nu weet ik het, dan weet ik het, dan weet ik dat, bedankt voor de info, bedankt voor de informatie, dank voor de info, bedankt voor de uitleg, dan weet ik waar ik aan toe ben, in ieder geval duidelijk, begrepen, jammer dan",
+	)
+	addLex(lPolicy,
+		"policy, policies, rule, rules, terms, fee, fees, surcharge, strict, inflexible, rigid, stingy, tight-fisted, makes no sense, doesn't make sense, in this day and age, you should change, should change that, bring back, please offer, please allow, why not allow, shame you don't, pity you don't, wish you would, would be great if, it would be nice, would be nice if, other shops, other stores, everyone else, competitors",
+		"richtlinie, regel, regeln, regelung, bedingungen, gebuhr, gebuhren, aufschlag, streng, unflexibel, andere shops, andere handler, sollte man andern, konnte man andern, ware schon, ware nett",
+		"politica, norma, normas, regla, reglas, condiciones, recargo, comision, estricto, estricta, inflexible, racano, racana, tacano, otras tiendas, deberiais cambiar, podrian cambiar, estaria bien, seria genial",
+		"politique, regle, regles, conditions, frais, supplement, strict, stricte, rigide, abuse, radin, les autres magasins, vous devriez changer, ce serait bien, ce serait sympa",
+		"politica, regola, regole, condizioni, commissione, supplemento, rigido, rigida, severo, severa, vergogna, una vergogna, rapina, altri negozi, dovreste cambiare, sarebbe bello",
+		"politica, regra, regras, condicoes, taxa, taxas, tarifa, rigido, rigida, severo, severa, bem que podia, podia ser, outras lojas, deveriam mudar, seria bom",
+		"beleid, regel, regels, voorwaarden, toeslag, kosten, streng, strenge, star, gierig, andere winkels, zouden jullie moeten, zou fijn zijn, zou mooi zijn",
+	)
+	addLex(lRight,
+		"that's what, thats what, that is what, just like you said, like you said, as you said, as you say, as stated, same as you said, matches what, lines up, checks out",
+		"wie gesagt, wie ihr sagt, wie du sagst, wie sie sagen, steht auch, deckt sich, passt zu",
+		"como dijiste, como dices, como dijisteis, como decis, es lo que pone, es lo que dice, lo mismo que, cuadra",
+		"comme vous dites, comme tu dis, comme vous l'avez dit, c'est bien ce, c'est ce que, ca colle, ca correspond",
+		"come hai detto, come dite, come avete detto, e quello che, torna, tornano, combacia, corrisponde",
+		"como voce disse, como voces falaram, como falaram, como disseram, isso mesmo, certinho, bate certinho, confere",
+		"zoals je zei, zoals jullie zeiden, zoals u zei, dat is wat, komt overeen, klopt helemaal, klopt precies",
+	)
+	addLex(lRetract,
+		"ah yes, oh yes it is, oh right, ah right, ah ok, ah okay, oh ok, oh okay, counting wrong, i'm counting wrong, i'm thinking of, thinking of, was thinking of, i was looking at, was showing, it's fine then, is fine then, all correct then, you're correct, fine then",
+		"ah doch, ach doch, ah ja, ach so, ach ja, stimmt also, dann passt es, dann stimmt es",
+		"ah si, ah vale, ah claro, que era, teneis razon, entonces esta bien, pues esta bien",
+		"ah si, ah oui, ah d'accord, c'est juste, alors c'est bon, donc c'est bon",
+		"ah si, ah ok, ah gia, allora va bene, quindi e giusto",
+		"ah sim, ah ta, ah e, entao esta certo, entao ta certo, peraí, perai",
+		"ah ja, o ja, oh ja, klopt dus, dan klopt het, dan is het goed",
+	)
+	addLex(lOther,
+		"wifi, wi-fi, internet connection, signal, heat, heatwave, hot in here, summer, winter, store, shop, boutique, branch, new store, new shop, delivery driver, raise, wrong window, wrong tab, wrong chat, wrong thread, dark mode, light mode, tiny, happy friday, happy monday, typing this, the queue at",
+		"hitze, sommer, winter, laden, geschaft, filiale, falsches fenster, falscher chat, es regnet, regnet",
+		"calor, verano, invierno, tienda, sucursal, ventana equivocada, chat equivocado, llueve",
+		"chaleur, ete, hiver, magasin, boutique, pleut, il pleut, mauvaise fenetre, mauvais onglet, mauvaise conversation",
+		"caldo, estate, inverno, negozio, filiale, finestra sbagliata, sbagliato finestra, chat sbagliata, sbagliato chat",
+		"calor, verao, inverno, loja, filial, janela errada, chat errado, chovendo, ta chovendo",
+		"hitte, zomer, winter, winkel, filiaal, verkeerde venster, verkeerde chat, het regent, regent",
+	)
+	addLex(lSarc,
+		"10/10, chef's kiss, how generous, so generous, how helpful, so helpful, can't wait, cant wait, remind me, begs to differ, good laugh, had a good laugh, what a surprise, shocker, big surprise, who knew, thanks a bunch, even my, 😏, 🙃",
+		"wird sich freuen, werden sich freuen, wer hatte das gedacht, wie grosszugig, kann es kaum erwarten",
+		"se va a alegrar, van a encantar, quien lo diria, que generoso, que sorpresa, estoy deseando",
+		"va adorer, vont adorer, quelle surprise, que c'est genereux, j'ai hate",
+		"sara contento, saranno contenti, che sorpresa, che generosi, non vedo l'ora",
+		"vai adorar, vao adorar, que surpresa, que generoso, mal posso esperar",
+		"gaat blij zijn, wat een verrassing, wat gul, ik kan niet wachten",
+	)
+	addLex(lTone,
+		"lecture, lecturing, gloomy, cheerful, informal, too informal, too casual, moody, dramatic, over the top, too enthusiastic, blunt, curt, harsh, sassy, passive-aggressive, judgy, judgmental, a sorry, an apology, no need for",
+		"belehrend, moralisierend, salopp, zu locker, zu salopp, schroff, unpersonlich, herzlos, düster, duster, oberlehrerhaft",
+		"sermon, sermoneador, moralista, informal, demasiado informal, brusco, seco, frio, antipatico, tristón, triste",
+		"moralisateur, sermon, familier, trop familier, brusque, sec, lugubre, sinistre, desagreable",
+		"predica, paternalista, informale, troppo informale, brusco, lugubre, cupo, antipatico",
+		"sermao, moralista, informal, informal demais, muito informal, brusco, seco, sombrio, antipatico",
+		"preek, belerend, betuttelend, informeel, te informeel, bot, kortaf, somber, onvriendelijk",
+	)
+	addLex(lComplaintN, "beklagen, beklage, klage, reclamo, reclamar, plaindre, lamentare, reclamar, klagen, zeuren")
+	addLex(lPos|lIdeal, "couldn't be clearer, could not be clearer, couldn't be better, could not be better, can't ask for more, pas mal, nicht schlecht, no esta mal, non male, nada mal, niet slecht")
+	addLex(lAck, "mm, mmm, mm-hm, mhm, uh-huh, uh huh, aha, ah ok")
+	addLex(lFormat, "yaml, xml, markdown, html, docx, excel, word document, plain text, bullet list, numbered list, csv file, json file")
 	addLex(lNotFault, "but ok, but okay, but fine, ma ok, ma va bene, mais bon, mais d'accord, aber ok, aber gut, pero bueno, pero vale, mas tudo bem, mas ok, maar goed, maar oke")
 	addLex(lAlso, "also, too, as well, same, auch, ebenfalls, genauso, tambien, igual, aussi, pareil, egalement, anche, pure, uguale, tambem, igual, ook, eveneens, hetzelfde")
 	addLex(lSarc, "that's why, thats why, must be why, which is why, so that's why, deshalb, darum, deswegen, por eso, por isso, c'est pour ca, voila pourquoi, ecco perche, per questo, daarom, dus daarom")

@@ -75,9 +75,22 @@ type nameSpan struct {
 
 func nameSpans(toks []tok, caps bool, lang string) []nameSpan {
 	var out []nameSpan
+	// words of a lexicon phrase ("Nichts hinzuzufügen", "Thank You So
+	// Much") are not names
+	inPhrase := make([]bool, len(toks))
+	for i := 0; i < len(toks); {
+		if _, n := lexMatch(toks, i); n > 1 {
+			for k := i; k < i+n; k++ {
+				inPhrase[k] = true
+			}
+			i += n
+			continue
+		}
+		i++
+	}
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
-		if t.kind != tWord || !t.upper {
+		if t.kind != tWord || !t.upper || inPhrase[i] {
 			continue
 		}
 		if !unicode.IsLetter(firstRune(t.raw)) {
@@ -94,7 +107,7 @@ func nameSpans(toks []tok, caps bool, lang string) []nameSpan {
 		var words []string
 		for j < len(toks) && toks[j].kind == tWord && toks[j].sent == t.sent {
 			w := toks[j]
-			if w.upper && len(w.low) > 1 && !(nameStop(w.low, lang) && (j == i && (sentStart || caps) || caps)) {
+			if w.upper && len(w.low) > 1 && !inPhrase[j] && !(nameStop(w.low, lang) && (j == i && (sentStart || caps) || caps)) {
 				words = append(words, w.raw)
 				j++
 				continue

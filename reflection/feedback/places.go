@@ -3,7 +3,8 @@ package feedback
 import "strings"
 
 // English names of places (GUIDE.md: "English name for places that have
-// one": "Berna" is "Bern", "Brasilia" is "Brasília"). Keys are folded
+// one": "Berna" is "Bern", "Brasilia" is "Brasília"), seas, continents and
+// planets. Keys are folded
 // (lower case, no diacritics); each line is the English name followed by
 // its forms in German, Spanish, French, Italian, Portuguese and Dutch.
 // Forms that are also ordinary words in one of the languages (German
@@ -91,6 +92,32 @@ var placeLines = []string{
 	"Rhine: Rhein, Rin, Rhin, Reno, Rijn",
 	"Thames: Themse, Támesis, Tamise, Tamigi, Tâmisa",
 	"Nile: Nilo, Nijl",
+	"Amazon: Amazonas, Amazone, Rio delle Amazzoni, Amazonas-rivier",
+	"Seine: Sena",
+	// seas, oceans and continents
+	"Pacific: Pazifik, Pacífico, Pacifique, Pacifico, Stille Oceaan, Grote Oceaan",
+	"Atlantic: Atlantik, Atlántico, Atlantique, Atlantico, Atlântico, Atlantische Oceaan",
+	"Indian Ocean: Indischer Ozean, Océano Índico, Océan Indien, Oceano Indiano, Oceano Índico, Indische Oceaan",
+	"Arctic Ocean: Arktischer Ozean, Nordpolarmeer, Océano Ártico, Océan Arctique, Oceano Artico, Oceano Ártico, Noordelijke IJszee",
+	"Mediterranean: Mittelmeer, Mediterráneo, Méditerranée, Mediterraneo, Mediterrâneo, Middellandse Zee",
+	"North Sea: Nordsee, Mar del Norte, Mer du Nord, Mare del Nord, Mar do Norte, Noordzee",
+	"Baltic Sea: Ostsee, Mar Báltico, Mer Baltique, Mar Baltico, Oostzee",
+	"Europe: Europa",
+	"Asia: Asien, Asie, Ásia, Azië",
+	"Africa: Afrika, Afrique, África",
+	"North America: Nordamerika, América del Norte, Amérique du Nord, America del Nord, América do Norte, Noord-Amerika",
+	"South America: Südamerika, América del Sur, Amérique du Sud, America del Sud, América do Sul, Zuid-Amerika",
+	"Antarctica: Antarktis, Antártida, Antarctique, Antartide",
+	"Oceania: Ozeanien, Océanie, Oceanië",
+	// planets
+	"Mercury: Merkur, Mercurio, Mercure, Mercúrio, Mercurius",
+	"Venus: Vénus",
+	"Mars: Marte",
+	"Jupiter: Júpiter, Giove",
+	"Saturn: Saturno, Saturne, Saturnus",
+	"Uranus: Urano",
+	"Neptune: Neptun, Neptuno, Nettuno, Netuno, Neptunus",
+	"Pluto: Plutón, Pluton, Plutone, Plutão",
 }
 
 // placeEnglish maps a folded place name to its English name.
