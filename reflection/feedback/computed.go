@@ -20,8 +20,18 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 		}
 		return false
 	}
-	// factors: "double that", "half as long", "three times that"
+	// factors: "double that", "half as long", "three times that"; not the
+	// "half" of "half an hour", "half past nine"
+	inVal := make([]bool, len(toks))
+	for _, v := range c.vals {
+		for k := v.lo; k < v.hi && k < len(toks); k++ {
+			inVal[k] = true
+		}
+	}
 	for i, t := range toks {
+		if inVal[i] {
+			continue
+		}
 		f, ok := factorWords[t.low]
 		if t.low == "times" || timesWords[t.low] && t.low != "x" {
 			if i > 0 {

@@ -70,7 +70,8 @@ func addLex(class lclass, lists ...string) {
 			if item == "" {
 				continue
 			}
-			ws := strings.Fields(fold(item))
+			// the lexer splits "long-winded" into "long", "-", "winded"
+			ws := strings.Fields(strings.ReplaceAll(fold(item), "-", " - "))
 			if len(ws) == 1 {
 				lexWords[ws[0]] |= class
 				continue

@@ -98,7 +98,7 @@ func init() {
 	cur("SEK", "sek")
 	cur("MXN", "mxn, pesos")
 	addUnits(unit{kind: uCents}, "cent, cents, ct, cts, centimes, centimos, centesimi, centavos, pence, penny, p")
-	addUnits(unit{kind: uPercent, canon: "%"}, "%, percent, per cent, pct, prozent, procent, por ciento, pour cent, pourcent, per cento, percento, por cento, percentage points, percentage point, prozentpunkte, puntos porcentuales, points de pourcentage, punti percentuali, pontos percentuais, procentpunten")
+	addUnits(unit{kind: uPercent, canon: "%"}, "%, percent, per cent, pct, persent, precent, percnt, procento, porciento, prozent, procent, por ciento, pour cent, pourcent, per cento, percento, por cento, percentage points, percentage point, prozentpunkte, puntos porcentuales, points de pourcentage, punti percentuali, pontos percentuais, procentpunten")
 	dur := func(canon, list string) { addUnits(unit{kind: uDuration, canon: canon}, list) }
 	dur("second", "second, seconds, sec, secs, sekunde, sekunden, segundo, segundos, seconde, secondes, secondo, secondi, seconden")
 	dur("minute", "minute, minutes, min, mins, minuten, minuto, minutos, minuti, minuut")

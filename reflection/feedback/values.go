@@ -561,6 +561,9 @@ func parseAt(toks []tok, i int, ctx pctx) (value, bool) {
 		}
 	}
 	if t.kind == tWord {
+		if v, ok := fractionAt(toks, i, ctx.lang); ok {
+			return v, true
+		}
 		// weekday and day range
 		if d, ok := weekdayNames[t.low]; ok && (len(t.low) > 3 || t.upper) {
 			j := i + 1
@@ -637,6 +640,15 @@ func parseAt(toks []tok, i int, ctx pctx) (value, bool) {
 	}
 	if neg {
 		x = -x
+	}
+	if !neg && fl&(fArticle|fDecimal) == 0 && x >= 1 && x <= 24 && x == math.Floor(x) {
+		if m, k := halfAfter(toks, j); k > j {
+			v := value{kind: vTime, a: x*60 + m, lo: start, hi: k, flags: fClock}
+			if x <= 12 {
+				v.flags |= fHalfDay
+			}
+			return v, true
+		}
 	}
 	// time of day (and time ranges)
 	if !neg && fl&fArticle == 0 {
@@ -753,6 +765,14 @@ func parseAt(toks []tok, i int, ctx pctx) (value, bool) {
 				v.flags |= fCurWord
 				if u.canon == "USD" && (ctx.cur == "CAD" || ctx.cur == "AUD") {
 					v.unit = ctx.cur
+				}
+				// "four dollars fifty", "3 euros 50": the cents follow
+				if x == math.Floor(x) && v.hi < len(toks) && toks[v.hi].sent == toks[start].sent {
+					if c, k2, fl2, ok := readNum(toks, v.hi, ctx.lang); ok && fl2&(fArticle|fDecimal) == 0 && c >= 1 && c < 100 && c == math.Floor(c) {
+						if _, un := unitAt(toks, k2); un == 0 {
+							v.a, v.hi = x+c/100, k2
+						}
+					}
 				}
 			}
 			return v, true
@@ -904,3 +924,147 @@ func yearAt(toks []tok, j int) (int, int) {
 // comparative words after "one" make it a number ("one more than that").
 var comparative = map[string]bool{"more": true, "less": true, "fewer": true, "mehr": true, "weniger": true, "mas": true,
 	"menos": true, "plus": true, "moins": true, "piu": true, "meno": true, "mais": true, "meer": true, "minder": true}
+
+// fractionAt reads the durations and clock times written with a half or a
+// quarter at toks[i]: "half an hour", "une demi-heure", "eine halbe
+// Stunde", "een kwartier"; "half past nine", "quarter to ten", "halb
+// zehn" and "half tien" (9:30), "viertel nach neun", "kwart over twee".
+func fractionAt(toks []tok, i int, lang string) (value, bool) {
+	w := func(k int) string {
+		if k < len(toks) && toks[k].sent == toks[i].sent {
+			return toks[k].low
+		}
+		return ""
+	}
+	dur := func(min float64, hi int) (value, bool) {
+		return value{kind: vDuration, a: min, unit: "minute", lo: i, hi: hi}, true
+	}
+	if w(i) == "demi" && (w(i+1) == "heure" || w(i+1) == "-" && w(i+2) == "heure") {
+		if w(i+1) == "-" {
+			return dur(30, i+3)
+		}
+		return dur(30, i+2) // "une demi-heure"
+	}
+	switch w(i) {
+	case "mezz'ora", "mezzora", "kwartier", "viertelstunde", "halbstunde":
+		m := 30.0
+		if w(i) == "kwartier" || w(i) == "viertelstunde" {
+			m = 15
+		}
+		return dur(m, i+1)
+	case "half", "halbe", "halben", "media", "meia", "mezza":
+		if u, n := unitAt(toks, i+1); n > 0 && u.kind == uDuration && u.canon == "hour" {
+			return dur(30, i+1+n) // "half hour", "halbe Stunde", "media hora", "meia hora", "half uur"
+		}
+		if (w(i+1) == "an" || w(i+1) == "a") && (w(i+2) == "hour" || w(i+2) == "hr") {
+			return dur(30, i+3)
+		}
+	case "quarter", "quart", "cuarto", "quarto":
+		k := i + 1
+		if w(k) == "of" && (w(k+1) == "an" || w(k+1) == "a") {
+			k += 2
+		} else if w(k) == "de" || w(k) == "d'ora" || w(k) == "d'heure" {
+			if w(k) == "de" {
+				k++
+			}
+			if w(k) == "hora" || w(k) == "d'ora" || w(k) == "d'heure" {
+				return dur(15, k+1)
+			}
+		}
+		if w(k) == "hour" {
+			return dur(15, k+1)
+		}
+	}
+	// clock times
+	clock := func(h, m float64, hi int) (value, bool) {
+		if h < 0 {
+			h += 12
+		}
+		v := value{kind: vTime, a: h*60 + m, lo: i, hi: hi, flags: fClock}
+		if h <= 12 {
+			v.flags |= fHalfDay
+		}
+		return v, true
+	}
+	hourAt := func(k int) (float64, int, bool) {
+		x, j, fl, ok := readNum(toks, k, lang)
+		if !ok || fl&(fArticle|fDecimal) != 0 || x < 1 || x > 12 || x != math.Floor(x) {
+			return 0, k, false
+		}
+		return x, j, true
+	}
+	switch w(i) {
+	case "half", "quarter":
+		if w(i) == "quarter" && w(i+1) == "of" {
+			return value{}, false
+		}
+		m := 30.0
+		if w(i) == "quarter" {
+			m = 15
+		}
+		switch w(i + 1) {
+		case "past", "after":
+			if h, j, ok := hourAt(i + 2); ok {
+				return clock(h, m, j)
+			}
+		case "to", "til", "till":
+			if w(i) == "quarter" {
+				if h, j, ok := hourAt(i + 2); ok {
+					return clock(h-1, 45, j)
+				}
+			}
+		default:
+			if w(i) == "half" && lang == "nl" {
+				if h, j, ok := hourAt(i + 1); ok {
+					return clock(h-1, 30, j) // "half tien" is 9:30
+				}
+			}
+		}
+	case "halb":
+		if h, j, ok := hourAt(i + 1); ok {
+			return clock(h-1, 30, j)
+		}
+	case "viertel", "kwart":
+		switch w(i + 1) {
+		case "nach", "over":
+			if h, j, ok := hourAt(i + 2); ok {
+				return clock(h, 15, j)
+			}
+		case "vor", "voor":
+			if h, j, ok := hourAt(i + 2); ok {
+				return clock(h-1, 45, j)
+			}
+		}
+	}
+	return value{}, false
+}
+
+// halfAfter reads what follows an hour to make it a clock time with
+// minutes: "(nove) e mezza", "(9) y media", "(neuf heures) et demie", "(nove)
+// e meia", "(nueve) y cuarto", "(neuf heures) et quart". It returns the
+// minutes and the index after them (j when there is nothing).
+func halfAfter(toks []tok, j int) (float64, int) {
+	k := j
+	if k < len(toks) && (toks[k].low == "heures" || toks[k].low == "heure" || toks[k].low == "h") {
+		k++
+	}
+	if k+1 >= len(toks) || toks[k].sent != toks[j-1].sent {
+		return 0, j
+	}
+	switch toks[k].low {
+	case "e", "y", "et":
+	default:
+		return 0, j
+	}
+	switch toks[k+1].low {
+	case "mezza", "mezzo", "media", "demie", "meia":
+		return 30, k + 2
+	case "cuarto", "quart", "quarto":
+		return 15, k + 2
+	case "un":
+		if k+2 < len(toks) && toks[k+2].low == "quarto" {
+			return 15, k + 3
+		}
+	}
+	return 0, j
+}
