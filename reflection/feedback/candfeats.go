@@ -222,5 +222,19 @@ func yesNoFeats(cd *cand, c docInfo, ai answerInfo) {
 		if cl&lRequest != 0 {
 			cd.set("yn:request")
 		}
+		// a complaint about the answer's tone or length, or an aside,
+		// does not deny its yes or no
+		if cl&(lTone|lLength) != 0 {
+			cd.set("yn:tonelen")
+		}
+		if cl&lOther != 0 {
+			cd.set("yn:other")
+		}
+		if cl&lInfoAck != 0 {
+			cd.set("yn:infoack")
+		}
+		if cl&(lWrong|lCorrCue) != 0 {
+			cd.set("yn:wrongcue")
+		}
 	}
 }
