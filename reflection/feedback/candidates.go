@@ -217,6 +217,10 @@ func coerce(c, a value) []value {
 	return out(c)
 }
 
+// clockHourWords are the hour words that also name the clock's hour
+// ("om 21 uur", "à 9 heures", "a las 9 horas", "alle ore 9").
+var clockHourWords = map[string]bool{"uur": true, "heures": true, "heure": true, "horas": true, "hora": true, "ore": true}
+
 // hourNear reads x as an hour, in the half of the day nearest to ref
 // (minutes since midnight).
 func hourNear(x, ref float64) (float64, bool) {
@@ -436,7 +440,7 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 				add(cv, src, v.lo, v.hi, ex...)
 			}
 		}
-		if !matched && v.kind == vDuration && v.unit == "hour" && v.unit2 == "" {
+		if !matched && v.kind == vDuration && v.unit == "hour" && v.unit2 == "" && v.hi > v.lo && clockHourWords[c.toks[v.hi-1].low] {
 			// "om 21 uur", "à 9 heures", "10 uur." under a time: the hour
 			// word is also the clock's
 			for si, a := range ai.vals {

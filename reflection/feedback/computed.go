@@ -222,7 +222,7 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 					}
 					break
 				}
-				if w == "plus" && k == v.lo-1 || w == "+" || w == "up" || w == "increased" || w == "raised" {
+				if w == "plus" && k == v.lo-1 || w == "+" || w == "up" || w == "increased" || w == "raised" || riseVerbs[w] {
 					dir = 1
 					cue = w
 					break
@@ -231,7 +231,7 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 					dir, cue = 1, "forgot"
 					break
 				}
-				if w == "minus" || w == "down" || w == "knocked" || w == "reduced" || w == "dropped" || w == "cut" {
+				if w == "minus" || w == "down" || w == "knocked" || w == "reduced" || w == "dropped" || w == "cut" || fallVerbs[w] {
 					dir = -1
 					cue = w
 					break
@@ -383,6 +383,14 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 	// "off by N" has no direction and is left to the stated candidates
 	return operands
 }
+
+// riseVerbs and fallVerbs say that an amount went up or down by the
+// amount after them ("subió 3 euros", "è salito di 2 €", "baixou 5 reais");
+// "subió a 15 euros" names the new value (targetWords).
+var riseVerbs = map[string]bool{"rose": true, "subio": true, "subiu": true, "aumento": true, "aumentou": true, "augmente": true,
+	"aumentato": true, "salito": true, "salita": true, "verhoogd": true, "gestegen": true, "erhoht": true}
+var fallVerbs = map[string]bool{"fell": true, "bajo": true, "bajaron": true, "baixou": true, "baisse": true, "sceso": true,
+	"scesa": true, "calato": true, "gedaald": true, "verlaagd": true, "gesenkt": true, "gesunken": true}
 
 // durMinutes is a duration of a clock or calendar unit in minutes (0 for
 // months, years and business days, which have no fixed length).

@@ -472,9 +472,15 @@ func timeAt(toks []tok, i int, lang string, loose bool) (min float64, suffix str
 		if u, n := unitAt(toks, j); n > 0 && u.kind == uTimeSuffix {
 			ok := true
 			if u.canon == "h" {
-				// "18h", "19h30", "9 h": French and Portuguese hours
+				// "18h", "19h30", "9 h": French and Portuguese hours; not
+				// "2 h 35 min", a duration
 				ok = !toks[j].gap || t.kind == tNum
-				if ok && j+1 < len(toks) && toks[j+1].kind == tNum && !toks[j+1].gap && len(toks[j+1].raw) == 2 && !hasMinutes {
+				if ok && j+2 < len(toks) && toks[j+1].kind == tNum && toks[j+1].gap {
+					if u2, n2 := unitAt(toks, j+2); n2 > 0 && u2.kind == uDuration && u2.canon == "minute" {
+						ok = false
+					}
+				}
+				if ok && j+1 < len(toks) && toks[j+1].kind == tNum && len(toks[j+1].raw) == 2 && !hasMinutes && (!toks[j+1].gap || !unitFollows(toks, j+2)) {
 					mm, _ := strconv.Atoi(toks[j+1].raw)
 					if mm <= 59 {
 						m = float64(mm)
@@ -828,6 +834,13 @@ func parseAt(toks []tok, i int, ctx pctx) (value, bool) {
 			if u.canon == "h" && x > 24 || u.canon == "h" && toks[k].gap {
 				v.kind, v.unit = vDuration, "hour"
 				v.flags |= fSuffixH
+				// "2 h 35 min"
+				if x2, k2, _, ok := readNum(toks, v.hi, ctx.lang); ok {
+					if u2, n2 := unitAt(toks, k2); n2 > 0 && u2.kind == uDuration && u2.canon == "minute" {
+						v.a2, v.unit2, v.hi = x2, "minute", k2+n2
+						v.flags |= fCombined
+					}
+				}
 				return v, true
 			}
 		}
@@ -1067,4 +1080,10 @@ func halfAfter(toks []tok, j int) (float64, int) {
 		}
 	}
 	return 0, j
+}
+
+// unitFollows reports a unit at toks[k] ("35 min" after "2 h").
+func unitFollows(toks []tok, k int) bool {
+	_, n := unitAt(toks, k)
+	return n > 0
 }
