@@ -534,8 +534,9 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 		// a terse lower-case name: "canberra..."
 		var words []string
 		lo, hi := -1, -1
+		inPhrase := phraseWords(c.toks)
 		for k, t := range c.toks {
-			if t.kind == tWord && !nameStop(t.low, c.lang) && len(t.low) > 2 {
+			if t.kind == tWord && !nameStop(t.low, c.lang) && len(t.low) > 2 && !inPhrase[k] {
 				if lo < 0 {
 					lo = k
 				}

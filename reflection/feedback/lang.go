@@ -471,7 +471,18 @@ func init() {
 	addLex(lComplaintN, "beklagen, beklage, klage, reclamo, reclamar, plaindre, lamentare, reclamar, klagen, zeuren")
 	addLex(lPos|lIdeal, "couldn't be clearer, could not be clearer, couldn't be better, could not be better, can't ask for more, pas mal, nicht schlecht, no esta mal, non male, nada mal, niet slecht")
 	addLex(lAck, "mm, mmm, mm-hm, mhm, uh-huh, uh huh, aha, ah ok")
+	addLex(lGreet, "hallo zusammen, hallo allerseits, hola a todos, bonjour a tous, ciao a tutti, ola a todos, hallo allemaal, hi all, hi everyone, hello everyone")
+	addLex(lPos|lSarc, "bravissimo, bravissima, bravissimi, bravissime")
 	addLex(lFormat, "yaml, xml, markdown, html, docx, excel, word document, plain text, bullet list, numbered list, csv file, json file")
+	addLex(lPos|lIdeal,
+		"no complaints here, zero complaints, can't fault, cannot fault, nothing to fault, not a single complaint, no errors, no mistakes, didn't disappoint, doesn't disappoint, no notes at all",
+		"nicht zu beanstanden, nichts zu beanstanden, kein grund zur klage, keine klagen, einwandfrei",
+		"no tengo quejas, nada de malo, nada que reprochar, ninguna pega, sin pegas",
+		"aucun souci, rien a reprocher, je n'ai rien a redire, rien a signaler, pas de souci",
+		"nulla da eccepire, niente da eccepire, nulla da ridire, niente da ridire, nessuna critica",
+		"nao tenho do que reclamar, sem defeitos, nada de errado, sem problemas",
+		"geen op- of aanmerkingen, geen enkel probleem, niks op aan te merken, niets mis mee",
+	)
 	addLex(lNotFault, "but ok, but okay, but fine, ma ok, ma va bene, mais bon, mais d'accord, aber ok, aber gut, pero bueno, pero vale, mas tudo bem, mas ok, maar goed, maar oke")
 	addLex(lAlso, "also, too, as well, same, auch, ebenfalls, genauso, tambien, igual, aussi, pareil, egalement, anche, pure, uguale, tambem, igual, ook, eveneens, hetzelfde")
 	addLex(lSarc, "that's why, thats why, must be why, which is why, so that's why, deshalb, darum, deswegen, por eso, por isso, c'est pour ca, voila pourquoi, ecco perche, per questo, daarom, dus daarom")

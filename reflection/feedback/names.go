@@ -45,6 +45,23 @@ func nameStop(w, lang string) bool {
 	return false
 }
 
+// phraseWords marks the words of lexicon phrases ("Nichts
+// hinzuzufügen", "Hallo zusammen"): they are not names.
+func phraseWords(toks []tok) []bool {
+	in := make([]bool, len(toks))
+	for i := 0; i < len(toks); {
+		if _, n := lexMatch(toks, i); n > 1 {
+			for k := i; k < i+n; k++ {
+				in[k] = true
+			}
+			i += n
+			continue
+		}
+		i++
+	}
+	return in
+}
+
 // germanDeterminer are words that precede German nouns.
 var germanDeterminer = map[string]bool{"der": true, "die": true, "das": true, "den": true, "dem": true, "des": true, "ein": true,
 	"eine": true, "einen": true, "einem": true, "einer": true, "eines": true, "kein": true, "keine": true, "keinen": true,
@@ -75,19 +92,7 @@ type nameSpan struct {
 
 func nameSpans(toks []tok, caps bool, lang string) []nameSpan {
 	var out []nameSpan
-	// words of a lexicon phrase ("Nichts hinzuzufügen", "Thank You So
-	// Much") are not names
-	inPhrase := make([]bool, len(toks))
-	for i := 0; i < len(toks); {
-		if _, n := lexMatch(toks, i); n > 1 {
-			for k := i; k < i+n; k++ {
-				inPhrase[k] = true
-			}
-			i += n
-			continue
-		}
-		i++
-	}
+	inPhrase := phraseWords(toks)
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		if t.kind != tWord || !t.upper || inPhrase[i] {
