@@ -413,6 +413,18 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 		}
 	}
 	cj("late_approve", lastSent > 0 && objSent >= 0 && lastRight && !lastObj)
+	// the last objection is followed, in a later sentence, by approval or a
+	// retraction ("... nope, did it again on paper, 391. My bad.")
+	lastObjAt, apprAt := -1, -1
+	for _, h := range hits {
+		if h.cl&(lWrong|lNeg|lDoubt) != 0 && !h.neg || h.neg && h.cl&(lRight|lPos) != 0 {
+			lastObjAt = h.at
+		}
+		if !h.neg && h.cl&(lRight|lRetract|lPosS) != 0 && lastObjAt >= 0 && h.at > lastObjAt {
+			apprAt = h.at
+		}
+	}
+	cj("obj_then_appr", lastObjAt >= 0 && apprAt > lastObjAt && toks[apprAt].sent > toks[lastObjAt].sent)
 	cj("late_approve_eq", lastSent > 0 && objSent >= 0 && lastEq && !lastObj)
 	// a correction taken back: the last sentence restates and approves the
 	// answer's value after an earlier different one ("... 20% is correct")

@@ -411,7 +411,7 @@ func init() {
 		"bueno saberlo, es bueno saberlo, ahora lo se, ya lo se, gracias por la info, gracias por la informacion, gracias por aclararlo, gracias por aclarar, gracias por avisar, al menos esta claro, al menos lo se, por lo menos lo se, entendido, queda claro",
 		"bon a savoir, maintenant je sais, merci pour l'info, merci pour l'information, merci de l'info, merci de la precision, merci pour la precision, au moins c'est clair, au moins je sais, au moins je suis fixe, c'est note, je comprends, tant pis",
 		"buono a sapersi, ora lo so, adesso lo so, grazie dell'info, grazie per l'info, grazie per l'informazione, grazie dell'informazione, grazie della precisione, almeno e chiaro, almeno lo so, capito, pazienza",
-		"bom saber, agora eu sei, agora sei, obrigado pela informacao, obrigada pela informacao, obrigado pela info, obrigada pela info, valeu pela info, pelo menos esta claro, pelo menos agora sei, entendi, mas ta, fazer o que",
+		"bom saber, agora eu sei, agora sei, pelo menos agora eu sei, agora ja sei, obrigado pela informacao, obrigada pela informacao, obrigado pela info, obrigada pela info, valeu pela info, pelo menos esta claro, pelo menos agora sei, entendi, mas ta, fazer o que",
 		"goed om te weten, nu weet ik het, dan weet ik het, dan weet ik dat, bedankt voor de info, bedankt voor de informatie, dank voor de info, bedankt voor de uitleg, dan weet ik waar ik aan toe ben, in ieder geval duidelijk, begrepen, jammer dan",
 	)
 	addLex(lPolicy,
@@ -472,6 +472,7 @@ func init() {
 	addLex(lPos|lIdeal, "couldn't be clearer, could not be clearer, couldn't be better, could not be better, can't ask for more, pas mal, nicht schlecht, no esta mal, non male, nada mal, niet slecht")
 	addLex(lAck, "mm, mmm, mm-hm, mhm, uh-huh, uh huh, aha, ah ok")
 	addLex(lGreet, "hallo zusammen, hallo allerseits, hola a todos, bonjour a tous, ciao a tutti, ola a todos, hallo allemaal, hi all, hi everyone, hello everyone")
+	addLex(lNeg|lPolicy, "unverschamt, frechheit, zumutung, sinnlos, una verguenza, vergonzoso, scandaleux, honteux, scandaloso, vergognoso, vergonhoso, um roubo, schandalig, een schande")
 	addLex(lPos|lSarc, "bravissimo, bravissima, bravissimi, bravissime")
 	addLex(lFormat, "yaml, xml, markdown, html, docx, excel, word document, plain text, bullet list, numbered list, csv file, json file")
 	addLex(lPos|lIdeal,
