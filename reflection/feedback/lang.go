@@ -472,6 +472,7 @@ func init() {
 	addLex(lPos|lIdeal, "couldn't be clearer, could not be clearer, couldn't be better, could not be better, can't ask for more, pas mal, nicht schlecht, no esta mal, non male, nada mal, niet slecht")
 	addLex(lAck, "mm, mmm, mm-hm, mhm, uh-huh, uh huh, aha, ah ok")
 	addLex(lGreet, "hallo zusammen, hallo allerseits, hola a todos, bonjour a tous, ciao a tutti, ola a todos, hallo allemaal, hi all, hi everyone, hello everyone")
+	addLex(lNeg|lWrong, "lie, lying, liar, luge, gelogen, mentira, mentiras, mentiroso, mensonge, mensonges, menteur, menzogna, bugia, bugiardo, leugen, gelogen, onzin")
 	addLex(lNeg|lPolicy, "unverschamt, frechheit, zumutung, sinnlos, una verguenza, vergonzoso, scandaleux, honteux, scandaloso, vergognoso, vergonhoso, um roubo, schandalig, een schande")
 	addLex(lPos|lSarc, "bravissimo, bravissima, bravissimi, bravissime")
 	addLex(lFormat, "yaml, xml, markdown, html, docx, excel, word document, plain text, bullet list, numbered list, csv file, json file")

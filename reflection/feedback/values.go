@@ -751,6 +751,11 @@ func parseAt(toks []tok, i int, ctx pctx) (value, bool) {
 		v.unit = "°" + toks[k].raw
 		return v, true
 	}
+	// "373 K": kelvin (a glued "5K" is five thousand, read above)
+	if k < len(toks) && toks[k].kind == tWord && toks[k].raw == "K" && toks[k].gap {
+		v.kind, v.dim, v.hi, v.unit = vQuantity, "temp", k+1, "K"
+		return v, true
+	}
 	u, n := unitAt(toks, k)
 	if n == 0 && k < len(toks) && toks[k].sent == toks[j-1].sent {
 		u, n = unitFuzzyAt(toks, k)
