@@ -233,6 +233,9 @@ func yesNoFeats(cd *cand, c docInfo, ai answerInfo) {
 		if cl&lInfoAck != 0 {
 			cd.set("yn:infoack")
 		}
+		if cl&lContra != 0 {
+			cd.set("yn:contra") // "then what's the PayPal button for?"
+		}
 		if cl&(lWrong|lCorrCue) != 0 {
 			cd.set("yn:wrongcue")
 		}

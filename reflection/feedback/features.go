@@ -19,7 +19,7 @@ var lclassNames = map[lclass]string{lPos: "pos", lPosS: "poss", lNeg: "neg", lWr
 	lIntens: "intens", lThanks: "thanks", lGreet: "greet", lAck: "ack", lHedge: "hedge", lDoubt: "doubt", lQWord: "qword",
 	lContrast: "contrast", lRetract: "retract", lSarc: "sarc", lPolicy: "policy", lFormat: "format", lLength: "length", lTone: "tone",
 	lYes: "yes", lNo: "no", lRequest: "request", lFix: "fix", lCorrCue: "corrcue", lStory: "story", lNotFault: "notfault",
-	lSelf: "self", lIdeal: "ideal", lComplaintN: "complaint", lRef: "ref", lIntent: "intent", lAlso: "also", lOther: "other", lInfoAck: "infoack"}
+	lSelf: "self", lIdeal: "ideal", lComplaintN: "complaint", lRef: "ref", lIntent: "intent", lAlso: "also", lOther: "other", lInfoAck: "infoack", lContra: "contra"}
 
 // negatable classes change meaning under negation.
 const negatable = lPos | lPosS | lNeg | lWrong | lRight | lIdeal

@@ -50,6 +50,7 @@ const (
 	lAlso                          // "also", "too", "auch"
 	lOther                         // things other than the answer ("website", "app", "weather", "my cat")
 	lInfoAck                       // takes the information in ("good to know", "dann weiß ich Bescheid", "au moins c'est clair")
+	lContra                        // asks about a contradiction ("then why", "how come", "warum dann")
 )
 
 var lexWords = map[string]lclass{}
@@ -472,6 +473,15 @@ func init() {
 	addLex(lPos|lIdeal, "couldn't be clearer, could not be clearer, couldn't be better, could not be better, can't ask for more, pas mal, nicht schlecht, no esta mal, non male, nada mal, niet slecht")
 	addLex(lAck, "mm, mmm, mm-hm, mhm, uh-huh, uh huh, aha, ah ok")
 	addLex(lGreet, "hallo zusammen, hallo allerseits, hola a todos, bonjour a tous, ciao a tutti, ola a todos, hallo allemaal, hi all, hi everyone, hello everyone")
+	addLex(lContra,
+		"then why, so why, then how, so how, how come, then what, so what is, why then, how then, if so why, but then why",
+		"dann warum, warum dann, wieso dann, weshalb dann, wie kommt es, wie kann es sein, und warum",
+		"entonces por que, y entonces por que, pues por que, como es que, entonces como, y por que entonces",
+		"alors pourquoi, pourquoi alors, comment se fait-il, alors comment, et pourquoi",
+		"allora perche, e allora perche, come mai, allora come, e perche allora",
+		"entao por que, entao porque, e por que entao, como assim, entao como",
+		"waarom dan, hoe kan het dan, hoe komt het, en waarom, dan waarom",
+	)
 	addLex(lNeg|lWrong, "lie, lying, liar, luge, gelogen, mentira, mentiras, mentiroso, mensonge, mensonges, menteur, menzogna, bugia, bugiardo, leugen, gelogen, onzin")
 	addLex(lNeg|lPolicy, "unverschamt, frechheit, zumutung, sinnlos, una verguenza, vergonzoso, scandaleux, honteux, scandaloso, vergognoso, vergonhoso, um roubo, schandalig, een schande")
 	addLex(lPos|lSarc, "bravissimo, bravissima, bravissimi, bravissime")
