@@ -3,6 +3,7 @@ package memory
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"citizen/model/kernels"
@@ -11,12 +12,17 @@ import (
 // hnsw is a Hierarchical Navigable Small World graph (Malkov & Yashunin,
 // 2016) over the slots of a collection, with the neighbour-selection
 // heuristic of the paper's Algorithm 4. Distances are 1 - dot(a, b) on
-// normalised vectors. Not safe for concurrent mutation: the collection's
+// normalised vectors.
+//
+// A node's neighbour list keeps, per neighbour, its distance to the node
+// and whether the heuristic keeps it as diverse, so a list that gains a
+// neighbour is pruned with a few distances instead of the heuristic run
+// again over all of them (see link). Not safe for concurrent mutation: the collection's
 // lock guards it (searches may run concurrently with each other).
 type hnsw struct {
 	m, m0, efConstruction int
 	ml                    float64
-	nodes                 [][][]int32 // nodes[slot][level] = neighbours
+	nodes                 [][][]link // nodes[slot][level] = neighbours, nearest first
 	entry                 int32
 	maxLevel              int
 	vec                   func(slot int32) []float32
@@ -33,6 +39,23 @@ func newHNSW(m, efConstruction int, seed uint64, vec func(int32) []float32) *hns
 }
 
 func (h *hnsw) dist(q []float32, slot int32) float32 { return 1 - kernels.Dot(q, h.vec(slot)) }
+
+// link is a neighbour in a node's list: its slot, its distance d to the
+// node, and diverse, the selection heuristic's verdict over the list in
+// order (nearest first, ties by slot): a neighbour is diverse when it is
+// at least as far from every diverse neighbour before it as from the
+// node. The heuristic over a list one longer than its bound drops
+// exactly one neighbour: the farthest that is not diverse, or the
+// farthest when all are; with the verdicts kept, adding a neighbour
+// costs the distances from it to the diverse ones (and, when it is
+// diverse, from the diverse ones after it to it).
+type link struct {
+	slot    int32
+	d       float32
+	diverse bool
+}
+
+func linkBefore(a, b link) bool { return a.d < b.d || a.d == b.d && a.slot < b.slot }
 
 // visited is a generation-stamped set reused across searches.
 type visited struct {
@@ -137,7 +160,8 @@ func (h *hnsw) searchLayer(q []float32, entries []cand, ef, lvl int) []cand {
 		if res.len() >= ef && c.d > res.top().d {
 			break
 		}
-		for _, nb := range h.nodes[c.slot][lvl] {
+		for _, l := range h.nodes[c.slot][lvl] {
+			nb := l.slot
 			if !vis.visit(nb) {
 				continue
 			}
@@ -157,36 +181,90 @@ func (h *hnsw) searchLayer(q []float32, entries []cand, ef, lvl int) []cand {
 // selectNeighbors keeps up to m candidates by the paper's heuristic: a
 // candidate is kept if it is closer to the base than to every neighbour
 // kept so far (this keeps links in diverse directions); remaining slots are
-// filled with the closest discarded ones.
-func (h *hnsw) selectNeighbors(cs []cand, m int) []int32 {
+// filled with the closest discarded ones. The result is nearest first,
+// with the verdicts of link (those of the candidates, since every diverse
+// candidate before a kept one is kept).
+func (h *hnsw) selectNeighbors(cs []cand, m int) []link {
 	sortSlice(cs)
-	out := make([]int32, 0, m)
-	var discarded []int32
-	for _, c := range cs {
+	out := make([]link, 0, m)
+	var discarded []int
+	for i, c := range cs {
 		if len(out) >= m {
 			break
 		}
-		good := true
-		cv := h.vec(c.slot)
-		for _, s := range out {
-			if 1-kernels.Dot(cv, h.vec(s)) < c.d {
-				good = false
-				break
-			}
-		}
-		if good {
-			out = append(out, c.slot)
+		if h.diverseAmong(h.vec(c.slot), c.d, out) {
+			out = append(out, link{c.slot, c.d, true})
 		} else {
-			discarded = append(discarded, c.slot)
+			discarded = append(discarded, i)
 		}
 	}
-	for _, s := range discarded {
-		if len(out) >= m {
-			break
+	if len(out) < m && len(discarded) > 0 {
+		for _, i := range discarded[:min(len(discarded), m-len(out))] {
+			out = append(out, link{cs[i].slot, cs[i].d, false})
 		}
-		out = append(out, s)
+		slices.SortFunc(out, func(a, b link) int {
+			if linkBefore(a, b) {
+				return -1
+			}
+			if linkBefore(b, a) {
+				return 1
+			}
+			return 0
+		})
 	}
 	return out
+}
+
+// diverseAmong reports whether a neighbour with vector v at distance d
+// from the node is at least as far from every diverse link of ls.
+func (h *hnsw) diverseAmong(v []float32, d float32, ls []link) bool {
+	for _, l := range ls {
+		if l.diverse && 1-kernels.Dot(v, h.vec(l.slot)) < d {
+			return false
+		}
+	}
+	return true
+}
+
+// addLink adds nl (its distance to the node already set) to the list ls,
+// keeps the verdicts of link, and, when the list is then longer than
+// mmax, drops the neighbour the heuristic drops.
+func (h *hnsw) addLink(ls []link, nl link, mmax int) []link {
+	p := len(ls)
+	for p > 0 && linkBefore(nl, ls[p-1]) {
+		p--
+	}
+	nv := h.vec(nl.slot)
+	nl.diverse = h.diverseAmong(nv, nl.d, ls[:p])
+	ls = slices.Insert(ls, p, nl)
+	if nl.diverse {
+		// A diverse neighbour after nl that is nearer to nl than to the
+		// node is no longer diverse; once one loses it, the ones after
+		// it are judged again against the diverse ones before them.
+		for i := p + 1; i < len(ls); i++ {
+			if !ls[i].diverse || 1-kernels.Dot(h.vec(ls[i].slot), nv) >= ls[i].d {
+				continue
+			}
+			ls[i].diverse = false
+			for j := i + 1; j < len(ls); j++ {
+				ls[j].diverse = h.diverseAmong(h.vec(ls[j].slot), ls[j].d, ls[:j])
+			}
+			break
+		}
+	}
+	if len(ls) <= mmax {
+		return ls
+	}
+	drop := len(ls) - 1
+	for i := drop; i >= 0; i-- {
+		if !ls[i].diverse {
+			drop = i
+			break
+		}
+	}
+	// Dropping a neighbour that is not diverse, or the last, changes no
+	// other verdict.
+	return slices.Delete(ls, drop, drop+1)
 }
 
 // insert adds slot (whose vector is already stored) to the graph.
@@ -195,7 +273,7 @@ func (h *hnsw) insert(slot int32) {
 	for int(slot) >= len(h.nodes) {
 		h.nodes = append(h.nodes, nil)
 	}
-	h.nodes[slot] = make([][]int32, level+1)
+	h.nodes[slot] = make([][]link, level+1)
 	if h.entry < 0 {
 		h.entry, h.maxLevel = slot, level
 		return
@@ -214,16 +292,7 @@ func (h *hnsw) insert(slot int32) {
 		nbrs := h.selectNeighbors(append([]cand(nil), w...), h.m)
 		h.nodes[slot][l] = nbrs
 		for _, nb := range nbrs {
-			list := append(h.nodes[nb][l], slot)
-			if len(list) > mmax {
-				nv := h.vec(nb)
-				cs := make([]cand, len(list))
-				for i, s := range list {
-					cs[i] = cand{1 - kernels.Dot(nv, h.vec(s)), s}
-				}
-				list = h.selectNeighbors(cs, mmax)
-			}
-			h.nodes[nb][l] = list
+			h.nodes[nb.slot][l] = h.addLink(h.nodes[nb.slot][l], link{slot: slot, d: nb.d}, mmax)
 		}
 		ep = w
 	}
