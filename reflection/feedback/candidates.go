@@ -217,6 +217,17 @@ func coerce(c, a value) []value {
 	return out(c)
 }
 
+// hasEvaluation reports an evaluation word ("Nicht gut erklärt."): a
+// terse comment with one is not a bare name.
+func hasEvaluation(toks []tok) bool {
+	for i := range toks {
+		if cl, _ := lexMatch(toks, i); cl&(lPos|lPosS|lNeg|lTone|lLength|lIdeal) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // clockHourWords are the hour words that also name the clock's hour
 // ("om 21 uur", "à 9 heures", "a las 9 horas", "alle ore 9").
 var clockHourWords = map[string]bool{"uur": true, "heures": true, "heure": true, "horas": true, "hora": true, "ore": true}
@@ -530,7 +541,7 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 		caps = true
 	}
 	spans := nameSpans(c.toks, caps, c.lang)
-	if len(spans) == 0 && len(c.toks) > 0 && len(c.toks) <= 4 && len(ai.names) > 0 {
+	if len(spans) == 0 && len(c.toks) > 0 && len(c.toks) <= 4 && len(ai.names) > 0 && !hasEvaluation(c.toks) {
 		// a terse lower-case name: "canberra..."
 		var words []string
 		lo, hi := -1, -1

@@ -288,6 +288,9 @@ func readNum(toks []tok, i int, lang string) (x float64, j int, flags vflag, ok 
 			break
 		}
 		nw, isNum := numberWords[w]
+		if isNum && w == "tres" && (lang == "fr" || strings.ContainsRune(toks[j].raw, 'è')) {
+			isNum = false // French "très" (very), not Spanish "tres" or Portuguese "três"
+		}
 		if !isNum && (w == "cents" || w == "centos") && seen && last == 1 && lang != "en" {
 			nw, isNum = nword{v: 100, role: 3}, true // "deux cents", "trois cents"
 		}
