@@ -143,11 +143,26 @@ func lex(text string) []tok {
 				}
 				break
 			}
+			low := ""
+			// chat spellings with a digit: "gr8", "m8", "b4", "evry1"
+			if k := chatWordEnd(text, j); k > j {
+				if w, ok := chatWords[fold(text[i:k])]; ok {
+					low, j = w, k
+				}
+			}
 			raw := text[i:j]
-			t := tok{raw: raw, low: fold(raw), kind: tWord, start: i, end: j, gap: gap, sent: sent}
+			if low == "" {
+				low = fold(raw)
+			}
+			t := tok{raw: raw, low: low, kind: tWord, start: i, end: j, gap: gap, sent: sent}
 			t.upper = unicode.IsUpper(r)
 			t.caps = isCaps(raw)
 			toks = append(toks, t)
+			i = j
+		case unicode.IsDigit(r) && chatDigitWord(text, i) > i:
+			// "2day", "4ever"
+			j := chatDigitWord(text, i)
+			toks = append(toks, tok{raw: text[i:j], low: chatWords[fold(text[i:j])], kind: tWord, start: i, end: j, gap: gap, sent: sent})
 			i = j
 		case unicode.IsDigit(r):
 			j := i + size
@@ -285,4 +300,49 @@ func capsRatio(s string) (ratio float64, letters int) {
 		return 0, 0
 	}
 	return float64(up) / float64(letters), letters
+}
+
+// chatWords are chat spellings with a digit in them, and the word they
+// stand for.
+var chatWords = map[string]string{"gr8": "great", "m8": "mate", "m8s": "mates", "l8": "late", "l8r": "later", "w8": "wait",
+	"b4": "before", "h8": "hate", "str8": "straight", "evry1": "everyone", "every1": "everyone", "any1": "anyone",
+	"some1": "someone", "2day": "today", "2moro": "tomorrow", "2morrow": "tomorrow", "2nite": "tonight", "4ever": "forever"}
+
+// chatWordEnd returns the end of the digits and letters right after a
+// run of letters ending at j ("gr" + "8", "evry" + "1"), or j.
+func chatWordEnd(text string, j int) int {
+	k := j
+	for k < len(text) && text[k] >= '0' && text[k] <= '9' {
+		k++
+	}
+	if k == j {
+		return j
+	}
+	for k < len(text) && (text[k] >= 'a' && text[k] <= 'z' || text[k] >= 'A' && text[k] <= 'Z') {
+		k++
+	}
+	return k
+}
+
+// chatDigitWord returns the end of a chat word that starts with a digit
+// at i ("2day"), or i.
+func chatDigitWord(text string, i int) int {
+	k := i
+	for k < len(text) && text[k] >= '0' && text[k] <= '9' {
+		k++
+	}
+	if k == i || k-i > 1 {
+		return i
+	}
+	e := k
+	for e < len(text) && (text[e] >= 'a' && text[e] <= 'z' || text[e] >= 'A' && text[e] <= 'Z') {
+		e++
+	}
+	if e == k {
+		return i
+	}
+	if _, ok := chatWords[strings.ToLower(text[i:e])]; ok {
+		return e
+	}
+	return i
 }
