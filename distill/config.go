@@ -145,8 +145,16 @@ type Config struct {
 	// does.
 	MinNewGraded int
 	Interval     time.Duration
-	// CycleTimeout bounds a cycle's training (default 5 minutes).
-	CycleTimeout time.Duration
+	// TrainTimeout bounds a cycle's training (default 1 hour): a cycle
+	// on a large base takes many minutes on a CPU, and an external
+	// trainer command has its own, shorter bound (CommandTrainer.Timeout).
+	TrainTimeout time.Duration
+	// StallTimeout stops a training that reports steps (the embedded
+	// trainer) once no step has been reported for this long (default 5
+	// minutes): a stuck trainer fails its cycle long before TrainTimeout.
+	// The bound is armed by the first step; before it only TrainTimeout
+	// applies.
+	StallTimeout time.Duration
 	// AbandonForLessons abandons a running cycle when a fact lesson is
 	// promoted that its data does not know (lesson.promoted after the
 	// cycle's window ended), before it is recorded, and starts it again
@@ -220,8 +228,11 @@ func (c *Config) defaults() error {
 	if c.Interval <= 0 {
 		c.Interval = 10 * time.Minute
 	}
-	if c.CycleTimeout <= 0 {
-		c.CycleTimeout = 5 * time.Minute
+	if c.TrainTimeout <= 0 {
+		c.TrainTimeout = time.Hour
+	}
+	if c.StallTimeout <= 0 {
+		c.StallTimeout = 5 * time.Minute
 	}
 	if c.VersionPrefix == "" {
 		c.VersionPrefix = "d"

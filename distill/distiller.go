@@ -627,22 +627,29 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		c.ParentDir = parentDir
 		trainer = &c
 	}
+	sctx, stalled := context.WithCancelCause(ctx)
+	tctx, cancel := context.WithTimeoutCause(sctx, cfg.TrainTimeout, fmt.Errorf("timed out after %s (distill.train_timeout)", cfg.TrainTimeout))
+	stall := newStallWatch(cfg.StallTimeout, func() {
+		stalled(fmt.Errorf("stalled: no step for %s (distill.stall_timeout)", cfg.StallTimeout))
+	})
 	job := &TrainJob{Version: wt.Version, DatasetDir: dsDir, OutputDir: outDir, Dataset: ds, Base: cfg.Base, BaseName: cfg.BaseName,
 		Parent: pad, LoRA: cfg.LoRA, Objective: cfg.Objective, Hyper: cfg.Hyper,
 		Progress: func(step, steps int, loss float64) {
+			stall.step()
 			d.setState(func(s *Status) { s.Step, s.Steps, s.Loss = step, steps, loss })
 			if step == 1 || step == steps || step%20 == 0 {
 				log.Info("training", "step", step, "steps", steps, "loss", loss)
 			}
 		}}
-	tctx, cancel := context.WithTimeout(ctx, cfg.CycleTimeout)
 	trainStart := time.Now()
 	res, err := trainer.Train(tctx, job)
-	timedOut := tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	stall.stop()
+	cause := context.Cause(tctx)
 	cancel()
+	stalled(nil)
 	if err != nil {
-		if timedOut && !errors.Is(err, ErrTrainerTimeout) {
-			err = fmt.Errorf("timed out after %s: %w", cfg.CycleTimeout, err)
+		if ctx.Err() == nil && tctx.Err() != nil && !errors.Is(err, ErrTrainerTimeout) {
+			err = fmt.Errorf("%v: %w", cause, err)
 		}
 		return &cycleFailure{"trainer", err}
 	}

@@ -203,7 +203,7 @@ func failingCycle(t *testing.T, tr Trainer, timeout time.Duration, want string) 
 	newWorldData(w, tok, base, 48, 0)
 	calls := 0
 	d := newDistiller(t, w, func(c *Config) {
-		c.CycleTimeout = timeout
+		c.TrainTimeout = timeout
 		c.Trainer = TrainerFunc(func(ctx context.Context, job *TrainJob) (TrainResult, error) {
 			calls++
 			if calls == 1 {
@@ -223,7 +223,7 @@ func failingCycle(t *testing.T, tr Trainer, timeout time.Duration, want string) 
 	if got := stored(t, w.store, wt.Version); got.Accepted || got.Reason != wt.Reason {
 		t.Fatalf("recorded %+v", got)
 	}
-	d.cfg.CycleTimeout = time.Minute
+	d.cfg.TrainTimeout = time.Minute
 	newWorldData(w, tok, base, 48, 48)
 	catchUp(t, d, w.store)
 	if !d.Due() {
@@ -564,5 +564,74 @@ func TestCycleAbandonedForALessonItsDataDoesNotKnow(t *testing.T) {
 					wt.Version, wt.WindowFrom, wt.WindowTo, wt.Lessons, wt.Artifact != nil, first.wt.Version, first.wt.WindowFrom)
 			}
 		})
+	}
+}
+
+func TestCycleFailsOnStalledTrainer(t *testing.T) {
+	// One step is reported, then nothing: the cycle fails once the stall
+	// bound passes, long before the training timeout, and the next cycle
+	// trains.
+	stuck := TrainerFunc(func(ctx context.Context, job *TrainJob) (TrainResult, error) {
+		job.Progress(1, 10, 0)
+		<-ctx.Done()
+		return TrainResult{}, ctx.Err()
+	})
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	newWorldData(w, tok, base, 48, 0)
+	d := newDistiller(t, w, func(c *Config) {
+		c.TrainTimeout, c.StallTimeout, c.Trainer = time.Hour, 200*time.Millisecond, stuck
+	})
+	catchUp(t, d, w.store)
+	start := time.Now()
+	wt, err := d.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wt.Accepted || !strings.Contains(wt.Reason, "stalled: no step for 200ms (distill.stall_timeout)") {
+		t.Fatalf("stalled cycle: accepted=%v reason=%q", wt.Accepted, wt.Reason)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("the stalled trainer ran %s", took)
+	}
+}
+
+func TestCycleTrainsPastTheStallBoundWhileStepsCome(t *testing.T) {
+	// Steps every 50ms for 600ms in all: longer than the stall bound
+	// (200ms) but never 200ms without a step, so the cycle trains.
+	slow := TrainerFunc(func(ctx context.Context, job *TrainJob) (TrainResult, error) {
+		for i := 1; i <= 12; i++ {
+			select {
+			case <-ctx.Done():
+				return TrainResult{}, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+			job.Progress(i, 12, 0)
+		}
+		return EmbeddedTrainer{}.Train(ctx, job)
+	})
+	tok, base := tinyBase(t)
+	w := newWorld(t)
+	newWorldData(w, tok, base, 48, 0)
+	d := newDistiller(t, w, func(c *Config) {
+		c.TrainTimeout, c.StallTimeout, c.Trainer = time.Hour, 200*time.Millisecond, slow
+	})
+	catchUp(t, d, w.store)
+	wt, err := d.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wt.Artifact == nil || strings.Contains(wt.Reason, "stalled") {
+		t.Fatalf("slow but steady trainer: accepted=%v reason=%q", wt.Accepted, wt.Reason)
+	}
+}
+
+func TestCompletionLogprobsStopsWhenCancelled(t *testing.T) {
+	_, base := tinyBase(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	exs := []*Example{{PromptTokens: []int{1, 2}, CompletionTokens: []int{3}}}
+	if _, _, err := completionLogprobs(ctx, base, nil, exs, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
 	}
 }

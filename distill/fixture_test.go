@@ -1,6 +1,7 @@
 package distill
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -157,7 +158,7 @@ func targetLogprob(t *testing.T, tok chat.Format, m *model.Model, a *model.Adapt
 	if err != nil {
 		t.Fatal(err)
 	}
-	lp, _, err := completionLogprobs(m, a, []*Example{{PromptTokens: prompt, CompletionTokens: comp}}, 1)
+	lp, _, err := completionLogprobs(context.Background(), m, a, []*Example{{PromptTokens: prompt, CompletionTokens: comp}}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

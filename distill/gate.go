@@ -131,7 +131,7 @@ func LogLikelihood(good float64) EvalFunc {
 	return func(ctx context.Context, m *model.Model, a *model.Adapter, exs []Example) (map[string]float64, error) {
 		var ll keyMeans
 		err := evalChunks(ctx, m, exs, good, func(chunk []*Example, _ []int) error {
-			comp, _, err := completionLogprobs(m, a, chunk, len(chunk))
+			comp, _, err := completionLogprobs(ctx, m, a, chunk, len(chunk))
 			if err != nil {
 				return err
 			}

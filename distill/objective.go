@@ -1,6 +1,7 @@
 package distill
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -243,10 +244,13 @@ func (o Objective) batch(exs []*Example, cur, ref [][]float32) (*model.Batch, er
 // completionLogprobs returns, per example, the model's logprobs of the
 // completion tokens (and, when full, of the whole sequence aligned with
 // it). Sequences run in packed chunks of at most chunk.
-func completionLogprobs(m *model.Model, a *model.Adapter, exs []*Example, chunk int) (comp, full [][]float32, err error) {
+func completionLogprobs(ctx context.Context, m *model.Model, a *model.Adapter, exs []*Example, chunk int) (comp, full [][]float32, err error) {
 	comp = make([][]float32, len(exs))
 	full = make([][]float32, len(exs))
 	for lo := 0; lo < len(exs); lo += chunk {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 		hi := min(lo+chunk, len(exs))
 		seqs := make([][]int, 0, hi-lo)
 		for _, ex := range exs[lo:hi] {

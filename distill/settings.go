@@ -13,6 +13,8 @@ type Settings struct {
 	MinNewGraded int           `yaml:"min_new_graded" help:"new trainable graded interactions that start a cycle"`
 	Interval     time.Duration `yaml:"interval" help:"after this long any new graded interaction starts a cycle"`
 	MaxSteps     int           `yaml:"max_steps" help:"optimizer steps per cycle at most"`
+	TrainTimeout time.Duration `yaml:"train_timeout" help:"a cycle's training fails after this long"`
+	StallTimeout time.Duration `yaml:"stall_timeout" help:"a cycle's training fails once the embedded trainer has reported no step for this long"`
 	Epochs       float64       `yaml:"epochs" help:"passes over a cycle's data (with max_steps they size its dataset; 0: the default, 4)"`
 	LR           float64       `yaml:"lr" help:"peak learning rate of a cycle"`
 	Rank         int           `yaml:"rank" help:"LoRA rank of the adapters"`
@@ -33,7 +35,7 @@ type Settings struct {
 
 // DefaultSettings are the distiller's defaults.
 func DefaultSettings() Settings {
-	return Settings{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, LR: 1e-3, Rank: 8, MaxSuiteLoss: 0.02, SuiteStableMargin: 2}
+	return Settings{MinNewGraded: 32, Interval: 10 * time.Minute, MaxSteps: 200, TrainTimeout: time.Hour, StallTimeout: 5 * time.Minute, LR: 1e-3, Rank: 8, MaxSuiteLoss: 0.02, SuiteStableMargin: 2}
 }
 
 // Validate reports every invalid setting.
@@ -47,6 +49,9 @@ func (c Settings) Validate() error {
 	}
 	if m := c.SuiteStableMargin; math.IsNaN(m) || math.IsInf(m, 0) {
 		errs = append(errs, fmt.Errorf("distill.suite_stable_margin %v: want a number of nats (negative: ask every question)", m))
+	}
+	if c.TrainTimeout < 0 || c.StallTimeout < 0 {
+		errs = append(errs, fmt.Errorf("distill.train_timeout %s, distill.stall_timeout %s: want positive durations (0: the defaults, 1h and 5m)", c.TrainTimeout, c.StallTimeout))
 	}
 	return errors.Join(errs...)
 }

@@ -162,7 +162,7 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 				kl, at = append(kl, ex), append(at, i)
 			}
 		}
-		_, full, err := completionLogprobs(job.Base, job.Parent, kl, 16)
+		_, full, err := completionLogprobs(ctx, job.Base, job.Parent, kl, 16)
 		if err != nil {
 			return TrainResult{}, err
 		}
@@ -226,7 +226,7 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 			}
 		}
 		if len(need) > 0 {
-			lp, _, err := completionLogprobs(job.Base, ad, need, len(need))
+			lp, _, err := completionLogprobs(ctx, job.Base, ad, need, len(need))
 			if err != nil {
 				return res, err
 			}
