@@ -483,6 +483,8 @@ func init() {
 		"waarom dan, hoe kan het dan, hoe komt het, en waarom, dan waarom",
 	)
 	addLex(lNeg|lWrong, "lie, lying, liar, luge, gelogen, mentira, mentiras, mentiroso, mensonge, mensonges, menteur, menzogna, bugia, bugiardo, leugen, gelogen, onzin")
+	addLex(lPos|lIdeal, "nada a apontar, nada a assinalar, niet verkeerd, helemaal niet verkeerd, pas faux, nicht verkehrt, nada mal, non sbagliato")
+	addLex(lNeg|lLength, "bit short, a bit short, bit too short, bit long, a bit long, un peu court, un peu long, etwas kurz, etwas lang, un poco corto, un poco largo, un po' corto, un po' lungo, um pouco curto, um pouco longo, iets kort, wat kort, iets te kort, iets te lang")
 	addLex(lNeg|lPolicy, "unverschamt, frechheit, zumutung, sinnlos, una verguenza, vergonzoso, scandaleux, honteux, scandaloso, vergognoso, vergonhoso, um roubo, schandalig, een schande")
 	addLex(lPos|lSarc, "bravissimo, bravissima, bravissimi, bravissime")
 	addLex(lFormat, "yaml, xml, markdown, html, docx, excel, word document, plain text, bullet list, numbered list, csv file, json file")

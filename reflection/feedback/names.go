@@ -105,7 +105,8 @@ func nameSpans(toks []tok, caps bool, lang string) []nameSpan {
 		if t.low == "i" || strings.HasPrefix(t.low, "i'") {
 			continue
 		}
-		if lang == "de" && (sentStart || i > 0 && germanDeterminer[toks[i-1].low]) {
+		known := knownName(t.low) || i+1 < len(toks) && knownName(t.low+" "+toks[i+1].low)
+		if lang == "de" && (sentStart || i > 0 && germanDeterminer[toks[i-1].low]) && !known {
 			continue // German capitalises nouns: a name needs more than a capital
 		}
 		j := i
@@ -127,7 +128,7 @@ func nameSpans(toks []tok, caps bool, lang string) []nameSpan {
 		if len(words) == 0 {
 			continue
 		}
-		if sentStart && !caps && j < len(toks) && toks[j].kind == tWord && !toks[j].upper && toks[j].sent == t.sent {
+		if sentStart && !caps && !known && j < len(toks) && toks[j].kind == tWord && !toks[j].upper && toks[j].sent == t.sent {
 			// "Bought headphones...", "Seems off": a sentence that starts
 			// with a word, not a name
 			i = j - 1

@@ -94,6 +94,16 @@ var placeLines = []string{
 	"Nile: Nilo, Nijl",
 	"Amazon: Amazonas, Amazone, Rio delle Amazzoni, Amazonas-rivier",
 	"Seine: Sena",
+	// capitals and cities written the same in every language
+	"Amsterdam", "Rotterdam", "Berlin", "Madrid", "Barcelona", "Oslo", "Helsinki", "Budapest", "Ottawa", "Toronto",
+	"Vancouver", "Montreal", "Canberra", "Sydney", "Melbourne", "Wellington", "Washington", "New York", "Chicago",
+	"Los Angeles", "San Francisco", "Boston", "Ankara", "Istanbul: Istambul, Estambul", "Dubai", "Delhi", "Mumbai",
+	"Bangkok", "Seoul: Seúl, Séoul", "Nairobi", "Buenos Aires", "Santiago", "Lima", "Bogotá: Bogota", "Caracas",
+	"Porto", "Lyon", "Marseille: Marsella, Marsiglia, Marselha", "Hamburg: Hamburgo, Hambourg, Amburgo", "Frankfurt: Fráncfort, Francfort, Francoforte",
+	"Manchester", "Glasgow", "Liverpool", "Zagreb", "Ljubljana", "Bratislava", "Sofia", "Riga", "Tallinn", "Vilnius", "Luxembourg: Luxemburg, Luxemburgo, Lussemburgo",
+	"Monaco", "Mont Blanc: Montblanc, Monte Bianco, Monte Blanco, Monte Branco",
+	"Matterhorn: Cervino, Mont Cervin", "Mount Everest: Everest, Monte Everest",
+	"Ebro", "Tagus: Tajo, Tejo, Tage", "Po", "Tiber: Tevere, Tíber, Tibre", "Loire", "Elbe: Elba", "Volga", "Arno", "Mississippi",
 	// seas, oceans and continents
 	"Pacific: Pazifik, Pacífico, Pacifique, Pacifico, Stille Oceaan, Grote Oceaan",
 	"Atlantic: Atlantik, Atlántico, Atlantique, Atlantico, Atlântico, Atlantische Oceaan",
@@ -133,6 +143,13 @@ func init() {
 			}
 		}
 	}
+}
+
+// knownName reports a folded word or run of words that is a place or
+// planet name of placeLines.
+func knownName(folded string) bool {
+	_, ok := placeEnglish[folded]
+	return ok
 }
 
 // englishPlace returns the English name of a place name, or the name
