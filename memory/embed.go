@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"hash/fnv"
 	"math"
 	"strings"
 	"sync"
@@ -146,22 +145,22 @@ func (h *HashEmbedder) putLocked(t string, v []float32) {
 }
 
 func (h *HashEmbedder) embedOne(text string, idf []float32) []float32 {
-	tf := map[int]float32{}
-	features(text, func(key uint64) {
-		b := int(key % uint64(h.dim))
-		sign := float32(1)
-		if key>>63 == 1 {
-			sign = -1
-		}
-		tf[b] += sign
-	})
+	// v holds the signed term counts per bucket, then the weights.
 	v := make([]float32, h.dim)
-	var ss float64
-	for b, c := range tf {
-		w := float32(math.Copysign(1+math.Log(math.Abs(float64(c))+1e-9), float64(c)))
-		if c == 0 {
-			w = 0
+	dim := uint64(h.dim)
+	features(text, func(key uint64) {
+		if key>>63 == 1 {
+			v[key%dim]--
+		} else {
+			v[key%dim]++
 		}
+	})
+	var ss float64
+	for b, c := range v {
+		if c == 0 {
+			continue
+		}
+		w := float32(math.Copysign(1+math.Log(math.Abs(float64(c))+1e-9), float64(c)))
 		if idf != nil {
 			w *= idf[b]
 		}
@@ -179,34 +178,64 @@ func (h *HashEmbedder) embedOne(text string, idf []float32) []float32 {
 	return v
 }
 
-// features calls emit with the hash of every feature of text.
-func features(text string, emit func(uint64)) {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-	hash := func(kind byte, s string) uint64 {
-		f := fnv.New64a()
-		f.Write([]byte{kind})
-		f.Write([]byte(s))
-		return f.Sum64()
+// FNV-1a, 64 bits (hash/fnv's New64a, without its allocations).
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
 	}
+	return h
+}
+
+func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
+
+// features calls emit with the hash of every feature of text: each word
+// ('w' and the word; a number is "#"), each pair of adjacent words ('b',
+// the first, a space, the second) and each character 3-, 4- and 5-gram
+// of the word between "<" and ">" ('c' and the n-gram), hashed by FNV-1a.
+func features(text string, emit func(uint64)) {
+	words := strings.FieldsFunc(strings.ToLower(text), notWordRune)
+	var startsBuf [64]int
 	for i, w := range words {
 		if isNumber(w) {
 			w = "#"
 		}
-		emit(hash('w', w))
+		emit(fnvString(fnvByte(fnvOffset, 'w'), w))
 		if i > 0 {
 			prev := words[i-1]
 			if isNumber(prev) {
 				prev = "#"
 			}
-			emit(hash('b', prev+" "+w))
+			emit(fnvString(fnvByte(fnvString(fnvByte(fnvOffset, 'b'), prev), ' '), w))
 		}
-		padded := "<" + w + ">"
-		rs := []rune(padded)
+		// The n-grams of "<" + w + ">": starts[r] is where its rune r
+		// starts, in w's bytes shifted by one for the "<".
+		starts := append(startsBuf[:0], 0)
+		for k := range w {
+			starts = append(starts, 1+k)
+		}
+		starts = append(starts, 1+len(w), 2+len(w))
+		runes := len(starts) - 1
 		for n := 3; n <= 5; n++ {
-			for j := 0; j+n <= len(rs); j++ {
-				emit(hash('c', string(rs[j:j+n])))
+			for j := 0; j+n <= runes; j++ {
+				h := fnvByte(fnvOffset, 'c')
+				for pos := starts[j]; pos < starts[j+n]; pos++ {
+					switch {
+					case pos == 0:
+						h = fnvByte(h, '<')
+					case pos == len(w)+1:
+						h = fnvByte(h, '>')
+					default:
+						h = fnvByte(h, w[pos-1])
+					}
+				}
+				emit(h)
 			}
 		}
 	}

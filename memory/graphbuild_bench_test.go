@@ -11,10 +11,9 @@ import (
 	"citizen/workplace"
 )
 
-// interactionVectors embeds n workplace interactions (the last user turn
-// and the answer, as the indexer does) with the default, unfitted, 512
-// dimensions of `citizen serve`.
-func interactionVectors(b *testing.B, n int) [][]float32 {
+// interactionTexts are n workplace interactions as the indexer embeds
+// them: the last user turn and the answer.
+func interactionTexts(n int) []string {
 	convs := workplace.Corpus(13, n, workplace.CorpusOptions{})
 	texts := make([]string, len(convs))
 	for i, c := range convs {
@@ -29,11 +28,37 @@ func interactionVectors(b *testing.B, n int) [][]float32 {
 		}
 		texts[i] = prompt + "\n" + answer
 	}
-	vecs, err := memory.NewHashEmbedder(512).Embed(context.Background(), texts)
+	return texts
+}
+
+// interactionVectors embeds n interactionTexts with the default,
+// unfitted, 512 dimensions of `citizen serve`.
+func interactionVectors(b *testing.B, n int) [][]float32 {
+	vecs, err := memory.NewHashEmbedder(512).Embed(context.Background(), interactionTexts(n))
 	if err != nil {
 		b.Fatal(err)
 	}
 	return vecs
+}
+
+// BenchmarkHashEmbed embeds 1,000 distinct workplace interactions at 512
+// dimensions (a fresh embedder each time, so none is remembered); the
+// figure is per text.
+//
+//	go test ./memory -run '^$' -bench HashEmbed -benchmem
+func BenchmarkHashEmbed(b *testing.B) {
+	texts := interactionTexts(1000)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		h := memory.NewHashEmbedder(512)
+		for _, t := range texts {
+			if _, err := h.Embed(ctx, []string{t}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(texts)), "ns/text")
 }
 
 // BenchmarkGraphBuild upserts 20,000 points of 512 dimensions (the
