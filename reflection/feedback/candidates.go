@@ -260,13 +260,15 @@ var (
 		"bigger": true, "larger": true, "over": true, "plus": true, "add": true, "added": true, "short": true, "increased": true, "raised": true,
 		"mehr": true, "hoher": true, "langer": true, "spater": true, "teurer": true, "grosser": true, "dazu": true, "zusatzlich": true,
 		"mas": true, "mayor": true, "despues": true, "caro": true, "tarde": true, "tard": true, "cher": true,
-		"piu": true, "dopo": true, "mais": true, "depois": true, "meer": true, "duurder": true, "hoger": true}
+		"piu": true, "dopo": true, "mais": true, "depois": true, "meer": true, "duurder": true, "hoger": true,
+		"after": true, "afterwards": true, "danach": true, "nachher": true, "apres": true, "erna": true, "daarna": true}
 	dirDown = map[string]bool{"less": true, "lower": true, "shorter": true, "earlier": true, "cheaper": true, "down": true, "off": true,
 		"minus": true, "smaller": true, "fewer": true, "knocked": true, "reduced": true, "dropped": true, "sooner": true,
 		"weniger": true, "niedriger": true, "kurzer": true, "fruher": true, "billiger": true, "gunstiger": true, "kleiner": true,
 		"menos": true, "menor": true, "antes": true, "temprano": true, "barato": true, "moins": true, "meno": true,
 		"prima": true, "presto": true, "cedo": true, "minder": true, "eerder": true, "vroeger": true, "goedkoper": true, "lager": true,
-		"discount": true, "rabatt": true, "korting": true, "descuento": true, "remise": true, "reduction": true, "sconto": true, "desconto": true}
+		"discount": true, "rabatt": true, "korting": true, "descuento": true, "remise": true, "reduction": true, "sconto": true, "desconto": true,
+		"before": true, "beforehand": true, "vorher": true, "davor": true, "avant": true, "ervoor": true}
 	factorWords = map[string]float64{"double": 2, "twice": 2, "doubled": 2, "triple": 3, "tripled": 3, "thrice": 3, "half": 0.5, "halved": 0.5,
 		"doppelt": 2, "doppelte": 2, "doppelten": 2, "halb": 0.5, "halfte": 0.5, "dreifach": 3, "doble": 2, "mitad": 0.5,
 		"moitie": 0.5, "doppio": 2, "meta": 0.5, "dobro": 2, "metade": 0.5, "dubbele": 2, "dubbel": 2, "helft": 0.5,
@@ -451,7 +453,7 @@ func genCandidates(c docInfo, ai answerInfo) []*cand {
 				add(cv, src, v.lo, v.hi, ex...)
 			}
 		}
-		if !matched && v.kind == vDuration && v.unit == "hour" && v.unit2 == "" && v.hi > v.lo && clockHourWords[c.toks[v.hi-1].low] {
+		if !matched && v.kind == vDuration && v.unit == "hour" && v.unit2 == "" && v.flags&fArticle == 0 && v.hi > v.lo && clockHourWords[c.toks[v.hi-1].low] {
 			// "om 21 uur", "à 9 heures", "10 uur." under a time: the hour
 			// word is also the clock's
 			for si, a := range ai.vals {

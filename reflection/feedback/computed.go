@@ -384,12 +384,15 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 	return operands
 }
 
-// riseVerbs and fallVerbs say that an amount went up or down by the
-// amount after them ("subió 3 euros", "è salito di 2 €", "baixou 5 reais");
+// riseVerbs and fallVerbs say that an amount went up or down, or a time
+// moved later or earlier, by the amount after them ("subió 3 euros", "è
+// salito di 2 €", "baixou 5 reais", "avancé d'une heure");
 // "subió a 15 euros" names the new value (targetWords).
-var riseVerbs = map[string]bool{"rose": true, "subio": true, "subiu": true, "aumento": true, "aumentou": true, "augmente": true,
+var riseVerbs = map[string]bool{"retarde": true, "retardee": true, "retrasado": true, "retrasada": true, "posticipato": true,
+	"posticipata": true, "adiado": true, "adiada": true, "uitgesteld": true, "rose": true, "subio": true, "subiu": true, "aumento": true, "aumentou": true, "augmente": true,
 	"aumentato": true, "salito": true, "salita": true, "verhoogd": true, "gestegen": true, "erhoht": true}
-var fallVerbs = map[string]bool{"fell": true, "bajo": true, "bajaron": true, "baixou": true, "baisse": true, "sceso": true,
+var fallVerbs = map[string]bool{"avance": true, "avancee": true, "adelantado": true, "adelantada": true, "anticipato": true, "anticipata": true,
+	"antecipado": true, "antecipada": true, "vorverlegt": true, "vervroegd": true, "fell": true, "bajo": true, "bajaron": true, "baixou": true, "baisse": true, "sceso": true,
 	"scesa": true, "calato": true, "gedaald": true, "verlaagd": true, "gesenkt": true, "gesunken": true}
 
 // durMinutes is a duration of a clock or calendar unit in minutes (0 for
