@@ -34,6 +34,9 @@ type trainOpts struct {
 	// cross-validation measures how the model carries to a language it
 	// was not trained on; Folds must be 8.
 	FoldByLang bool
+	// NoTrain4 (development) leaves train4.jsonl out of training, to
+	// compare the cross-validation with and without it.
+	NoTrain4 bool
 }
 
 var defaultTrainOpts = trainOpts{PolL2: 1, StructL2: 0.1, RankL2: 1, CalL2: 0.01, MinDF: 2, AuxWeight: 0.2, Folds: 5}
@@ -81,15 +84,20 @@ func langFold(id, lang string) int {
 type trainFile struct{ path, split string }
 
 // generalTrainFiles are the general set's training files, in the order
-// loadTrainExamples reads them: both splits of comments.jsonl and
-// heldout2.jsonl (its three held-out evaluations used, HELDOUT2.md).
-// heldout3.jsonl, the held-out set, is never among them.
+// loadTrainExamples reads them: both splits of comments.jsonl,
+// heldout2.jsonl (its three held-out evaluations used, HELDOUT2.md) and
+// train4.jsonl (written as training data, TRAIN4.md; left out with
+// o.NoTrain4). heldout3.jsonl, the held-out set, is never among them.
 func generalTrainFiles(o trainOpts) []trainFile {
-	return []trainFile{
+	fs := []trainFile{
 		{"testdata/general/train.jsonl", "train"},
 		{"testdata/general/heldout.jsonl", "heldout"},
 		{"testdata/general/heldout2.jsonl", "heldout2"},
 	}
+	if !o.NoTrain4 {
+		fs = append(fs, trainFile{"testdata/general/train4.jsonl", "train"})
+	}
+	return fs
 }
 
 // loadTrainExamples analyses the general set's training files and the
