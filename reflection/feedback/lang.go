@@ -485,6 +485,13 @@ func init() {
 	addLex(lNeg|lWrong, "lie, lying, liar, luge, gelogen, mentira, mentiras, mentiroso, mensonge, mensonges, menteur, menzogna, bugia, bugiardo, leugen, gelogen, onzin")
 	addLex(lPos|lIdeal, "nada a apontar, nada a assinalar, niet verkeerd, helemaal niet verkeerd, pas faux, nicht verkehrt, nada mal, non sbagliato")
 	addLex(lNeg|lLength, "bit short, a bit short, bit too short, bit long, a bit long, un peu court, un peu long, etwas kurz, etwas lang, un poco corto, un poco largo, un po' corto, un po' lungo, um pouco curto, um pouco longo, iets kort, wat kort, iets te kort, iets te lang")
+	addLex(lOther,
+		"snowing, it's snowing, freezing, sunny, so cold, cold today, hot today, che freddo, che caldo, fa freddo, fa caldo, hace frio, hace calor, il fait froid, il fait chaud, faz frio, faz calor, het is koud, het is warm, es ist kalt, es ist heiss, schneit, es schneit, sneeuwt, het sneeuwt, nieva, neige, il neige, nevica, neva",
+		"by the way, btw, unrelated, off topic, random but, ignore any typos, sent by mistake, wrong message, ubrigens, aus versehen, nebenbei, por cierto, por error, sin querer, au fait, par erreur, a propos, a proposito, per sbaglio, tra l'altro, por falar nisso, sem querer, por engano, trouwens, per ongeluk, overigens, in the background, neighbour, neighbor, buurman, nachbar, vecino, voisin, vicino, vizinho, good luck, bonne chance, buena suerte, buona fortuna, boa sorte, viel gluck, veel succes",
+	)
+	addLex(lInfoAck, "thanks for the reminder, ta for the reminder, thanks for the heads-up, ja sei, agora ja sei, ya lo se, je sais maintenant, ora lo so, jetzt weiss ich, nu weet ik het")
+	addLex(lNotFault, "not you, not on you, not your doing, that's not on you, mas pronto, ma pazienza, enfin bon, bon ben, aber na ja, naja, maar ja, pero en fin, en fin, mas enfim, enfim, that's the council, not the bot")
+	addLex(lNeg|lPolicy, "disgraceful, a joke, what a joke, ubertrieben, uebertrieben, carisimo, carisima, carissimo, carissima, carissimas, carissimos, muy pronto, demasiado pronto, trop tot, troppo presto, muito cedo, te vroeg, zu fruh, bizarre rule, chata, regra chata")
 	addLex(lNeg|lPolicy, "unverschamt, frechheit, zumutung, sinnlos, una verguenza, vergonzoso, scandaleux, honteux, scandaloso, vergognoso, vergonhoso, um roubo, schandalig, een schande")
 	addLex(lPos|lSarc, "bravissimo, bravissima, bravissimi, bravissime")
 	addLex(lFormat, "yaml, xml, markdown, html, docx, excel, word document, plain text, bullet list, numbered list, csv file, json file")
