@@ -2,6 +2,7 @@ package feedback
 
 import (
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -380,9 +381,85 @@ func computed(c docInfo, ai answerInfo, add func(value, csource, int, int, ...st
 			}
 		}
 	}
+	// a miscount: "you counted five lessons, not six", "Son doce meses, no
+	// diez", "Hai contato solo due persone" (three in the question): the
+	// answer's total scales by one count over the other. Both ways are
+	// candidates; the ranker reads which count is negated or counted.
+	type count struct {
+		x            float64
+		at           int // token in the comment, or -1
+		neg, counted bool
+	}
+	var cc, oc []count
+	for _, v := range c.vals {
+		if v.kind != vNumber || v.a != math.Floor(v.a) || v.a < 2 || v.a > 31 {
+			continue
+		}
+		ct := count{x: v.a, at: v.lo, neg: negatedAt(toks, v.lo)}
+		for k := v.lo - 1; k >= 0 && k >= v.lo-3 && toks[k].sent == toks[v.lo].sent; k-- {
+			if countedWords[toks[k].low] {
+				ct.counted = true
+			}
+		}
+		cc = append(cc, ct)
+	}
+	for _, a := range ai.vals {
+		if a.kind == vNumber && a.a == math.Floor(a.a) && a.a >= 2 && a.a <= 31 {
+			oc = append(oc, count{x: a.a, at: -1})
+		}
+	}
+	for q := range ai.qnums {
+		if x, err := strconv.ParseFloat(q, 64); err == nil && x == math.Floor(x) && x >= 2 && x <= 31 {
+			oc = append(oc, count{x: x, at: -1})
+		}
+	}
+	if len(cc) > 0 && len(c.vals) <= 3 {
+		for _, x := range cc {
+			for _, y := range append(append([]count{}, cc...), oc...) {
+				if y.x == x.x {
+					continue
+				}
+				for si, a := range ai.vals {
+					if a.kind != vMoney && a.kind != vDuration && a.kind != vQuantity || a.a <= 0 {
+						continue
+					}
+					r := a
+					r.a = a.a * y.x / x.x
+					if a.kind == vMoney {
+						r.a = math.Round(r.a*100) / 100
+					} else if r.a != math.Floor(r.a) {
+						continue
+					}
+					ex := []string{"op:recount", "slot:" + a.kind.String(), "slotidx:" + itoa(min(si, 3))}
+					if x.neg {
+						ex = append(ex, "recount:negx")
+					}
+					if y.neg {
+						ex = append(ex, "recount:negy")
+					}
+					if x.counted {
+						ex = append(ex, "recount:countedx")
+					}
+					if y.at < 0 {
+						ex = append(ex, "recount:yout")
+					}
+					if y.x > x.x {
+						ex = append(ex, "recount:up")
+					}
+					add(r, srcComputed, x.at, x.at+1, ex...)
+				}
+			}
+		}
+	}
 	// "off by N" has no direction and is left to the stated candidates
 	return operands
 }
+
+// countedWords say that the answer counted a number ("you counted five",
+// "vous avez compté deux jours").
+var countedWords = map[string]bool{"counted": true, "count": true, "gezahlt": true, "gerechnet": true, "contado": true, "contaste": true,
+	"compte": true, "contato": true, "calcolato": true, "contou": true, "geteld": true, "gerekend": true, "only": true, "solo": true,
+	"nur": true, "seulement": true, "apenas": true, "maar": true, "alleen": true}
 
 // riseVerbs and fallVerbs say that an amount went up or down, or a time
 // moved later or earlier, by the amount after them ("subió 3 euros", "è
