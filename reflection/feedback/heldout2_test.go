@@ -19,8 +19,9 @@ func TestSecondSet(t *testing.T) {
 }
 
 // In-sample floors on heldout2, slightly under what the committed model
-// scores there, so that a regression fails.
+// scores there (embedded-7: polarity 1.000, correction F1 0.951), so that
+// a regression fails.
 const (
-	heldOut2PolarityFloor = 0.89
-	heldOut2F1Floor       = 0.79
+	heldOut2PolarityFloor = 0.98
+	heldOut2F1Floor       = 0.93
 )
