@@ -42,8 +42,8 @@
 //     comment's words the model has no weight for) into the confidence.
 //     Their weights (testdata/model.json, embedded) are trained and their
 //     thresholds chosen by 5-fold cross-validation on the general set's
-//     training files (testdata/general/train.jsonl, heldout.jsonl and
-//     heldout2.jsonl) and the older in-sample sets;
+//     training files (testdata/general/train.jsonl, heldout.jsonl,
+//     heldout2.jsonl and train4.jsonl) and the older in-sample sets;
 //     testdata/general/heldout3.jsonl, written apart from them, is the
 //     held-out set;
 //   - the English rules of the first interpreter (embedded.go) add

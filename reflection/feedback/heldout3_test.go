@@ -24,13 +24,14 @@ func TestThirdHeldOut(t *testing.T) {
 	scoreSet(t, "testdata/general/heldout3.jsonl", heldOut3SHA256, "held out (never trained or tuned on)", heldOut3PolarityFloor, heldOut3F1Floor)
 }
 
-// Floors on heldout3, slightly under what embedded-6 scores there
-// (polarity 0.906, correction F1 0.823 with P 0.884, R 0.770; ECE 0.067),
-// so that a regression fails. HELDOUT3.md allows three evaluations in all,
-// each recorded in RESULTS.md.
+// Floors on heldout3, slightly under what embedded-7 scores there
+// (polarity 0.944, correction F1 0.880 with P 0.915, R 0.848; ECE 0.035;
+// embedded-6: 0.906, 0.823, ECE 0.067), so that a regression fails.
+// HELDOUT3.md allows three evaluations in all, each recorded in RESULTS.md;
+// two are used.
 const (
-	heldOut3PolarityFloor = 0.89
-	heldOut3F1Floor       = 0.80
+	heldOut3PolarityFloor = 0.93
+	heldOut3F1Floor       = 0.86
 )
 
 // scoreSet checks a labelled set's digest, scores the embedded
