@@ -266,11 +266,12 @@ func (m *Model) mulShared(l int, x []float32, T int, mods []int, ys [][]float32)
 }
 
 // backward writes dy·W into dx, or adds it when acc (when dx is not nil), and adds dyᵀ·x into
-// dw (when dw is not nil; only float32 weights have gradients).
+// dw (when dw is not nil; only float32 weights have gradients). A quantized W's product takes
+// the integer path (kernels.MatMulQNNInt), as the forward pass's do.
 func (w matrix) backward(dx, dw, dy, x []float32, T, in, out int, acc bool) {
 	if w.q != nil {
 		if dx != nil {
-			kernels.MatMulQNN(dx, dy, w.q, T, acc)
+			kernels.MatMulQNNInt(dx, dy, w.q, T, acc)
 		}
 		return
 	}

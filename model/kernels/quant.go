@@ -64,6 +64,9 @@ type QMatrix struct {
 	data     []byte
 	nb       int // blocks a row
 	rowBytes int // nb · Type.BlockBytes()
+
+	tOnce sync.Once    // builds t
+	t     *qTransposed // Wᵀ's integer panels for MatMulQNNInt (quant_qnnint.go)
 }
 
 // qsBytes is the size of one block's quants.

@@ -127,7 +127,7 @@ func BenchmarkMatMulQTrain(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const m = 1024
 	for _, sh := range []struct{ n, k int }{{1536, 576}, {576, 1536}} {
-		for _, op := range []string{"Q", "QInt", "QNN"} {
+		for _, op := range []string{"Q", "QInt", "QNN", "QNNInt"} {
 			b.Run(fmt.Sprintf("op=%s/type=Q4_1/m=%d/n=%d/k=%d", op, m, sh.n, sh.k), func(b *testing.B) {
 				w := randQMatrix(r, Q4_1, sh.n, sh.k)
 				a := randSlice(r, m*max(sh.k, sh.n))
@@ -139,8 +139,10 @@ func BenchmarkMatMulQTrain(b *testing.B) {
 						MatMulQ(c, a, w, m, false)
 					case "QInt":
 						MatMulQInt(c, a, w, m, false)
-					default:
+					case "QNN":
 						MatMulQNN(c, a, w, m, false)
+					default:
+						MatMulQNNInt(c, a, w, m, false)
 					}
 				}
 				reportFlops(b, float64(m*sh.n*sh.k)*2, cputime.Seconds()-cpu0)

@@ -120,7 +120,15 @@ var qPanelPool = sync.Pool{New: func() any { return new(qPanelBuf) }}
 
 // mulQIntMany is MatMulQInt's many-row path on im.qgemm16.
 func mulQIntMany(im *impl, c, a []float32, w *QMatrix, m int, acc bool) {
-	k, n, nb := w.Cols, w.Rows, w.nb
+	pack := func(p *qPanelBuf, j0 int) *qPanelBuf { packPanel(p, w, j0); return p }
+	mulQPanels(im, c, a, m, w.Cols, w.Rows, w.Type == Q4_1, pack, acc)
+}
+
+// mulQPanels computes C[m×n] = A[m×k]·Bᵀ (or adds it into C when acc) on im.qgemm16, the
+// panel of B's qPanel rows from j0 (k/QBlock blocks) returned by pack (which may write it
+// into the scratch panel it is given); minW: the panels carry minimums.
+func mulQPanels(im *impl, c, a []float32, m, k, n int, minW bool, pack func(p *qPanelBuf, j0 int) *qPanelBuf, acc bool) {
+	nb := k / QBlock
 	sc := qScratchPool.Get().(*qScratch)
 	defer qScratchPool.Put(sc)
 	sc.act.grow(m, k, true)
@@ -134,13 +142,12 @@ func mulQIntMany(im *impl, c, a []float32, w *QMatrix, m int, acc bool) {
 		}
 	}
 	q16 := sc.act.q16
-	minW := w.Type == Q4_1
 	parallelFor(n, qPanel, m*k*n, func(lo, hi int) {
-		p := qPanelPool.Get().(*qPanelBuf)
-		defer qPanelPool.Put(p)
+		buf := qPanelPool.Get().(*qPanelBuf)
+		defer qPanelPool.Put(buf)
 		var tile [4 * qPanel]float32
 		for j0 := lo; j0 < hi; j0 += qPanel {
-			packPanel(p, w, j0)
+			p := pack(buf, j0)
 			nr := min(qPanel, n-j0)
 			for cb := 0; cb < nb; cb += qChunk {
 				nblk := min(qChunk, nb-cb)
