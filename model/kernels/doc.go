@@ -56,7 +56,10 @@
 // any number of rows on the integer path (training's forward pass): with AVX-512 VNNI, W's
 // quants are widened to int16 in panels of 48 rows and a generated kernel (vnni_amd64.s)
 // multiplies 4 int16 activation rows at a time with VPDPWSSD, each block's integer sums scaled
-// by both blocks' d.
+// by both blocks' d. MatMulQNNInt is MatMulQNN on that kernel (training's backward pass): Wᵀ
+// is requantized once to int16 panels (±2047 per column and 32-block of W's rows, so that a
+// block's sums stay within int32) and kept with W, 2 bytes per weight; output heads (more than
+// 8,192 rows) stay on MatMulQNN.
 //
 // Elementwise: ExpSum (softmax numerators and their sum) and SwiGLU run 8 lanes at a time on
 // AVX2 with the portable e^x's operations in its order, so the results are the portable ones
