@@ -576,18 +576,8 @@ func TestCycleFailsOnStalledTrainer(t *testing.T) {
 		<-ctx.Done()
 		return TrainResult{}, ctx.Err()
 	})
-	tok, base := tinyBase(t)
-	w := newWorld(t)
-	newWorldData(w, tok, base, 48, 0)
-	d := newDistiller(t, w, func(c *Config) {
-		c.TrainTimeout, c.StallTimeout, c.Trainer = time.Hour, 200*time.Millisecond, stuck
-	})
-	catchUp(t, d, w.store)
 	start := time.Now()
-	wt, err := d.RunCycle(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	wt := stallBoundCycle(t, stuck)
 	if wt.Accepted || !strings.Contains(wt.Reason, "stalled: no step for 200ms (distill.stall_timeout)") {
 		t.Fatalf("stalled cycle: accepted=%v reason=%q", wt.Accepted, wt.Reason)
 	}
@@ -610,20 +600,26 @@ func TestCycleTrainsPastTheStallBoundWhileStepsCome(t *testing.T) {
 		}
 		return EmbeddedTrainer{}.Train(ctx, job)
 	})
+	if wt := stallBoundCycle(t, slow); wt.Artifact == nil || strings.Contains(wt.Reason, "stalled") {
+		t.Fatalf("slow but steady trainer: accepted=%v reason=%q", wt.Accepted, wt.Reason)
+	}
+}
+
+// stallBoundCycle runs one cycle with the trainer tr under a stall bound
+// of 200ms and a training timeout of an hour.
+func stallBoundCycle(t *testing.T, tr Trainer) events.WeightsTrained {
 	tok, base := tinyBase(t)
 	w := newWorld(t)
 	newWorldData(w, tok, base, 48, 0)
 	d := newDistiller(t, w, func(c *Config) {
-		c.TrainTimeout, c.StallTimeout, c.Trainer = time.Hour, 200*time.Millisecond, slow
+		c.TrainTimeout, c.StallTimeout, c.Trainer = time.Hour, 200*time.Millisecond, tr
 	})
 	catchUp(t, d, w.store)
 	wt, err := d.RunCycle(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wt.Artifact == nil || strings.Contains(wt.Reason, "stalled") {
-		t.Fatalf("slow but steady trainer: accepted=%v reason=%q", wt.Accepted, wt.Reason)
-	}
+	return wt
 }
 
 func TestCompletionLogprobsStopsWhenCancelled(t *testing.T) {
