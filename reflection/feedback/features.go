@@ -160,20 +160,7 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 	// what the comment's values say about the answer's
 	eq, diff, negOld, diffQ := false, false, false, false
 	for _, v := range d.vals {
-		status := ""
-		for _, a := range ai.vals {
-			if !compatible(v, a) {
-				continue
-			}
-			if status == "" {
-				status = "diff"
-			}
-			for _, cv := range coerce(v, a) {
-				if sameValue(cv, a) {
-					status = "eq"
-				}
-			}
-		}
+		status := answerRelation(v, ai.vals)
 		negBefore := false
 		for k := v.lo - 1; k >= 0 && k >= v.lo-2; k-- {
 			if isNegWord(toks[k]) && toks[k].sent == toks[v.lo].sent {
@@ -286,20 +273,7 @@ func polarityFeatures(d docInfo, ai answerInfo, cands []*cand, ta textAnalysis) 
 		if e.result >= 0 {
 			v = d.vals[e.result]
 		}
-		st := ""
-		for _, a := range ai.vals {
-			if !compatible(v, a) {
-				continue
-			}
-			if st == "" {
-				st = "diff"
-			}
-			for _, cv := range coerce(v, a) {
-				if sameValue(cv, a) {
-					st = "eq"
-				}
-			}
-		}
+		st := answerRelation(v, ai.vals)
 		exprEq = exprEq || st == "eq"
 		exprDiff = exprDiff || st == "diff"
 	}
@@ -679,4 +653,26 @@ func valueState(eq, diff bool) string {
 		return "E"
 	}
 	return ""
+}
+
+// answerRelation says how a value of the comment stands to the answer's
+// values: "eq" when it states one of them (after coercion to its unit or
+// form), "diff" when it is comparable with one but states none, "" when
+// it is comparable with none.
+func answerRelation(v value, ans []value) string {
+	rel := ""
+	for _, a := range ans {
+		if !compatible(v, a) {
+			continue
+		}
+		if rel == "" {
+			rel = "diff"
+		}
+		for _, cv := range coerce(v, a) {
+			if sameValue(cv, a) {
+				rel = "eq"
+			}
+		}
+	}
+	return rel
 }
