@@ -629,13 +629,15 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	}
 	sctx, stalled := context.WithCancelCause(ctx)
 	tctx, cancel := context.WithTimeoutCause(sctx, cfg.TrainTimeout, fmt.Errorf("timed out after %s (distill.train_timeout)", cfg.TrainTimeout))
-	stall := newStallWatch(cfg.StallTimeout, func() {
+	// The stall bound is armed by the first step: the work before it
+	// (reference logprobs) is bounded by the training timeout alone.
+	stall := time.AfterFunc(math.MaxInt64, func() {
 		stalled(fmt.Errorf("stalled: no step for %s (distill.stall_timeout)", cfg.StallTimeout))
 	})
 	job := &TrainJob{Version: wt.Version, DatasetDir: dsDir, OutputDir: outDir, Dataset: ds, Base: cfg.Base, BaseName: cfg.BaseName,
 		Parent: pad, LoRA: cfg.LoRA, Objective: cfg.Objective, Hyper: cfg.Hyper,
 		Progress: func(step, steps int, loss float64) {
-			stall.step()
+			stall.Reset(cfg.StallTimeout)
 			d.setState(func(s *Status) { s.Step, s.Steps, s.Loss = step, steps, loss })
 			if step == 1 || step == steps || step%20 == 0 {
 				log.Info("training", "step", step, "steps", steps, "loss", loss)
@@ -643,7 +645,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		}}
 	trainStart := time.Now()
 	res, err := trainer.Train(tctx, job)
-	stall.stop()
+	stall.Stop()
 	cause := context.Cause(tctx)
 	cancel()
 	stalled(nil)
