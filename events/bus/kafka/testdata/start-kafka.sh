@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts a single-node Apache Kafka (KRaft mode: one process is broker and
-# controller) on 127.0.0.1:9092 for the kafka adapter's conformance test,
-# and returns once the broker has started. Its only output on stdout is the
+# controller) on 127.0.0.1 for the kafka adapter's conformance test, and
+# returns once the broker has started. It listens on 9092 (the controller on
+# the port after it) or, when that pair is taken, on the first free pair
+# above it, so another broker on the machine does not stop the tests. Its only output on stdout is the
 # broker address (progress and errors go to stderr), so:
 #
 #   export KAFKA_BROKERS=$(events/bus/kafka/testdata/start-kafka.sh)
@@ -12,7 +14,8 @@
 # from Maven Central through mvn and are cached in $KAFKA_WORK/lib; it needs
 # Java 17+ and Maven. Data lives in $KAFKA_WORK/data and is wiped on each
 # start. Environment: KAFKA_VERSION (default 4.1.1), KAFKA_WORK (default
-# /tmp/citizen-kafka), KAFKA_READY_TIMEOUT seconds (default 180).
+# /tmp/citizen-kafka), KAFKA_READY_TIMEOUT seconds (default 180), KAFKA_PORT
+# (the broker's port; set, it is used or the start fails).
 set -euo pipefail
 
 VERSION=${KAFKA_VERSION:-4.1.1}
@@ -21,8 +24,7 @@ TIMEOUT=${KAFKA_READY_TIMEOUT:-180}
 LIB=$WORK/lib-$VERSION
 mkdir -p "$WORK"
 
-ADDR=127.0.0.1:9092
-port_open() { (exec 3<>/dev/tcp/127.0.0.1/9092) 2>/dev/null; }
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 running() { [ -f "$WORK/kafka.pid" ] && kill -0 "$(cat "$WORK/kafka.pid")" 2>/dev/null; }
 
 if [ "${1:-}" = "stop" ]; then
@@ -36,19 +38,33 @@ if [ "${1:-}" = "stop" ]; then
 		kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
 		echo "start-kafka: stopped kafka (pid $pid)" >&2
 	fi
-	rm -f "$WORK/kafka.pid"
+	rm -f "$WORK/kafka.pid" "$WORK/kafka.port"
 	exit 0
 fi
 
-if running && port_open; then
-	echo "start-kafka: kafka already running (pid $(cat "$WORK/kafka.pid")) on $ADDR" >&2
-	echo "$ADDR"
+if running && [ -f "$WORK/kafka.port" ] && port_open "$(cat "$WORK/kafka.port")"; then
+	echo "start-kafka: kafka already running (pid $(cat "$WORK/kafka.pid")) on 127.0.0.1:$(cat "$WORK/kafka.port")" >&2
+	echo "127.0.0.1:$(cat "$WORK/kafka.port")"
 	exit 0
 fi
-if port_open; then
-	echo "start-kafka: 127.0.0.1:9092 is taken by another process" >&2
-	exit 1
+if [ -n "${KAFKA_PORT:-}" ]; then
+	PORT=$KAFKA_PORT
+	if port_open "$PORT" || port_open $((PORT + 1)); then
+		echo "start-kafka: 127.0.0.1:$PORT or :$((PORT + 1)) is taken by another process" >&2
+		exit 1
+	fi
+else
+	PORT=
+	for ((p = 9092; p < 9192; p += 2)); do
+		if ! port_open "$p" && ! port_open $((p + 1)); then
+			PORT=$p
+			break
+		fi
+	done
+	[ -n "$PORT" ] || { echo "start-kafka: no free port pair in 9092-9191" >&2; exit 1; }
 fi
+CPORT=$((PORT + 1))
+ADDR=127.0.0.1:$PORT
 
 command -v java >/dev/null || { echo "start-kafka: java (17+) not found" >&2; exit 1; }
 
@@ -96,9 +112,9 @@ rm -rf "$WORK/data" && mkdir -p "$WORK/data"
 cat >"$WORK/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
-controller.quorum.voters=1@127.0.0.1:9093
-listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093
-advertised.listeners=PLAINTEXT://127.0.0.1:9092
+controller.quorum.voters=1@127.0.0.1:$CPORT
+listeners=PLAINTEXT://$ADDR,CONTROLLER://127.0.0.1:$CPORT
+advertised.listeners=PLAINTEXT://$ADDR
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
@@ -138,6 +154,7 @@ java "${JAVA_OPTS[@]}" -cp "$LIB/*" kafka.tools.StorageTool format \
 nohup java "${JAVA_OPTS[@]}" -cp "$LIB/*" kafka.Kafka "$WORK/server.properties" \
 	>"$WORK/kafka.log" 2>&1 </dev/null &
 echo $! >"$WORK/kafka.pid"
+echo "$PORT" >"$WORK/kafka.port"
 
 for ((i = 0; i < TIMEOUT * 2; i++)); do
 	if ! kill -0 "$(cat "$WORK/kafka.pid")" 2>/dev/null; then
@@ -145,7 +162,7 @@ for ((i = 0; i < TIMEOUT * 2; i++)); do
 		tail -n 40 "$WORK/kafka.log" >&2
 		exit 1
 	fi
-	if grep -q "Kafka Server started" "$WORK/kafka.log" && port_open; then
+	if grep -q "Kafka Server started" "$WORK/kafka.log" && port_open "$PORT"; then
 		echo "start-kafka: kafka $VERSION ready on $ADDR (pid $(cat "$WORK/kafka.pid"), log $WORK/kafka.log)" >&2
 		echo "$ADDR"
 		exit 0
