@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"citizen/internal/jsondec"
 )
 
 // UpstreamConfig configures an engine that forwards to an OpenAI-compatible
@@ -366,7 +368,11 @@ func (u *Upstream) attempt(ctx context.Context, req *GenerateRequest, body []byt
 		return u.readStream(resp.Body, req, emit, start)
 	}
 	var out upResponse
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&out); err != nil {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err == nil {
+		err = decodeUpstream(b, &out)
+	}
+	if err != nil {
 		return nil, false, &EngineError{Status: http.StatusBadGateway, Message: "upstream answered malformed JSON", Err: err}
 	}
 	res := &Result{Version: req.Version, Tokenizer: u.cfg.Tokenizer, PromptTokens: out.PromptTokenIDs, Fingerprint: out.SystemFingerprint}
@@ -404,34 +410,42 @@ func upstreamMessage(b []byte) string {
 }
 
 type upLogprobs struct {
-	Content []struct {
-		Token       string  `json:"token"`
-		Logprob     float32 `json:"logprob"`
-		TopLogprobs []struct {
-			Token   string  `json:"token"`
-			Logprob float32 `json:"logprob"`
-		} `json:"top_logprobs"`
-	} `json:"content"`
+	Content []upTokenLogprob `json:"content"`
 }
 
+type upTokenLogprob struct {
+	Token       string         `json:"token"`
+	Logprob     float32        `json:"logprob"`
+	TopLogprobs []upTopLogprob `json:"top_logprobs"`
+}
+
+type upTopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+}
+
+// upResponse is an upstream answer or stream chunk; decodeUpResponse reads
+// it without reflection.
 type upResponse struct {
-	SystemFingerprint string `json:"system_fingerprint"`
-	PromptTokenIDs    []int  `json:"prompt_token_ids"`
-	Usage             *Usage `json:"usage"`
-	Choices           []struct {
-		Index   int `json:"index"`
-		Message struct {
-			Content   *string      `json:"content"`
-			ToolCalls []upToolCall `json:"tool_calls"`
-		} `json:"message"`
-		Delta struct {
-			Content   *string      `json:"content"`
-			ToolCalls []upToolCall `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string      `json:"finish_reason"`
-		Logprobs     *upLogprobs `json:"logprobs"`
-		TokenIDs     []int       `json:"token_ids"`
-	} `json:"choices"`
+	SystemFingerprint string     `json:"system_fingerprint"`
+	PromptTokenIDs    []int      `json:"prompt_token_ids"`
+	Usage             *Usage     `json:"usage"`
+	Choices           []upChoice `json:"choices"`
+}
+
+type upChoice struct {
+	Index        int         `json:"index"`
+	Message      upOutput    `json:"message"`
+	Delta        upOutput    `json:"delta"`
+	FinishReason string      `json:"finish_reason"`
+	Logprobs     *upLogprobs `json:"logprobs"`
+	TokenIDs     []int       `json:"token_ids"`
+}
+
+// upOutput is a choice's message, or a chunk's delta.
+type upOutput struct {
+	Content   *string      `json:"content"`
+	ToolCalls []upToolCall `json:"tool_calls"`
 }
 
 // tokenIDOf reads vLLM's "token_id:123" token strings; -1 otherwise.
@@ -499,16 +513,22 @@ func (u *Upstream) readStream(body io.Reader, req *GenerateRequest, emit func(De
 			break
 		}
 		var ch upResponse
-		if err := json.Unmarshal(data, &ch); err != nil {
-			return nil, started, &EngineError{Status: http.StatusBadGateway, Message: "upstream sent a malformed chunk", Err: err}
-		}
-		var upErr struct {
-			Error *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(data, &upErr) == nil && upErr.Error != nil {
-			return nil, started, &EngineError{Status: http.StatusBadGateway, Message: "upstream stream error: " + upErr.Error.Message}
+		var errKey bool
+		if r := jsondec.NewReader(data); !decodeUpResponse(r, &ch, &errKey) || !r.AtEnd() || errKey {
+			// Anything but a plain chunk (an error chunk, a form the
+			// hand-written decoder leaves to encoding/json).
+			ch = upResponse{}
+			if err := json.Unmarshal(data, &ch); err != nil {
+				return nil, started, &EngineError{Status: http.StatusBadGateway, Message: "upstream sent a malformed chunk", Err: err}
+			}
+			var upErr struct {
+				Error *struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(data, &upErr) == nil && upErr.Error != nil {
+				return nil, started, &EngineError{Status: http.StatusBadGateway, Message: "upstream stream error: " + upErr.Error.Message}
+			}
 		}
 		if ch.SystemFingerprint != "" {
 			res.Fingerprint = ch.SystemFingerprint

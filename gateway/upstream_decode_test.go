@@ -1,0 +1,130 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"citizen/internal/jsondec"
+)
+
+// upstreamSeeds are answers and chunks as OpenAI, vLLM and the benchmark's
+// mock send them, and forms the hand-written decoder leaves to
+// encoding/json.
+var upstreamSeeds = []string{
+	`{"id":"chatcmpl-mock","object":"chat.completion","created":1700000000,"model":"mock","system_fingerprint":"fp_mock",` +
+		`"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":" ok ok","refusal":null},` +
+		`"logprobs":{"content":[{"token":" ok","logprob":-0.125,"bytes":[32,111,107],"top_logprobs":[]},` +
+		`{"token":" ok","logprob":-0.125,"bytes":[32,111,107],"top_logprobs":[{"token":"a","logprob":-2.5}]}]},"token_ids":[1000,1001]}],` +
+		`"usage":{"prompt_tokens":24,"completion_tokens":2,"total_tokens":26},"prompt_token_ids":[100,101]}`,
+	`{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",` +
+		`"function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls","logprobs":null}]}`,
+	`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
+	`{"choices":[{"index":0,"delta":{"content":" ok"},"logprobs":{"content":[{"token":"token_id:42","logprob":-0.5,"top_logprobs":[]}]},"token_ids":[42]}]}`,
+	`{"choices":[{"index":1,"delta":{"tool_calls":[{"index":0,"id":"x","function":{"name":"f","arguments":"{\"a\""}}]}}]}`,
+	`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`,
+	`{"error":{"message":"boom","type":"server_error"}}`,
+	`{"Error":{"message":"boom"}}`,
+	`{"Choices":[{"index":0}]}`,
+	`{"choices":[{"index":0}],"choices":[{"index":1}]}`,
+	`{"choices":[{"index":"0"}]}`,
+	`{"choices":[{"index":1.5}]}`,
+	`{"usage":null,"choices":null,"prompt_token_ids":null,"system_fingerprint":null}`,
+	`{"choices":[null,{"message":null,"delta":null,"logprobs":{"content":[null,{"top_logprobs":[null]}]}}]}`,
+	`{"choices":[{"message":{"content":"caf\u00e9 \ud83d\ude00 \n\"q\""}}]}`,
+	"{\"choices\":[{\"message\":{\"content\":\"bad \xff utf8\"}}]}",
+	`{"choices":[{"logprobs":{"content":[{"logprob":1e40}]}}]}`,
+	`{"prompt_token_ids":[1,null,3]} trailing`,
+	`{"a\u0062":1,"choices":[]}`,
+	`[1,2]`, `null`, `{`, ``, ` {"choices":[{"index":0}]} `,
+}
+
+// decodeStd is what the hand-written decoder must agree with: as an
+// answer (json.Decoder, first value) or as a chunk (json.Unmarshal).
+func decodeStd(b []byte, chunk bool) (upResponse, error) {
+	var out upResponse
+	if chunk {
+		return out, json.Unmarshal(b, &out)
+	}
+	return out, json.NewDecoder(bytes.NewReader(b)).Decode(&out)
+}
+
+// FuzzDecodeUpstream: whatever decodeUpResponse accepts, encoding/json
+// decodes to the same value; decodeUpstream returns what encoding/json
+// returns on every input.
+func FuzzDecodeUpstream(f *testing.F) {
+	for _, s := range upstreamSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, chunk := range []bool{false, true} {
+			want, wantErr := decodeStd(b, chunk)
+			var got upResponse
+			var errKey bool
+			r := jsondec.NewReader(b)
+			ok := decodeUpResponse(r, &got, &errKey)
+			if chunk {
+				ok = ok && r.AtEnd()
+			}
+			if ok && (wantErr != nil || !reflect.DeepEqual(got, want)) {
+				t.Fatalf("chunk %v: decodeUpResponse(%q) = %+v; encoding/json: %+v, %v", chunk, b, got, want, wantErr)
+			}
+			var upErr struct {
+				Error *struct{} `json:"error"`
+			}
+			if ok && !errKey && json.Unmarshal(b, &upErr) == nil && upErr.Error != nil {
+				t.Fatalf("decodeUpResponse(%q) missed an error member", b)
+			}
+		}
+		var got upResponse
+		err := decodeUpstream(b, &got)
+		want, wantErr := decodeStd(b, false)
+		if (err == nil) != (wantErr == nil) || err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeUpstream(%q) = %+v, %v; encoding/json: %+v, %v", b, got, err, want, wantErr)
+		}
+	})
+}
+
+// The hand-written decoder reads the usual answers itself, not by falling
+// back.
+func TestDecodeUpResponseReadsUsualForms(t *testing.T) {
+	for _, s := range upstreamSeeds[:6] {
+		var out upResponse
+		var errKey bool
+		if !decodeUpResponse(jsondec.NewReader([]byte(s)), &out, &errKey) || errKey {
+			t.Errorf("decodeUpResponse refused %s", s)
+		}
+	}
+	var errKey bool
+	if !decodeUpResponse(jsondec.NewReader([]byte(upstreamSeeds[6])), &upResponse{}, &errKey) || !errKey {
+		t.Errorf("an error chunk: errKey %v", errKey)
+	}
+}
+
+func BenchmarkDecodeUpstream(b *testing.B) {
+	body := []byte(upstreamSeeds[0])
+	// 16 tokens, as the benchmark's mock answers.
+	tok := `{"token":" ok","logprob":-0.125,"bytes":[32,111,107],"top_logprobs":[]}`
+	body = []byte(strings.Replace(string(body), `"logprobs":{"content":[`, `"logprobs":{"content":[`+strings.Repeat(tok+",", 14), 1))
+	b.Run("handwritten", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			var out upResponse
+			if err := decodeUpstream(body, &out); err != nil || len(out.Choices[0].Logprobs.Content) != 16 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := decodeStd(body, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
