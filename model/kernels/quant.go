@@ -364,16 +364,28 @@ func gemvQ16Generic(t QType, out []float32, w []byte, nb int, xq []int16, xds []
 func transposeAct(xt []int16, xdt []float32, q16 []int16, ds []float32, rows, k, L int) {
 	nb, nds := k/QBlock, actDS(k)
 	nbp := nds / 2
-	clear(xt[:nb*QBlock*L])
-	clear(xdt[:nb*2*L])
-	for i := 0; i < rows; i++ {
-		x, d := q16[i*k:(i+1)*k], ds[i*nds:(i+1)*nds]
-		for b := 0; b < nb; b++ {
-			o := xt[b*QBlock*L+2*i:]
-			xb := x[b*QBlock : (b+1)*QBlock]
-			for p := 0; p < QBlock/2; p++ {
-				o[2*L*p], o[2*L*p+1] = xb[2*p], xb[2*p+1]
+	np := k / 2 // pairs of a row: pair j of row i goes to xt[2(L·j+i):]
+	xt, xdt = xt[:np*2*L], xdt[:nb*2*L]
+	if rows < L {
+		clear(xt)
+		clear(xdt)
+	}
+	// In spans of pairs, so that the span of xt that all rows write stays in L1.
+	const span = 128
+	for j0 := 0; j0 < np; j0 += span {
+		j1 := min(j0+span, np)
+		for i := 0; i < rows; i++ {
+			x := q16[i*k+2*j0 : i*k+2*j1]
+			o := 2 * (L*j0 + i)
+			for j := 0; j+1 < len(x); j += 2 {
+				xt[o], xt[o+1] = x[j], x[j+1]
+				o += 2 * L
 			}
+		}
+	}
+	for i := 0; i < rows; i++ {
+		d := ds[i*nds : (i+1)*nds]
+		for b := 0; b < nb; b++ {
 			xdt[2*L*b+i], xdt[2*L*b+L+i] = d[b], d[nbp+b]
 		}
 	}
@@ -664,9 +676,7 @@ func matMulQs(a []float32, m int, intOnly bool, ps []QProduct) {
 		for g := 0; g < ng; g++ {
 			transposeAct(sc.act.xt[g*xs:], sc.act.xdt[g*xds:], sc.act.q16[g*L*k:], sc.act.ds[g*L*nds:], min(L, m-L*g), k, L)
 		}
-		for _, p := range ps {
-			mulQBatch(im, p.C, &sc.act, p.W, m, p.Acc)
-		}
+		mulQBatch(im, ps, &sc.act, m)
 		return
 	}
 	for _, p := range ps {
@@ -681,38 +691,82 @@ func growI16(b []int16, n int) []int16 {
 	return b[:n]
 }
 
-// mulQBatch is MatMulQ's batched integer path on the transposed groups of rows in act.
-func mulQBatch(im *impl, c []float32, act *q8Act, w *QMatrix, m int, acc bool) {
-	k, n, nb, L := w.Cols, w.Rows, w.nb, im.batchLanes
-	rb := w.rowBytes
+// mulQBatch is MatMulQ's batched integer path for every product of ps on the transposed
+// groups of rows in act: one parallel loop over all the products' tiles of qRowTile rows of W
+// (the projections of one input share the hand-off to the pool and its balance).
+func mulQBatch(im *impl, ps []QProduct, act *q8Act, m int) {
+	k, L := ps[0].W.Cols, im.batchLanes
+	nb := k / QBlock
 	ng := (m + L - 1) / L
 	xs, xds := nb*QBlock*L, nb*2*L
-	parallelFor(n, qRowTile, m*k*n/4, func(lo, hi int) {
+	var firstArr [8]int
+	first := firstArr[:0] // the first tile of each product, then the total
+	tiles, work := 0, 0
+	for _, p := range ps {
+		first = append(first, tiles)
+		tiles += (p.W.Rows + qRowTile - 1) / qRowTile
+		work += m * k * p.W.Rows / 4
+	}
+	first = append(first, tiles)
+	parallelFor(tiles, 1, work, func(lo, hi int) {
 		sc := qScratchPool.Get().(*qScratch)
 		defer qScratchPool.Put(sc)
 		scr := growF(&sc.w, batchScratch(nb))
 		tmp := growF(&sc.c, qRowTile*L)
-		for j0 := lo; j0 < hi; j0 += qRowTile {
-			j1 := min(j0+qRowTile, hi)
-			rows := w.data[j0*rb : j1*rb]
+		pi := 0
+		for t := lo; t < hi; t++ {
+			for first[pi+1] <= t {
+				pi++
+			}
+			p := ps[pi]
+			w, n := p.W, p.W.Rows
+			j0 := (t - first[pi]) * qRowTile
+			j1 := min(j0+qRowTile, n)
+			rows := w.data[j0*w.rowBytes : j1*w.rowBytes]
 			out := tmp[:(j1-j0)*L]
 			for g := 0; g < ng; g++ {
 				im.gemmQ16B(w.Type, out, rows, nb, L, act.xt[g*xs:(g+1)*xs], act.xdt[g*xds:(g+1)*xds], scr)
-				for i := 0; i < min(L, m-L*g); i++ {
-					dst := c[(L*g+i)*n+j0 : (L*g+i)*n+j1]
-					if acc {
-						for r := range dst {
-							dst[r] += out[L*r+i]
-						}
-					} else {
-						for r := range dst {
-							dst[r] = out[L*r+i]
-						}
-					}
-				}
+				scatterLanes(p.C[L*g*n+j0:], n, out, j1-j0, L, min(L, m-L*g), p.Acc)
 			}
 		}
 	})
+}
+
+// scatterLanes writes the batched kernels' out[L·r+i] (rows r < rows of W, lanes i < lanes)
+// to c[i·ldc+r], or adds it there when acc.
+func scatterLanes(c []float32, ldc int, out []float32, rows, L, lanes int, acc bool) {
+	if rows == 16 && L == 16 {
+		scatter16(c, ldc, (*[256]float32)(out), lanes, acc)
+		return
+	}
+	for i := 0; i < lanes; i++ {
+		dst := c[i*ldc : i*ldc+rows]
+		if acc {
+			for r := range dst {
+				dst[r] += out[L*r+i]
+			}
+		} else {
+			for r := range dst {
+				dst[r] = out[L*r+i]
+			}
+		}
+	}
+}
+
+// scatter16 is scatterLanes for a full tile of 16 rows of W and 16 lanes.
+func scatter16(c []float32, ldc int, o *[256]float32, lanes int, acc bool) {
+	for i := range min(lanes, 16) {
+		d := (*[16]float32)(c[i*ldc : i*ldc+16])
+		if acc {
+			for r := range 16 {
+				d[r] += o[16*r+i]
+			}
+		} else {
+			for r := range 16 {
+				d[r] = o[16*r+i]
+			}
+		}
+	}
 }
 
 // mulQFloat is MatMulQ's dequantizing path.
