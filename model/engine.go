@@ -395,7 +395,8 @@ func (e *Engine) loop() {
 type stepBufs struct {
 	x, ln, qrows, krows, vrows, qh, atto, attrows, gate, up, hh, u, last, logits, lp []float32
 	scratch                                                                          [][]float32
-	idx                                                                              []int
+	idx                                                                              [][]int
+	drawn                                                                            []Token
 }
 
 func grow(b *[]float32, n int) []float32 {
@@ -404,6 +405,10 @@ func grow(b *[]float32, n int) []float32 {
 	}
 	return (*b)[:n]
 }
+
+// A step's attention (in multiply-adds) and its sampling (in logits) run on the kernels'
+// worker pool from these sizes on; smaller ones on the engine's goroutine.
+var attParallelWork, sampleParallelWork = 1 << 17, 1 << 16
 
 // group is a run of consecutive rows fed with the same adapter.
 type group struct {
@@ -486,9 +491,12 @@ func (e *Engine) step(seqs []*genSeq) {
 		addLoRA(l, mod, y, xin)
 	}
 	m.embed(x, tokens)
-	workers := runtime.GOMAXPROCS(0)
+	// Attention and sampling run per sequence on the kernels' worker pool (kernels.Parallel),
+	// each goroutine with its own scratch.
+	workers := max(1, min(runtime.GOMAXPROCS(0), kernels.Threads()))
 	if len(bf.scratch) < workers {
 		bf.scratch = make([][]float32, workers)
+		bf.idx = make([][]int, workers)
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := H / KV
@@ -539,12 +547,12 @@ func (e *Engine) step(seqs []*genSeq) {
 				kernels.MatMulNN(os[r0*hd:], sc, vc, rows, cols, hd, false)
 			}
 		}
-		if attWork < 1<<17 {
+		if attWork < attParallelWork {
 			for ti := 0; ti < len(seqs)*H; ti++ {
 				task(0, ti)
 			}
 		} else {
-			parallel(len(seqs)*H, task)
+			kernels.Parallel(len(seqs)*H, workers, task)
 		}
 		headsToRows(attrows, atto, N, H, hd, nil, nil)
 		proj(l, modO, x, attrows, true)
@@ -574,9 +582,33 @@ func (e *Engine) step(seqs []*genSeq) {
 	rmsnormForward(last, nil, last, m.W.Norm, S, C, eps)
 	logits := grow(&bf.logits, S*V)
 	m.headMatrix().mul(logits, last, S, C, V, false, false)
-	lp := grow(&bf.lp, V)
+	lp := grow(&bf.lp, S*V)
+	// The requests' LogitMask hooks run here, one after another, on the engine's goroutine;
+	// the softmaxes and draws (each sequence's own RNG) in parallel; the tokens are recorded
+	// in batch order.
+	ok := make([]bool, S)
 	for j, s := range sampleSeqs {
-		e.sample(s, logits[j*V:(j+1)*V], lp)
+		ok[j] = e.mask(s, logits[j*V:(j+1)*V])
+	}
+	drawn := bf.drawn[:0]
+	drawn = append(drawn, make([]Token, S)...)
+	bf.drawn = drawn
+	drawOne := func(w, j int) {
+		if ok[j] {
+			drawn[j] = draw(sampleSeqs[j], logits[j*V:(j+1)*V], lp[j*V:(j+1)*V], &bf.idx[w])
+		}
+	}
+	if S*V < sampleParallelWork {
+		for j := range S {
+			drawOne(0, j)
+		}
+	} else {
+		kernels.Parallel(S, workers, drawOne)
+	}
+	for j, s := range sampleSeqs {
+		if ok[j] {
+			e.record(s, drawn[j])
+		}
 	}
 }
 
@@ -587,29 +619,39 @@ func adName(a *Adapter) string {
 	return a.Name
 }
 
-// sample draws the next token of s from its logits and records it.
-func (e *Engine) sample(s *genSeq, z, lp []float32) {
+// mask runs s's LogitMask on its logits z, if it has one; false when s ended (the hook failed
+// or left no token to sample).
+func (e *Engine) mask(s *genSeq, z []float32) bool {
 	req := &s.req
-	if req.LogitMask != nil {
-		if err := callMask(req.LogitMask, s.generated, z); err != nil {
-			s.end(FinishStop, err)
-			return
-		}
-		allowed := false
-		for _, v := range z {
-			if !math.IsInf(float64(v), -1) && !math.IsNaN(float64(v)) {
-				allowed = true
-				break
-			}
-		}
-		if !allowed {
-			s.end(FinishStop, fmt.Errorf("%w: LogitMask left no token to sample", ErrRequest))
-			return
+	if req.LogitMask == nil {
+		return true
+	}
+	if err := callMask(req.LogitMask, s.generated, z); err != nil {
+		s.end(FinishStop, err)
+		return false
+	}
+	for _, v := range z {
+		if !math.IsInf(float64(v), -1) && !math.IsNaN(float64(v)) {
+			return true
 		}
 	}
+	s.end(FinishStop, fmt.Errorf("%w: LogitMask left no token to sample", ErrRequest))
+	return false
+}
+
+// draw samples the next token of s from its (masked) logits z, with lp and idx as scratch. It
+// touches only s's RNG, so the draws of different sequences may run at once.
+func draw(s *genSeq, z, lp []float32, idx *[]int) Token {
+	req := &s.req
 	logSoftmaxT(lp, z, req.Temperature)
-	tok := sampleToken(lp, req.Temperature <= 0, req.TopP, s.rng, &e.bufs.idx)
-	t := Token{ID: tok, Logprob: lp[tok], TopLogprobs: topLogprobs(lp, req.TopLogprobs)}
+	tok := sampleToken(lp, req.Temperature <= 0, req.TopP, s.rng, idx)
+	return Token{ID: tok, Logprob: lp[tok], TopLogprobs: topLogprobs(lp, req.TopLogprobs)}
+}
+
+// record appends the sampled token t to s, streams it, and ends s at a stop or its length.
+func (e *Engine) record(s *genSeq, t Token) {
+	req := &s.req
+	tok := t.ID
 	if len(s.generated) == 0 {
 		s.first = time.Since(s.start)
 	}

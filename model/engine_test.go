@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"citizen/model/kernels"
 )
 
 func engineTestModel(t testing.TB) *Model {
@@ -72,7 +75,28 @@ func TestEngineLogprobsMatchFullForward(t *testing.T) {
 }
 
 func testEngineLogprobs(t *testing.T, cfg EngineConfig) {
-	m := engineTestModel(t)
+	testEngineLogprobsOn(t, engineTestModel(t), cfg)
+}
+
+// The per-sequence attention and sampling on the kernels' worker pool (two goroutines, every
+// step, a vocabulary as large as a real one) give the full forward pass's logprobs.
+func TestEngineParallelStepMatchesFullForward(t *testing.T) {
+	defer func(a, s int) { attParallelWork, sampleParallelWork = a, s }(attParallelWork, sampleParallelWork)
+	attParallelWork, sampleParallelWork = 0, 0
+	defer kernels.SetThreads(kernels.Threads())
+	kernels.SetThreads(2)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	c := llama(16384, 32, 64, 2, 4, 2, 64)
+	c.HeadDim = 8
+	c.InitializerRange = 0.15
+	m, err := NewRandom(c, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testEngineLogprobsOn(t, m, EngineConfig{MaxBatch: 8})
+}
+
+func testEngineLogprobsOn(t *testing.T, m *Model, cfg EngineConfig) {
 	e := NewEngine(m, cfg)
 	defer e.Close()
 	cases := genCases()
