@@ -3,11 +3,15 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+
+	"citizen/internal/jsondec"
 )
 
 // Upcaster rewrites the data of one event type from schema version v to
@@ -132,18 +136,36 @@ func (r *Registry) Decode(ev *Event) (Payload, error) {
 		}
 	}
 	p := ti.newValue()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(p); err != nil {
-		return nil, fmt.Errorf("%w: %s data: %v", ErrMalformed, ev.Type, err)
+	if fd, ok := p.(fastDecoder); ok {
+		if r := jsondec.NewReader(data); fd.decode(r) && r.AtEnd() {
+			if ti.cache != nil {
+				ti.cache.put(ev, data, p)
+			}
+			return p, nil
+		}
+		p = ti.newValue()
 	}
-	if !onlySpace(data[dec.InputOffset():]) {
-		return nil, fmt.Errorf("%w: %s data: trailing data", ErrMalformed, ev.Type)
+	if err := decodeStrict(data, p); err != nil {
+		return nil, fmt.Errorf("%w: %s data: %v", ErrMalformed, ev.Type, err)
 	}
 	if ti.cache != nil {
 		ti.cache.put(ev, data, p)
 	}
 	return p, nil
+}
+
+// decodeStrict is Decode's general path: encoding/json, refusing unknown
+// fields and trailing data.
+func decodeStrict(data []byte, p Payload) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(p); err != nil {
+		return err
+	}
+	if !onlySpace(data[dec.InputOffset():]) {
+		return errors.New("trailing data")
+	}
+	return nil
 }
 
 // DecodeView decodes ev's data, upcast to the current schema, into view: a
@@ -152,15 +174,34 @@ func (r *Registry) Decode(ev *Event) (Payload, error) {
 // being built (a recorded interaction's token ids and logprobs), which
 // makes it several times cheaper than Decode for such readers. It checks
 // the envelope and the type as Decode does, not the payload's fields.
+//
+// A view that implements ViewReader reads the data itself where it can.
 func (r *Registry) DecodeView(ev *Event, view any) error {
 	_, data, err := r.current(ev)
 	if err != nil {
 		return err
 	}
+	if vr, ok := view.(ViewReader); ok {
+		if rd := jsondec.NewReader(data); vr.ReadView(rd) && rd.AtEnd() {
+			return nil
+		}
+		reflect.ValueOf(view).Elem().SetZero()
+	}
 	if err := json.Unmarshal(data, view); err != nil {
 		return fmt.Errorf("%w: %s data: %v", ErrMalformed, ev.Type, err)
 	}
 	return nil
+}
+
+// ViewReader is a view (a pointer to a struct, see DecodeView) that reads
+// the data without reflection. DecodeView calls ReadView on a zero view
+// with a Reader at the start of the data; ReadView reports false for
+// anything it does not read exactly as json.Unmarshal would read it into
+// the view (a key that matches a field in other case, a repeated key, a
+// value of another type), and DecodeView then zeroes the view and uses
+// json.Unmarshal.
+type ViewReader interface {
+	ReadView(r *jsondec.Reader) bool
 }
 
 // onlySpace reports whether b holds JSON whitespace only.

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 
 	"citizen/internal/jsondec"
 )
@@ -30,15 +29,15 @@ func decodeUpstream(b []byte, out *upResponse) error {
 // member that encoding/json would match to a field named "error" (a
 // stream's error chunk).
 func decodeUpResponse(r *jsondec.Reader, out *upResponse, errKey *bool) bool {
-	var seen uint8
+	var seen uint64
 	return r.Object(func(k []byte) bool {
 		switch string(k) {
 		case "system_fingerprint":
-			return once(&seen, 1) && str(r, &out.SystemFingerprint)
+			return jsondec.Once(&seen, 1) && r.StringInto(&out.SystemFingerprint)
 		case "prompt_token_ids":
-			return once(&seen, 2) && ints(r, &out.PromptTokenIDs)
+			return jsondec.Once(&seen, 2) && r.IntsInto(&out.PromptTokenIDs)
 		case "usage":
-			if !once(&seen, 4) {
+			if !jsondec.Once(&seen, 4) {
 				return false
 			}
 			if r.Null() {
@@ -48,7 +47,7 @@ func decodeUpResponse(r *jsondec.Reader, out *upResponse, errKey *bool) bool {
 			out.Usage = &Usage{}
 			return decodeUsage(r, out.Usage)
 		case "choices":
-			if !once(&seen, 8) {
+			if !jsondec.Once(&seen, 8) {
 				return false
 			}
 			if r.Null() {
@@ -68,15 +67,15 @@ func decodeUpResponse(r *jsondec.Reader, out *upResponse, errKey *bool) bool {
 }
 
 func decodeUsage(r *jsondec.Reader, u *Usage) bool {
-	var seen uint8
+	var seen uint64
 	return r.Object(func(k []byte) bool {
 		switch string(k) {
 		case "prompt_tokens":
-			return once(&seen, 1) && integer(r, &u.PromptTokens)
+			return jsondec.Once(&seen, 1) && r.IntInto(&u.PromptTokens)
 		case "completion_tokens":
-			return once(&seen, 2) && integer(r, &u.CompletionTokens)
+			return jsondec.Once(&seen, 2) && r.IntInto(&u.CompletionTokens)
 		case "total_tokens":
-			return once(&seen, 4) && integer(r, &u.TotalTokens)
+			return jsondec.Once(&seen, 4) && r.IntInto(&u.TotalTokens)
 		}
 		return !jsondec.Known(k, "prompt_tokens", "completion_tokens", "total_tokens") && r.Skip()
 	})
@@ -86,19 +85,19 @@ func decodeUpChoice(r *jsondec.Reader, c *upChoice) bool {
 	if r.Null() {
 		return true
 	}
-	var seen uint8
+	var seen uint64
 	return r.Object(func(k []byte) bool {
 		switch string(k) {
 		case "index":
-			return once(&seen, 1) && integer(r, &c.Index)
+			return jsondec.Once(&seen, 1) && r.IntInto(&c.Index)
 		case "message":
-			return once(&seen, 2) && decodeUpOutput(r, &c.Message)
+			return jsondec.Once(&seen, 2) && decodeUpOutput(r, &c.Message)
 		case "delta":
-			return once(&seen, 4) && decodeUpOutput(r, &c.Delta)
+			return jsondec.Once(&seen, 4) && decodeUpOutput(r, &c.Delta)
 		case "finish_reason":
-			return once(&seen, 8) && str(r, &c.FinishReason)
+			return jsondec.Once(&seen, 8) && r.StringInto(&c.FinishReason)
 		case "logprobs":
-			if !once(&seen, 16) {
+			if !jsondec.Once(&seen, 16) {
 				return false
 			}
 			if r.Null() {
@@ -107,7 +106,7 @@ func decodeUpChoice(r *jsondec.Reader, c *upChoice) bool {
 			c.Logprobs = &upLogprobs{}
 			return decodeUpLogprobs(r, c.Logprobs)
 		case "token_ids":
-			return once(&seen, 32) && ints(r, &c.TokenIDs)
+			return jsondec.Once(&seen, 32) && r.IntsInto(&c.TokenIDs)
 		}
 		return !jsondec.Known(k, "index", "message", "delta", "finish_reason", "logprobs", "token_ids") && r.Skip()
 	})
@@ -117,11 +116,11 @@ func decodeUpOutput(r *jsondec.Reader, o *upOutput) bool {
 	if r.Null() {
 		return true
 	}
-	var seen uint8
+	var seen uint64
 	return r.Object(func(k []byte) bool {
 		switch string(k) {
 		case "content":
-			if !once(&seen, 1) {
+			if !jsondec.Once(&seen, 1) {
 				return false
 			}
 			if r.Null() {
@@ -131,7 +130,7 @@ func decodeUpOutput(r *jsondec.Reader, o *upOutput) bool {
 			o.Content = &s
 			return ok
 		case "tool_calls":
-			if !once(&seen, 2) {
+			if !jsondec.Once(&seen, 2) {
 				return false
 			}
 			if r.Null() {
@@ -151,11 +150,11 @@ func decodeUpToolCall(r *jsondec.Reader, tc *upToolCall) bool {
 	if r.Null() {
 		return true
 	}
-	var seen uint8
+	var seen uint64
 	return r.Object(func(k []byte) bool {
 		switch string(k) {
 		case "index":
-			if !once(&seen, 1) {
+			if !jsondec.Once(&seen, 1) {
 				return false
 			}
 			if r.Null() {
@@ -163,25 +162,25 @@ func decodeUpToolCall(r *jsondec.Reader, tc *upToolCall) bool {
 			}
 			var v int
 			tc.Index = &v
-			return integer(r, &v)
+			return r.IntInto(&v)
 		case "id":
-			return once(&seen, 2) && str(r, &tc.ID)
+			return jsondec.Once(&seen, 2) && r.StringInto(&tc.ID)
 		case "type":
-			return once(&seen, 4) && str(r, &tc.Type)
+			return jsondec.Once(&seen, 4) && r.StringInto(&tc.Type)
 		case "function":
-			if !once(&seen, 8) {
+			if !jsondec.Once(&seen, 8) {
 				return false
 			}
 			if r.Null() {
 				return true
 			}
-			var fseen uint8
+			var fseen uint64
 			return r.Object(func(k []byte) bool {
 				switch string(k) {
 				case "name":
-					return once(&fseen, 1) && str(r, &tc.Function.Name)
+					return jsondec.Once(&fseen, 1) && r.StringInto(&tc.Function.Name)
 				case "arguments":
-					return once(&fseen, 2) && str(r, &tc.Function.Arguments)
+					return jsondec.Once(&fseen, 2) && r.StringInto(&tc.Function.Arguments)
 				}
 				return !jsondec.Known(k, "name", "arguments") && r.Skip()
 			})
@@ -191,12 +190,12 @@ func decodeUpToolCall(r *jsondec.Reader, tc *upToolCall) bool {
 }
 
 func decodeUpLogprobs(r *jsondec.Reader, lp *upLogprobs) bool {
-	var seen uint8
+	var seen uint64
 	return r.Object(func(k []byte) bool {
 		if string(k) != "content" {
 			return !jsondec.Known(k, "content") && r.Skip()
 		}
-		if !once(&seen, 1) {
+		if !jsondec.Once(&seen, 1) {
 			return false
 		}
 		if r.Null() {
@@ -209,15 +208,15 @@ func decodeUpLogprobs(r *jsondec.Reader, lp *upLogprobs) bool {
 			if r.Null() {
 				return true
 			}
-			var tseen uint8
+			var tseen uint64
 			return r.Object(func(k []byte) bool {
 				switch string(k) {
 				case "token":
-					return once(&tseen, 1) && str(r, &t.Token)
+					return jsondec.Once(&tseen, 1) && r.StringInto(&t.Token)
 				case "logprob":
-					return once(&tseen, 2) && float32Of(r, &t.Logprob)
+					return jsondec.Once(&tseen, 2) && r.Float32Into(&t.Logprob)
 				case "top_logprobs":
-					if !once(&tseen, 4) {
+					if !jsondec.Once(&tseen, 4) {
 						return false
 					}
 					if r.Null() {
@@ -230,13 +229,13 @@ func decodeUpLogprobs(r *jsondec.Reader, lp *upLogprobs) bool {
 						if r.Null() {
 							return true
 						}
-						var aseen uint8
+						var aseen uint64
 						return r.Object(func(k []byte) bool {
 							switch string(k) {
 							case "token":
-								return once(&aseen, 1) && str(r, &a.Token)
+								return jsondec.Once(&aseen, 1) && r.StringInto(&a.Token)
 							case "logprob":
-								return once(&aseen, 2) && float32Of(r, &a.Logprob)
+								return jsondec.Once(&aseen, 2) && r.Float32Into(&a.Logprob)
 							}
 							return !jsondec.Known(k, "token", "logprob") && r.Skip()
 						})
@@ -246,64 +245,4 @@ func decodeUpLogprobs(r *jsondec.Reader, lp *upLogprobs) bool {
 			})
 		})
 	})
-}
-
-// once marks bit in seen and reports whether it was clear: a key given
-// twice is left to encoding/json (which merges or overwrites).
-func once(seen *uint8, bit uint8) bool {
-	if *seen&bit != 0 {
-		return false
-	}
-	*seen |= bit
-	return true
-}
-
-// str reads a string field (null leaves it as it is).
-func str(r *jsondec.Reader, s *string) bool {
-	if r.Null() {
-		return true
-	}
-	v, ok := r.String()
-	*s = v
-	return ok
-}
-
-// integer reads an int field (null leaves it as it is).
-func integer(r *jsondec.Reader, n *int) bool {
-	if r.Null() {
-		return true
-	}
-	v, ok := r.Int(strconv.IntSize)
-	*n = int(v)
-	return ok
-}
-
-// float32Of reads a float32 field (null leaves it as it is).
-func float32Of(r *jsondec.Reader, f *float32) bool {
-	if r.Null() {
-		return true
-	}
-	v, ok := r.Float(32)
-	*f = float32(v)
-	return ok
-}
-
-// ints reads an []int field (null sets it to nil).
-func ints(r *jsondec.Reader, s *[]int) bool {
-	if r.Null() {
-		*s = nil
-		return true
-	}
-	out := []int{}
-	ok := r.Array(func() bool {
-		if r.Null() {
-			out = append(out, 0)
-			return true
-		}
-		v, ok := r.Int(strconv.IntSize)
-		out = append(out, int(v))
-		return ok
-	})
-	*s = out
-	return ok
 }

@@ -128,3 +128,25 @@ func BenchmarkDecodeUpstream(b *testing.B) {
 		}
 	})
 }
+
+// FuzzRecordedEntry: whatever recordedEntry's ReadView accepts,
+// json.Unmarshal reads into the same view.
+func FuzzRecordedEntry(f *testing.F) {
+	for _, s := range []string{
+		`{"interaction_id":"i","tenant":"t","metadata":{"k":"v","e":null},"model_version":"v1","messages":[{"role":"user","content":"q"}],"params":{"store":false, "n":[1]}}`,
+		`{"Params":{}}`, `{"metadata":{"a":1}}`, `{"metadata":null,"params":null}`, `{"metadata":{"k\u0031":"v"}}`, `{"interaction_id":"a","interaction_id":"b"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fast recordedEntry
+		r := jsondec.NewReader(b)
+		if !fast.ReadView(r) || !r.AtEnd() {
+			return
+		}
+		var want recordedEntry
+		if err := json.Unmarshal(b, &want); err != nil || !reflect.DeepEqual(fast, want) {
+			t.Fatalf("ReadView(%q) = %+v; json.Unmarshal: %+v, %v", b, fast, want, err)
+		}
+	})
+}

@@ -104,19 +104,23 @@ func Fold(evs []events.Event) (InteractionView, error) {
 // recordedView is what the fold reads of an interaction.recorded: its
 // token ids, logprobs, tools and parameters are skipped (events.DecodeView).
 type recordedView struct {
-	InteractionID string `json:"interaction_id"`
-	Tenant        string `json:"tenant"`
-	TaskType      string `json:"task_type"`
-	ModelVersion  string `json:"model_version"`
-	Messages      []struct {
-		Role    string `json:"role"`
+	InteractionID string            `json:"interaction_id"`
+	Tenant        string            `json:"tenant"`
+	TaskType      string            `json:"task_type"`
+	ModelVersion  string            `json:"model_version"`
+	Messages      []recordedMessage `json:"messages"`
+	Choices       []recordedChoice  `json:"choices"`
+}
+
+type recordedMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type recordedChoice struct {
+	Message struct {
 		Content string `json:"content"`
-	} `json:"messages"`
-	Choices []struct {
-		Message struct {
-			Content string `json:"content"`
-		} `json:"message"`
-	} `json:"choices"`
+	} `json:"message"`
 }
 
 // foldInto applies evs, the next events of a stream in order, to v.

@@ -82,8 +82,9 @@ func (r *Reader) Null() bool {
 
 // Object reads an object, calling field for each member with its raw key
 // (a key with an escape refuses the object); field must read the member's
-// value and report whether it could. The key's bytes are valid until the
-// Reader's input changes.
+// value and report whether it could. A key with invalid UTF-8 refuses the
+// object too (encoding/json would replace its bytes). The key's bytes are
+// valid until the Reader's input changes.
 func (r *Reader) Object(field func(key []byte) bool) bool {
 	if r.Peek() != '{' {
 		return false
@@ -103,10 +104,14 @@ func (r *Reader) Object(field func(key []byte) bool) bool {
 		}
 		start := r.i + 1
 		end := start
+		ascii := true
 		for end < len(r.b) && r.b[end] != '"' {
 			c := r.b[end]
 			if c == '\\' || c < 0x20 {
 				return false
+			}
+			if c >= utf8.RuneSelf {
+				ascii = false
 			}
 			end++
 		}
@@ -114,6 +119,9 @@ func (r *Reader) Object(field func(key []byte) bool) bool {
 			return false
 		}
 		key := r.b[start:end]
+		if !ascii && !utf8.Valid(key) {
+			return false
+		}
 		r.i = end + 1
 		if r.Peek() != ':' {
 			return false
@@ -532,5 +540,119 @@ func equalFoldASCII(a []byte, b string) bool {
 			return false
 		}
 	}
+	return true
+}
+
+// The Into methods read a value into a field as encoding/json stores it:
+// null leaves a string, number or bool as it is, sets a slice to nil and
+// a json.RawMessage to "null".
+
+// StringInto reads a string field.
+func (r *Reader) StringInto(s *string) bool {
+	if r.Null() {
+		return true
+	}
+	v, ok := r.String()
+	*s = v
+	return ok
+}
+
+// IntInto reads an int field.
+func (r *Reader) IntInto(n *int) bool {
+	if r.Null() {
+		return true
+	}
+	v, ok := r.Int(strconv.IntSize)
+	*n = int(v)
+	return ok
+}
+
+// Float32Into reads a float32 field.
+func (r *Reader) Float32Into(f *float32) bool {
+	if r.Null() {
+		return true
+	}
+	v, ok := r.Float(32)
+	*f = float32(v)
+	return ok
+}
+
+// Float64Into reads a float64 field.
+func (r *Reader) Float64Into(f *float64) bool {
+	if r.Null() {
+		return true
+	}
+	v, ok := r.Float(64)
+	*f = v
+	return ok
+}
+
+// BoolInto reads a bool field.
+func (r *Reader) BoolInto(b *bool) bool {
+	if r.Null() {
+		return true
+	}
+	v, ok := r.Bool()
+	*b = v
+	return ok
+}
+
+// IntsInto reads an []int field (an empty array gives an empty slice, not
+// nil, as encoding/json gives).
+func (r *Reader) IntsInto(s *[]int) bool {
+	if r.Null() {
+		*s = nil
+		return true
+	}
+	out := make([]int, 0, 16)
+	ok := r.Array(func() bool {
+		if r.Null() {
+			out = append(out, 0)
+			return true
+		}
+		v, ok := r.Int(strconv.IntSize)
+		out = append(out, int(v))
+		return ok
+	})
+	*s = out
+	return ok
+}
+
+// RawInto reads any value into a json.RawMessage field (a copy of its
+// bytes; null gives "null", as encoding/json gives).
+func (r *Reader) RawInto(m *[]byte) bool {
+	v, ok := r.Raw()
+	*m = append((*m)[:0:0], v...)
+	return ok
+}
+
+// StringMapInto reads a map[string]string field: null sets it to nil, a
+// null value stores "" (a key with an escape refuses the object).
+func (r *Reader) StringMapInto(m *map[string]string) bool {
+	if r.Null() {
+		*m = nil
+		return true
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	return r.Object(func(k []byte) bool {
+		var v string
+		if !r.StringInto(&v) {
+			return false
+		}
+		(*m)[string(k)] = v
+		return true
+	})
+}
+
+// Once marks bit in seen and reports whether it was clear, for a decoder
+// that leaves a key given twice to encoding/json (which merges or
+// overwrites).
+func Once(seen *uint64, bit uint64) bool {
+	if *seen&bit != 0 {
+		return false
+	}
+	*seen |= bit
 	return true
 }
