@@ -31,6 +31,12 @@ type impl struct {
 	// scr holds batchScratch(nb) floats. batchLanes is the lanes it takes.
 	gemmQ16B   func(t QType, out []float32, w []byte, nb, lanes int, xt []int16, xdt, scr []float32)
 	batchLanes int
+	// scatter16 writes (or adds, acc) a full 16 × 16 tile of the 16-lane batched kernels'
+	// output to C: o[16·r+i] to c[i·ldc+r] for lanes i < lanes (scatter16Go's contract).
+	scatter16 func(c []float32, ldc int, o *[256]float32, lanes int, acc bool)
+	// transposePairs writes a full group of L int16 activation rows of k values (q16) in
+	// transposeAct's layout (xt, np·2L values); nil: transposeAct's loops.
+	transposePairs func(xt, q16 []int16, k, L int)
 	// quantAct and quantAct16 quantize one activation row (quantizeAct, quantizeAct16).
 	quantAct   func(q []int8, ds, x []float32)
 	quantAct16 func(q []int16, ds, x []float32)
@@ -51,7 +57,7 @@ type impl struct {
 }
 
 var portable = &impl{name: "portable", mm: genericMM, dot: dotGeneric, axpy: axpyGeneric, scale: scaleGeneric,
-	gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, gemmQ16B: gemmQ16BGeneric, batchLanes: 8, dequant: dequantGeneric,
+	gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, gemmQ16B: gemmQ16BGeneric, batchLanes: 8, scatter16: scatter16Go, dequant: dequantGeneric,
 	quantAct: quantizeAct, quantAct16: quantizeAct16, expSum: expSumGeneric, swiglu: swigluGeneric, swigluBack: swigluBackGeneric}
 
 // impls lists the implementations this CPU can run, best first; the last is

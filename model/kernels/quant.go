@@ -361,7 +361,7 @@ func gemvQ16Generic(t QType, out []float32, w []byte, nb int, xq []int16, xds []
 // holds, for block b and pair p (the block's values 2p and 2p+1), the two values of each of
 // L rows at xt[((16b+p)·L+i)·2:], and xdt the rows' d of block b at xdt[2L·b+i] and their s
 // at xdt[2L·b+L+i]. Rows past rows are zero (their results are zero and unused).
-func transposeAct(xt []int16, xdt []float32, q16 []int16, ds []float32, rows, k, L int) {
+func transposeAct(im *impl, xt []int16, xdt []float32, q16 []int16, ds []float32, rows, k, L int) {
 	nb, nds := k/QBlock, actDS(k)
 	nbp := nds / 2
 	np := k / 2 // pairs of a row: pair j of row i goes to xt[2(L·j+i):]
@@ -370,16 +370,20 @@ func transposeAct(xt []int16, xdt []float32, q16 []int16, ds []float32, rows, k,
 		clear(xt)
 		clear(xdt)
 	}
-	// In spans of pairs, so that the span of xt that all rows write stays in L1.
-	const span = 128
-	for j0 := 0; j0 < np; j0 += span {
-		j1 := min(j0+span, np)
-		for i := 0; i < rows; i++ {
-			x := q16[i*k+2*j0 : i*k+2*j1]
-			o := 2 * (L*j0 + i)
-			for j := 0; j+1 < len(x); j += 2 {
-				xt[o], xt[o+1] = x[j], x[j+1]
-				o += 2 * L
+	if rows == L && im.transposePairs != nil {
+		im.transposePairs(xt, q16[:L*k], k, L)
+	} else {
+		// In spans of pairs, so that the span of xt that all rows write stays in L1.
+		const span = 128
+		for j0 := 0; j0 < np; j0 += span {
+			j1 := min(j0+span, np)
+			for i := 0; i < rows; i++ {
+				x := q16[i*k+2*j0 : i*k+2*j1]
+				o := 2 * (L*j0 + i)
+				for j := 0; j+1 < len(x); j += 2 {
+					xt[o], xt[o+1] = x[j], x[j+1]
+					o += 2 * L
+				}
 			}
 		}
 	}
@@ -674,7 +678,7 @@ func matMulQs(a []float32, m int, intOnly bool, ps []QProduct) {
 		sc.act.xt = growI16(sc.act.xt, ng*xs)
 		sc.act.xdt = growF(&sc.act.xdt, ng*xds)
 		for g := 0; g < ng; g++ {
-			transposeAct(sc.act.xt[g*xs:], sc.act.xdt[g*xds:], sc.act.q16[g*L*k:], sc.act.ds[g*L*nds:], min(L, m-L*g), k, L)
+			transposeAct(im, sc.act.xt[g*xs:], sc.act.xdt[g*xds:], sc.act.q16[g*L*k:], sc.act.ds[g*L*nds:], min(L, m-L*g), k, L)
 		}
 		mulQBatch(im, ps, &sc.act, m)
 		return
@@ -736,7 +740,7 @@ func mulQBatch(im *impl, ps []QProduct, act *q8Act, m int) {
 // to c[i·ldc+r], or adds it there when acc.
 func scatterLanes(c []float32, ldc int, out []float32, rows, L, lanes int, acc bool) {
 	if rows == 16 && L == 16 {
-		scatter16(c, ldc, (*[256]float32)(out), lanes, acc)
+		current.Load().scatter16(c, ldc, (*[256]float32)(out), lanes, acc)
 		return
 	}
 	for i := 0; i < lanes; i++ {
@@ -753,8 +757,8 @@ func scatterLanes(c []float32, ldc int, out []float32, rows, L, lanes int, acc b
 	}
 }
 
-// scatter16 is scatterLanes for a full tile of 16 rows of W and 16 lanes.
-func scatter16(c []float32, ldc int, o *[256]float32, lanes int, acc bool) {
+// scatter16Go is scatterLanes for a full tile of 16 rows of W and 16 lanes.
+func scatter16Go(c []float32, ldc int, o *[256]float32, lanes int, acc bool) {
 	for i := range min(lanes, 16) {
 		d := (*[16]float32)(c[i*ldc : i*ldc+16])
 		if acc {

@@ -2,7 +2,11 @@
 
 package kernels
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // quantAVX2OK: the quantized kernels need AVX2 and FMA, and F16C for the blocks' half scales.
 func quantAVX2OK() bool { return avx2OK() && cpu.X86.HasF16C }
@@ -256,3 +260,43 @@ func gemmQ16B16(t QType, out []float32, w []byte, nb, lanes int, xt []int16, xdt
 
 // batchKernel is the signature of the generated batched kernels.
 type batchKernel func(out *float32, w *byte, nrows, nb int, xt *int16, xdt *float32, scr *float32)
+
+// scatter16AVX2 is scatter16Go with 8 × 8 transpositions (transpose8) when the lanes are 8
+// or 16; adding goes through a transposed copy.
+func scatter16AVX2(c []float32, ldc int, o *[256]float32, lanes int, acc bool) {
+	if lanes != 16 && lanes != 8 {
+		scatter16Go(c, ldc, o, lanes, acc)
+		return
+	}
+	_ = c[(lanes-1)*ldc+15] // bounds for the assembly
+	n8 := lanes / 8
+	if !acc {
+		transpose8(&o[0], 64, &c[0], 4*ldc, n8)
+		transpose8(&o[128], 64, &c[8], 4*ldc, n8)
+		return
+	}
+	var t [256]float32
+	transpose8(&o[0], 64, &t[0], 64, n8)
+	transpose8(&o[128], 64, &t[8], 64, n8)
+	for i := range lanes {
+		d, ti := (*[16]float32)(c[i*ldc:i*ldc+16]), (*[16]float32)(t[16*i:16*i+16])
+		for r := range 16 {
+			d[r] += ti[r]
+		}
+	}
+}
+
+// transposePairsAVX2 is transposeAct's layout for a full group of 8 or 16 rows: the rows'
+// pairs of int16 values moved as 32-bit words by 8 × 8 transpositions (transpose8; moves
+// only, so every bit stays).
+func transposePairsAVX2(xt, q16 []int16, k, L int) {
+	np := k / 2
+	if L != 8 && L != 16 || np%8 != 0 || len(q16) < L*k || len(xt) < np*2*L {
+		panic("kernels: transposePairs: bad shape")
+	}
+	for r0 := 0; r0 < L; r0 += 8 {
+		src := (*float32)(unsafe.Pointer(&q16[r0*k]))
+		dst := (*float32)(unsafe.Pointer(&xt[2*r0]))
+		transpose8(src, 2*k, dst, 4*L, np/8)
+	}
+}

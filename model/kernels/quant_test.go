@@ -200,7 +200,7 @@ func TestMatMulQ(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	eachImpl(t, func(t *testing.T) {
 		for _, qt := range qTypes {
-			for _, sh := range []struct{ m, n, k int }{{1, 37, 64}, {1, 300, 64}, {3, 300, 96}, {7, 16, 32}, {8, 33, 64}, {21, 517, 128}, {40, 517, 288}, {33, 1100, 64}} {
+			for _, sh := range []struct{ m, n, k int }{{1, 37, 64}, {1, 300, 64}, {3, 300, 96}, {7, 16, 32}, {8, 33, 64}, {21, 517, 128}, {24, 80, 64}, {40, 517, 288}, {33, 1100, 64}} {
 				for _, acc := range []bool{false, true} {
 					for _, threads := range []int{1, 2} {
 						defer SetThreads(Threads())
@@ -454,7 +454,7 @@ func TestBatchKernels(t *testing.T) {
 					for i := range xt {
 						xt[i] = 1 // must be overwritten, padding rows included
 					}
-					transposeAct(xt, xdt, act.q16, act.ds, rows, cols, L)
+					transposeAct(im, xt, xdt, act.q16, act.ds, rows, cols, L)
 					got := make([]float32, L*wrows)
 					im.gemmQ16B(qt, got, w.data, nb, L, xt, xdt, make([]float32, batchScratch(nb)))
 					want := make([]float32, wrows)

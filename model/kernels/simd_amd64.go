@@ -87,10 +87,11 @@ func avx2OK() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 func hasAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasFMA }
 
 func (s *simd) impl(name string) *impl {
-	im := &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS, gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, gemmQ16B: gemmQ16BGeneric, batchLanes: 8, dequant: dequantGeneric,
+	im := &impl{name: name, mm: s.mm, dot: s.dotS, axpy: s.axpyS, scale: s.scaleS, gemvQ: gemvQGeneric, gemvQ16: gemvQ16Generic, gemmQ16B: gemmQ16BGeneric, batchLanes: 8, scatter16: scatter16Go, dequant: dequantGeneric,
 		quantAct: quantizeAct, quantAct16: quantizeAct16, expSum: expSumGeneric, swiglu: swigluGeneric, swigluBack: swigluBackGeneric}
 	if avx2OK() {
 		im.expSum, im.swiglu, im.swigluBack = expSumSIMD, swigluSIMD, swigluBackSIMD
+		im.scatter16, im.transposePairs = scatter16AVX2, transposePairsAVX2
 	}
 	if quantAVX2OK() {
 		im.gemvQ, im.gemvQ16, im.dequant = gemvQAVX2, gemvQ16AVX2, dequantAVX2
