@@ -213,3 +213,135 @@ func decodeTopLogprob(r *jsondec.Reader, a *TopLogprob) bool {
 		return false
 	})
 }
+
+// decode implements fastDecoder: every worker of a process reads each
+// interaction.evaluated (the first read fills the decode cache).
+// FuzzDecodeEvaluated compares it with the general path.
+func (x *InteractionEvaluated) decode(r *jsondec.Reader) bool {
+	var seen uint64
+	return r.Object(func(k []byte) bool {
+		switch string(k) {
+		case "interaction_id":
+			return jsondec.Once(&seen, 1<<0) && r.StringInto(&x.InteractionID)
+		case "seq":
+			return jsondec.Once(&seen, 1<<1) && r.IntInto(&x.Seq)
+		case "user":
+			return jsondec.Once(&seen, 1<<2) && r.StringInto(&x.User)
+		case "lessons":
+			return jsondec.Once(&seen, 1<<3) && r.StringsInto(&x.Lessons)
+		case "task_type":
+			return jsondec.Once(&seen, 1<<4) && r.StringInto(&x.TaskType)
+		case "type_source":
+			return jsondec.Once(&seen, 1<<5) && r.StringInto(&x.TypeSource)
+		case "type_confidence":
+			return jsondec.Once(&seen, 1<<6) && r.Float64Into(&x.TypeConfidence)
+		case "model_version":
+			return jsondec.Once(&seen, 1<<7) && r.StringInto(&x.ModelVersion)
+		case "graders":
+			return jsondec.Once(&seen, 1<<8) && decodeSlice(r, &x.Graders, decodeGraderResult)
+		case "checks":
+			return jsondec.Once(&seen, 1<<9) && decodeSlice(r, &x.Checks, decodeGraderResult)
+		case "self":
+			if !jsondec.Once(&seen, 1<<10) {
+				return false
+			}
+			if r.Null() {
+				x.Self = nil
+				return true
+			}
+			x.Self = &SelfEvaluation{}
+			return decodeSelfEvaluation(r, x.Self)
+		case "faults":
+			return jsondec.Once(&seen, 1<<11) && decodeSlice(r, &x.Faults, decodeFault)
+		case "outcome":
+			return jsondec.Once(&seen, 1<<12) && r.StringInto(&x.Outcome)
+		case "feedback_polarity":
+			if !jsondec.Once(&seen, 1<<13) {
+				return false
+			}
+			if r.Null() {
+				x.FeedbackPolarity = nil
+				return true
+			}
+			var v float64
+			x.FeedbackPolarity = &v
+			return r.Float64Into(&v)
+		case "reward":
+			return jsondec.Once(&seen, 1<<14) && r.Float64Into(&x.Reward)
+		case "reward_terms":
+			return jsondec.Once(&seen, 1<<15) && r.Float64MapInto(&x.RewardTerms)
+		case "trainable":
+			return jsondec.Once(&seen, 1<<16) && r.BoolInto(&x.Trainable)
+		case "policy":
+			return jsondec.Once(&seen, 1<<17) && r.StringInto(&x.Policy)
+		case "rubric_version":
+			return jsondec.Once(&seen, 1<<18) && r.StringInto(&x.RubricVersion)
+		case "graded_as":
+			return jsondec.Once(&seen, 1<<19) && r.StringInto(&x.GradedAs)
+		case "evaluator_version":
+			return jsondec.Once(&seen, 1<<20) && r.StringInto(&x.EvaluatorVersion)
+		case "answer_length":
+			return jsondec.Once(&seen, 1<<21) && r.IntInto(&x.AnswerLength)
+		case "tool_calls":
+			return jsondec.Once(&seen, 1<<22) && r.IntInto(&x.ToolCalls)
+		case "turn_tool_calls":
+			return jsondec.Once(&seen, 1<<23) && r.IntInto(&x.TurnToolCalls)
+		}
+		return false
+	})
+}
+
+func decodeGraderResult(r *jsondec.Reader, g *GraderResult) bool {
+	var seen uint64
+	return r.Object(func(k []byte) bool {
+		switch string(k) {
+		case "name":
+			return jsondec.Once(&seen, 1<<0) && r.StringInto(&g.Name)
+		case "version":
+			return jsondec.Once(&seen, 1<<1) && r.StringInto(&g.Version)
+		case "score":
+			return jsondec.Once(&seen, 1<<2) && r.Float64Into(&g.Score)
+		case "weight":
+			return jsondec.Once(&seen, 1<<3) && r.Float64Into(&g.Weight)
+		case "label":
+			return jsondec.Once(&seen, 1<<4) && r.StringInto(&g.Label)
+		case "explanation":
+			return jsondec.Once(&seen, 1<<5) && r.StringInto(&g.Explanation)
+		}
+		return false
+	})
+}
+
+func decodeFault(r *jsondec.Reader, f *Fault) bool {
+	var seen uint64
+	return r.Object(func(k []byte) bool {
+		switch string(k) {
+		case "kind":
+			return jsondec.Once(&seen, 1<<0) && r.StringInto(&f.Kind)
+		case "attribution":
+			return jsondec.Once(&seen, 1<<1) && r.StringInto(&f.Attribution)
+		case "detail":
+			return jsondec.Once(&seen, 1<<2) && r.StringInto(&f.Detail)
+		}
+		return false
+	})
+}
+
+func decodeSelfEvaluation(r *jsondec.Reader, s *SelfEvaluation) bool {
+	var seen uint64
+	return r.Object(func(k []byte) bool {
+		switch string(k) {
+		case "mean_logprob":
+			return jsondec.Once(&seen, 1<<0) && r.Float64Into(&s.MeanLogprob)
+		case "min_logprob":
+			return jsondec.Once(&seen, 1<<1) && r.Float64Into(&s.MinLogprob)
+		case "entropy":
+			return jsondec.Once(&seen, 1<<2) && r.Float64Into(&s.Entropy)
+		case "verdict":
+			return jsondec.Once(&seen, 1<<3) && r.StringInto(&s.Verdict)
+		case "score":
+			return jsondec.Once(&seen, 1<<4) && r.Float64Into(&s.Score)
+		}
+		return false
+	})
+}

@@ -656,3 +656,40 @@ func Once(seen *uint64, bit uint64) bool {
 	*seen |= bit
 	return true
 }
+
+// StringsInto reads a []string field (a null element is "").
+func (r *Reader) StringsInto(s *[]string) bool {
+	if r.Null() {
+		*s = nil
+		return true
+	}
+	out := []string{}
+	ok := r.Array(func() bool {
+		var v string
+		ok := r.StringInto(&v)
+		out = append(out, v)
+		return ok
+	})
+	*s = out
+	return ok
+}
+
+// Float64MapInto reads a map[string]float64 field: null sets it to nil, a
+// null value stores 0 (a key with an escape refuses the object).
+func (r *Reader) Float64MapInto(m *map[string]float64) bool {
+	if r.Null() {
+		*m = nil
+		return true
+	}
+	if *m == nil {
+		*m = map[string]float64{}
+	}
+	return r.Object(func(k []byte) bool {
+		var v float64
+		if !r.Float64Into(&v) {
+			return false
+		}
+		(*m)[string(k)] = v
+		return true
+	})
+}
