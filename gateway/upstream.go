@@ -368,9 +368,14 @@ func (u *Upstream) attempt(ctx context.Context, req *GenerateRequest, body []byt
 		return u.readStream(resp.Body, req, emit, start)
 	}
 	var out upResponse
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	buf := answerBuffers.Get().(*bytes.Buffer)
+	defer putAnswerBuffer(buf)
+	if n := resp.ContentLength; n > 0 && n <= 64<<20 {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, 64<<20))
 	if err == nil {
-		err = decodeUpstream(b, &out)
+		err = decodeUpstream(buf.Bytes(), &out)
 	}
 	if err != nil {
 		return nil, false, &EngineError{Status: http.StatusBadGateway, Message: "upstream answered malformed JSON", Err: err}
@@ -395,6 +400,17 @@ func (u *Upstream) attempt(ctx context.Context, req *GenerateRequest, body []byt
 	}
 	sortChoices(res.Choices)
 	return res, false, nil
+}
+
+// answerBuffers hold upstream answers while they are decoded (the decoded
+// answer shares no bytes with its buffer).
+var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putAnswerBuffer(b *bytes.Buffer) {
+	if b.Cap() <= 1<<20 {
+		b.Reset()
+		answerBuffers.Put(b)
+	}
 }
 
 func upstreamMessage(b []byte) string {
