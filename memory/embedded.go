@@ -14,9 +14,11 @@ import (
 // EmbeddedConfig configures the embedded index.
 type EmbeddedConfig struct {
 	// ExactLimit is the number of points up to which a collection is
-	// searched by exact scan; beyond it an HNSW graph is built and kept
-	// (for a collection of more than 4,096 slots, built behind, on a
-	// goroutine: searches scan exactly until it is in use). Default
+	// searched by exact scan; beyond it an HNSW graph is built and kept.
+	// A collection of at most 4,096 slots builds it when an upsert
+	// crosses the limit; a larger one when a search first needs it (one
+	// that the posting lists of its filter do not answer), behind, on a
+	// goroutine: searches scan exactly until it is in use. Default
 	// 20,000.
 	ExactLimit int
 	// M and EfConstruction shape the HNSW graph (defaults 16 and 200);
@@ -241,18 +243,25 @@ func (e *Embedded) Upsert(_ context.Context, collection string, pts []Point) err
 			c.graph.insert(slot)
 		}
 	}
-	if c.graph == nil && !c.building && len(c.slots) > c.cfg.ExactLimit {
-		if len(c.ids) <= syncGraphPoints {
-			c.buildGraph()
-		} else {
-			c.buildGraphBehind()
-		}
+	if c.graph == nil && len(c.slots) > c.cfg.ExactLimit && len(c.ids) <= syncGraphPoints {
+		c.buildGraph()
 	}
 	return nil
 }
 
+// needsGraph reports whether c is past ExactLimit without a graph, built
+// or being built. Caller holds c.mu.
+func (c *collection) needsGraph() bool {
+	return c.graph == nil && !c.building && len(c.slots) > c.cfg.ExactLimit
+}
+
 // syncGraphPoints bounds the collections whose graph Upsert builds in
-// place; a larger one's is built by buildGraphBehind.
+// place; a larger one's is built by buildGraphBehind once a search needs
+// it. The interactions collection is searched through posting lists (the
+// labelled points of a tenant, for typing) until something searches it
+// unfiltered: built when crossing the limit, its graph cost each
+// interaction a graph insert (and 20,000 of them at once) that no search
+// used.
 const syncGraphPoints = 4096
 
 // buildGraphBehind builds the graph of a large collection on a goroutine
@@ -330,6 +339,20 @@ func (e *Embedded) Search(ctx context.Context, collection string, v []float32, k
 	if k <= 0 {
 		return nil, nil
 	}
+	hits, build := c.search(q, k, f)
+	if build {
+		c.mu.Lock()
+		if c.needsGraph() {
+			c.buildGraphBehind()
+		}
+		c.mu.Unlock()
+	}
+	return hits, ctx.Err()
+}
+
+// search answers Search; build reports that the answer would have used a
+// graph that c does not have yet.
+func (c *collection) search(q []float32, k int, f Filter) (hits []Hit, build bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var best []cand
@@ -353,12 +376,13 @@ func (e *Embedded) Search(ctx context.Context, collection string, v []float32, k
 		}
 	} else {
 		best = c.scan(q, k, f)
+		build = c.needsGraph()
 	}
-	hits := make([]Hit, len(best))
+	hits = make([]Hit, len(best))
 	for i, b := range best {
 		hits[i] = Hit{ID: c.ids[b.slot], Score: 1 - b.d, Payload: maps.Clone(c.payloads[b.slot])}
 	}
-	return hits, ctx.Err()
+	return hits, build
 }
 
 // scan is the exact search. Caller holds c.mu (read).
