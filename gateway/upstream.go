@@ -168,6 +168,14 @@ type upToolCall struct {
 }
 
 func (u *Upstream) body(req *GenerateRequest, model string) ([]byte, error) {
+	if b, ok := u.appendBody(make([]byte, 0, 512), req, model); ok {
+		return b, nil
+	}
+	return u.mapBody(req, model)
+}
+
+// mapBody is body's general path: every field in a map, by json.Marshal.
+func (u *Upstream) mapBody(req *GenerateRequest, model string) ([]byte, error) {
 	b := map[string]any{"model": model, "n": req.N, "logprobs": true, "stream": req.Stream}
 	msgs := make([]upMessage, len(req.Messages))
 	for i, m := range req.Messages {

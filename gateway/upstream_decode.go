@@ -3,8 +3,10 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 
 	"citizen/internal/jsondec"
+	"citizen/internal/jsonenc"
 )
 
 // decodeUpstream decodes an upstream answer into out (which must be zero)
@@ -245,4 +247,120 @@ func decodeUpLogprobs(r *jsondec.Reader, lp *upLogprobs) bool {
 			})
 		})
 	})
+}
+
+// appendBody writes the request body that body builds, byte for byte as
+// json.Marshal writes its map (keys sorted), for requests without tools,
+// a response format or a logit bias: those, and a value json.Marshal
+// refuses (a NaN), report false and take body's path.
+// TestAppendBodyMatchesMarshal compares the two.
+func (u *Upstream) appendBody(b []byte, req *GenerateRequest, model string) ([]byte, bool) {
+	if len(req.Tools) > 0 || req.ResponseFormat.Type == "json_object" || req.ResponseFormat.Type == "json_schema" || len(req.LogitBias) > 0 {
+		return b, false
+	}
+	ok := true
+	float := func(key string, f *float64) {
+		if f != nil {
+			b = append(b, key...)
+			var fine bool
+			b, fine = jsonenc.AppendFloat(b, *f, 64)
+			ok = ok && fine
+		}
+	}
+	b = append(b, '{')
+	float(`"frequency_penalty":`, req.FrequencyPenalty)
+	if req.FrequencyPenalty != nil {
+		b = append(b, ',')
+	}
+	b = append(b, `"logprobs":true`...)
+	if req.MaxTokens > 0 {
+		b = append(b, `,"max_tokens":`...)
+		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
+	}
+	b = append(b, `,"messages":[`...)
+	for i, m := range req.Messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"role":`...)
+		b = jsonenc.AppendString(b, m.Role, true)
+		if m.Role == "assistant" && m.Content == "" && len(m.ToolCalls) > 0 {
+			b = append(b, `,"content":null`...)
+		} else {
+			b = append(b, `,"content":`...)
+			b = jsonenc.AppendString(b, m.Content, true)
+		}
+		if m.Name != "" {
+			b = append(b, `,"name":`...)
+			b = jsonenc.AppendString(b, m.Name, true)
+		}
+		if len(m.ToolCalls) > 0 {
+			b = append(b, `,"tool_calls":[`...)
+			for k, tc := range m.ToolCalls {
+				if k > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, '{')
+				if tc.ID != "" {
+					b = append(b, `"id":`...)
+					b = jsonenc.AppendString(b, tc.ID, true)
+					b = append(b, ',')
+				}
+				b = append(b, `"type":"function","function":{`...)
+				if tc.Name != "" {
+					b = append(b, `"name":`...)
+					b = jsonenc.AppendString(b, tc.Name, true)
+					b = append(b, ',')
+				}
+				b = append(b, `"arguments":`...)
+				b = jsonenc.AppendString(b, tc.Arguments, true)
+				b = append(b, `}}`...)
+			}
+			b = append(b, ']')
+		}
+		if m.ToolCallID != "" {
+			b = append(b, `,"tool_call_id":`...)
+			b = jsonenc.AppendString(b, m.ToolCallID, true)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `],"model":`...)
+	b = jsonenc.AppendString(b, model, true)
+	b = append(b, `,"n":`...)
+	b = strconv.AppendInt(b, int64(req.N), 10)
+	float(`,"presence_penalty":`, req.PresencePenalty)
+	if u.cfg.RequestTokenIDs {
+		b = append(b, `,"return_token_ids":true`...)
+	}
+	if req.Seed != nil {
+		b = append(b, `,"seed":`...)
+		b = strconv.AppendInt(b, *req.Seed, 10)
+	}
+	if len(req.Stop) > 0 {
+		b = append(b, `,"stop":[`...)
+		for i, s := range req.Stop {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonenc.AppendString(b, s, true)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"stream":`...)
+	b = strconv.AppendBool(b, req.Stream)
+	if req.Stream {
+		b = append(b, `,"stream_options":{"include_usage":true}`...)
+	}
+	float(`,"temperature":`, req.Temperature)
+	if req.TopLogprobs > 0 {
+		b = append(b, `,"top_logprobs":`...)
+		b = strconv.AppendInt(b, int64(req.TopLogprobs), 10)
+	}
+	float(`,"top_p":`, req.TopP)
+	if req.User != "" {
+		b = append(b, `,"user":`...)
+		b = jsonenc.AppendString(b, req.User, true)
+	}
+	b = append(b, '}')
+	return b, ok
 }

@@ -150,3 +150,32 @@ func FuzzRecordedEntry(f *testing.F) {
 		}
 	})
 }
+
+// appendBody writes what body's json.Marshal path writes.
+func FuzzAppendBody(f *testing.F) {
+	f.Add("user", "What is <b>2+2</b>? \u2028 \xff", "", "", 16, 1, 0.5, int64(7), "stop", 3, true, true)
+	f.Add("assistant", "", "call_1", "get", 0, 2, 1e-7, int64(-1), "", 0, false, false)
+	f.Add("tool", "42", "", "", 1, 1, 1e21, int64(0), "\n", 20, true, false)
+	f.Fuzz(func(t *testing.T, role, content, callID, fn string, maxTokens, n int, fl float64, seed int64, stop string, top int, stream, ids bool) {
+		req := &GenerateRequest{Messages: []Message{{Role: "system", Content: "s"}, {Role: role, Content: content, Name: fn, ToolCallID: callID}},
+			MaxTokens: maxTokens, N: n, Stream: stream, TopLogprobs: top, User: stop}
+		if callID != "" {
+			req.Messages[1].ToolCalls = []ToolCall{{ID: callID, Name: fn, Arguments: content}, {Arguments: "{}"}}
+		}
+		if top%2 == 0 {
+			req.Temperature, req.TopP, req.Seed = &fl, &fl, &seed
+		}
+		if top%3 == 0 {
+			req.FrequencyPenalty, req.PresencePenalty = &fl, &fl
+		}
+		if stop != "" {
+			req.Stop = []string{stop, "x"}
+		}
+		u := &Upstream{cfg: UpstreamConfig{RequestTokenIDs: ids}}
+		want, err := u.mapBody(req, "m<1>")
+		got, ok := u.appendBody(nil, req, "m<1>")
+		if ok != (err == nil) || ok && !bytes.Equal(got, want) {
+			t.Fatalf("appendBody:\n%s (%v)\njson.Marshal:\n%s (%v)", got, ok, want, err)
+		}
+	})
+}

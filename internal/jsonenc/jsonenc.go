@@ -4,7 +4,11 @@
 // few lines the standard library does not export.
 package jsonenc
 
-import "unicode/utf8"
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
 
 const hexDigits = "0123456789abcdef"
 
@@ -63,4 +67,29 @@ func AppendString(b []byte, s string, escapeHTML bool) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendFloat appends f as encoding/json writes a float64 (bits 64) or a
+// float32 (bits 32): strconv's shortest form, in exponent notation below
+// 1e-6 and from 1e21 on, with "e-07" written "e-7". ok is false for NaN
+// and the infinities, which encoding/json refuses.
+func AppendFloat(b []byte, f float64, bits int) (_ []byte, ok bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	abs := math.Abs(f)
+	fmt := byte('f')
+	if abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			fmt = 'e'
+		}
+	}
+	b = strconv.AppendFloat(b, f, fmt, -1, bits)
+	if fmt == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
 }

@@ -26,3 +26,23 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// AppendFloat writes what encoding/json writes for float64 and float32.
+func FuzzAppendFloat(f *testing.F) {
+	for _, v := range []float64{0, -0.0, 1, -1.5, 0.1, 1e-6, 9.99999e-7, 1e-7, 1e20, 1e21, 123456789.125, 3.4e38, 1e-45, 5e-324} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v float64) {
+		want, err := json.Marshal(v)
+		got, ok := AppendFloat(nil, v, 64)
+		if ok != (err == nil) || ok && !bytes.Equal(got, want) {
+			t.Fatalf("AppendFloat(%v, 64) = %s, %v; json.Marshal = %s, %v", v, got, ok, want, err)
+		}
+		v32 := float32(v)
+		want, err = json.Marshal(v32)
+		got, ok = AppendFloat(nil, float64(v32), 32)
+		if ok != (err == nil) || ok && !bytes.Equal(got, want) {
+			t.Fatalf("AppendFloat(%v, 32) = %s, %v; json.Marshal = %s, %v", v32, got, ok, want, err)
+		}
+	})
+}
