@@ -335,10 +335,13 @@ func (e *Embedded) Search(ctx context.Context, collection string, v []float32, k
 	if err := ValidateQuery(c.schema, v, f); err != nil {
 		return nil, err
 	}
-	q, _ := validateVector(v, c.schema.Dim)
 	if k <= 0 {
 		return nil, nil
 	}
+	buf := queryBuffers.Get().(*[]float32)
+	defer queryBuffers.Put(buf)
+	q, _ := normalizeInto(*buf, v, c.schema.Dim)
+	*buf = q
 	hits, build := c.search(q, k, f)
 	if build {
 		c.mu.Lock()
@@ -349,6 +352,9 @@ func (e *Embedded) Search(ctx context.Context, collection string, v []float32, k
 	}
 	return hits, ctx.Err()
 }
+
+// queryBuffers hold normalized query vectors for the length of a search.
+var queryBuffers = sync.Pool{New: func() any { return new([]float32) }}
 
 // search answers Search; build reports that the answer would have used a
 // graph that c does not have yet.

@@ -120,25 +120,41 @@ type Index interface {
 
 // validateVector checks size and values; it returns a normalised copy.
 func validateVector(v []float32, dim int) ([]float32, error) {
+	return normalizeInto(nil, v, dim)
+}
+
+// normalizeInto is validateVector writing into dst when it has room.
+func normalizeInto(dst, v []float32, dim int) ([]float32, error) {
+	inv, err := vectorScale(v, dim)
+	if err != nil {
+		return nil, err
+	}
+	if cap(dst) < dim {
+		dst = make([]float32, dim)
+	}
+	dst = dst[:dim]
+	for i, x := range v {
+		dst[i] = x * inv
+	}
+	return dst, nil
+}
+
+// vectorScale checks v as validateVector does and returns 1/|v|.
+func vectorScale(v []float32, dim int) (float32, error) {
 	if len(v) != dim {
-		return nil, fmt.Errorf("%w: got %d, collection has %d", ErrDimension, len(v), dim)
+		return 0, fmt.Errorf("%w: got %d, collection has %d", ErrDimension, len(v), dim)
 	}
 	var ss float64
 	for _, x := range v {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return nil, ErrBadVector
+			return 0, ErrBadVector
 		}
 		ss += float64(x) * float64(x)
 	}
 	if ss == 0 {
-		return nil, ErrBadVector
+		return 0, ErrBadVector
 	}
-	inv := float32(1 / math.Sqrt(ss))
-	out := make([]float32, dim)
-	for i, x := range v {
-		out[i] = x * inv
-	}
-	return out, nil
+	return float32(1 / math.Sqrt(ss)), nil
 }
 
 // validatePayload checks payload values against the schema.
@@ -224,7 +240,7 @@ func ValidatePoints(s Schema, pts []Point) error {
 		if _, err := uuid.Parse(p.ID); err != nil {
 			return fmt.Errorf("%w: %q is not a UUID", ErrBadID, p.ID)
 		}
-		if _, err := validateVector(p.Vector, s.Dim); err != nil {
+		if _, err := vectorScale(p.Vector, s.Dim); err != nil {
 			return fmt.Errorf("point %s: %w", p.ID, err)
 		}
 		if err := s.validatePayload(p.Payload); err != nil {
@@ -237,7 +253,7 @@ func ValidatePoints(s Schema, pts []Point) error {
 // ValidateQuery checks a query vector (if not nil) and a filter.
 func ValidateQuery(s Schema, v []float32, f Filter) error {
 	if v != nil {
-		if _, err := validateVector(v, s.Dim); err != nil {
+		if _, err := vectorScale(v, s.Dim); err != nil {
 			return err
 		}
 	}
