@@ -150,6 +150,9 @@ type window struct {
 	next  int
 	full  bool
 	index map[string]int
+	// ar, al and at are stats' scratch (every evaluation computes the
+	// window's stats; the detectors' lock guards them).
+	ar, al, at []float64
 }
 
 func (w *window) put(s sample, size int) {
@@ -190,7 +193,8 @@ func (w *window) stats() stats {
 	// a tool that failed by itself lowers the reward of an answer that
 	// could only report the failure (shorter), which is the environment's
 	// doing, not a policy that games its reward.
-	var ar, al, at []float64 // answers: reward, length, tool calls of their turn
+	ar, al, at := w.ar[:0], w.al[:0], w.at[:0] // answers: reward, length, tool calls of their turn
+	defer func() { w.ar, w.al, w.at = ar, al, at }()
 	for _, s := range w.ring {
 		if s.answer && !s.envFault {
 			ar, al, at = append(ar, s.reward), append(al, s.length), append(at, s.turnTools)
