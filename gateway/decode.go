@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"citizen/internal/jsondec"
 )
 
 // ChatRequest is the decoded body of POST /v1/chat/completions, before
@@ -137,15 +139,28 @@ func DecodeRequest(body []byte) (*Decoded, *APIError) {
 		return nil, badRequest("", "We could not parse the JSON body of your request: it is not valid UTF-8.")
 	}
 	var r ChatRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return nil, jsonError(err)
+	if rd := jsondec.NewReader(body); decodeChat(rd, &r) && rd.AtEnd() {
+		return r.validate()
 	}
-	if _, err := dec.Token(); err == nil || !errors.Is(err, io.EOF) {
-		return nil, badRequest("", "We could not parse the JSON body of your request: trailing data after the JSON object.")
+	r = ChatRequest{}
+	if err := decodeChatStrict(body, &r); err != nil {
+		return nil, err
 	}
 	return r.validate()
+}
+
+// decodeChatStrict is DecodeRequest's general path: encoding/json, no
+// unknown fields, one object.
+func decodeChatStrict(body []byte, r *ChatRequest) *APIError {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(r); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err == nil || !errors.Is(err, io.EOF) {
+		return badRequest("", "We could not parse the JSON body of your request: trailing data after the JSON object.")
+	}
+	return nil
 }
 
 func jsonError(err error) *APIError {
@@ -453,6 +468,9 @@ func contentText(raw json.RawMessage, p, role string) (string, bool, *APIError) 
 	}
 	switch raw[0] {
 	case '"':
+		if s, ok := stringContent(raw); ok {
+			return s, true, nil
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", false, badRequest(p+".content", fmt.Sprintf("Invalid '%s.content'.", p))
