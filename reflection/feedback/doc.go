@@ -36,16 +36,19 @@
 //     dropped;
 //   - a multinomial logistic regression over word and character n-grams,
 //     multilingual lexicon classes with negation (lang.go) and rule
-//     features (features.go) gives the polarity; a logistic ranker scores
+//     features (features.go) gives the polarity: its classes are the
+//     labelling guide's kinds of comment, each with its polarity, and
+//     their probabilities are summed by polarity (model.go,
+//     polClassifier); a logistic ranker scores
 //     the candidates, P(correction) = sqrt(P(negative)) · P(candidate |
 //     negative); a logistic calibrator turns both (and the share of the
 //     comment's words the model has no weight for) into the confidence.
 //     Their weights (testdata/model.json, embedded) are trained and their
 //     thresholds chosen by 5-fold cross-validation on the general set's
 //     training files (testdata/general/train.jsonl, heldout.jsonl,
-//     heldout2.jsonl and train4.jsonl) and the older in-sample sets;
-//     testdata/general/heldout3.jsonl, written apart from them, is the
-//     held-out set;
+//     heldout2.jsonl, train4.jsonl and train5.jsonl) and the older
+//     in-sample sets; testdata/general/heldout3.jsonl, written apart from
+//     them, is the held-out set;
 //   - the English rules of the first interpreter (embedded.go) add
 //     aspects and hints.
 //

@@ -24,13 +24,14 @@ func TestThirdHeldOut(t *testing.T) {
 	scoreSet(t, "testdata/general/heldout3.jsonl", heldOut3SHA256, "held out (never trained or tuned on)", heldOut3PolarityFloor, heldOut3F1Floor)
 }
 
-// Floors on heldout3, slightly under what embedded-7 scores there
-// (polarity 0.944, correction F1 0.880 with P 0.915, R 0.848; ECE 0.035;
-// embedded-6: 0.906, 0.823, ECE 0.067), so that a regression fails.
-// HELDOUT3.md allows three evaluations in all, each recorded in RESULTS.md;
-// two are used.
+// Floors on heldout3, slightly under what embedded-8 scores there
+// (polarity 0.960, correction F1 0.874 with P 0.906, R 0.843; ECE 0.053;
+// embedded-7: 0.944, 0.880; embedded-6: 0.906, 0.823), so that a
+// regression fails. HELDOUT3.md allows three evaluations in all, each
+// recorded in RESULTS.md; all three are used, so heldout3 no longer
+// measures generalisation to a model tuned after embedded-8.
 const (
-	heldOut3PolarityFloor = 0.93
+	heldOut3PolarityFloor = 0.95
 	heldOut3F1Floor       = 0.86
 )
 

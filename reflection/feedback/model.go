@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 )
 
 // The trained part of the embedded interpreter: a multinomial logistic
-// regression for polarity, a logistic ranker for correction candidates
+// regression over kinds of comment for polarity (see polClassifier), a
+// logistic ranker for correction candidates
 // and a logistic calibrator for the confidence. The weights are trained
-// on testdata/general/train.jsonl and heldout.jsonl and the older in-sample sets
+// on the general set's training files (testdata/general: train.jsonl,
+// heldout.jsonl, heldout2.jsonl, train4.jsonl, train5.jsonl) and the older in-sample sets
 // (testdata/labelled.jsonl, testdata/heldout.jsonl) by
 //
 //	go test ./reflection/feedback -run TestTrainModel -update
@@ -29,8 +32,11 @@ type modelFile struct {
 	Format int `json:"format"`
 	// Interpreter is EmbeddedVersion when the file was written.
 	Interpreter string `json:"interpreter"`
-	// Polarity: feature -> weights for classes -1, 0, +1.
-	Polarity map[string][3]float64 `json:"polarity"`
+	// Polarity: feature -> one weight per class of PolarityClasses.
+	Polarity map[string][]float64 `json:"polarity"`
+	// PolarityClasses: the classifier's classes, each a kind of comment
+	// with the polarity its comments have ("policy_complaint/0").
+	PolarityClasses []polClass `json:"polarity_classes"`
 	// Ranker: feature -> weight of a candidate being the correction.
 	Ranker map[string]float64 `json:"ranker"`
 	// Calib: weights of the confidence calibrator (see calibFeatures).
@@ -46,18 +52,21 @@ type modelFile struct {
 	CV map[string]float64 `json:"cv,omitempty"`
 }
 
-const modelFormat = 1
+const modelFormat = 2
 
 // model is the loaded model.
 type model struct {
-	pol   map[string][3]float64
+	pol   polClassifier
 	rank  map[string]float64
 	calib []float64
 	emit  float64
 	unc   float64
 }
 
-var embeddedModel = mustLoadModel(modelJSON)
+// embeddedModel is the shipped model, parsed on first use (the file is
+// a few megabytes; programs that never interpret feedback do not pay for
+// it).
+var embeddedModel = sync.OnceValue(func() *model { return mustLoadModel(modelJSON) })
 
 func mustLoadModel(b []byte) *model {
 	m, err := loadModel(b)
@@ -78,20 +87,74 @@ func loadModel(b []byte) (*model, error) {
 	if len(mf.Calib) != nCalib {
 		return nil, fmt.Errorf("feedback: model has %d calibrator weights, want %d", len(mf.Calib), nCalib)
 	}
-	return &model{pol: mf.Polarity, rank: mf.Ranker, calib: mf.Calib, emit: mf.Emit, unc: mf.Uncertain}, nil
+	pc, err := newPolClassifier(mf.Polarity, mf.PolarityClasses)
+	if err != nil {
+		return nil, err
+	}
+	return &model{pol: pc, rank: mf.Ranker, calib: mf.Calib, emit: mf.Emit, unc: mf.Uncertain}, nil
+}
+
+// polClass is one class of the polarity classifier: a kind of comment
+// (the labelling guide's kinds) and the polarity its comments carry.
+type polClass struct {
+	Kind     string `json:"kind"`
+	Polarity int    `json:"polarity"`
+}
+
+// polClassifier is a softmax over kinds of comment, whose probabilities
+// are summed by polarity. One linear score per polarity must cover
+// kinds that have little in common (a neutral comment is a greeting, a
+// policy complaint or a format request); a score per kind lets each
+// keep its own words, and the words a complaint about a price shares
+// with a complaint about the answer no longer pull them to one class.
+type polClassifier struct {
+	w   map[string][]float64
+	pol []int // index into the probability vector (polarity+1) per class
+}
+
+func newPolClassifier(w map[string][]float64, classes []polClass) (polClassifier, error) {
+	if len(classes) == 0 {
+		return polClassifier{}, fmt.Errorf("feedback: model has no polarity classes")
+	}
+	pc := polClassifier{w: w, pol: make([]int, len(classes))}
+	for i, c := range classes {
+		if c.Polarity < -1 || c.Polarity > 1 {
+			return polClassifier{}, fmt.Errorf("feedback: polarity class %q has polarity %d", c.Kind, c.Polarity)
+		}
+		pc.pol[i] = c.Polarity + 1
+	}
+	for k, ws := range w {
+		if len(ws) != len(classes) {
+			return polClassifier{}, fmt.Errorf("feedback: feature %q has %d weights for %d classes", k, len(ws), len(classes))
+		}
+	}
+	return pc, nil
 }
 
 // polarityProbs returns the probabilities of polarity -1, 0, +1.
-func polarityProbs(w map[string][3]float64, f features) [3]float64 {
-	var acc [3]fixedSum
+func polarityProbs(pc polClassifier, f features) [3]float64 {
+	var p [3]float64
+	for c, q := range pc.classProbs(f) {
+		p[pc.pol[c]] += q
+	}
+	return p
+}
+
+// classProbs returns the probability of each class.
+func (pc polClassifier) classProbs(f features) []float64 {
+	acc := make([]fixedSum, len(pc.pol))
 	for k, v := range f {
-		if ws, ok := w[k]; ok {
-			for c := 0; c < 3; c++ {
-				acc[c].add(ws[c] * v)
+		if ws, ok := pc.w[k]; ok {
+			for c, x := range ws {
+				acc[c].add(x * v)
 			}
 		}
 	}
-	return softmax3([3]float64{acc[0].value(), acc[1].value(), acc[2].value()})
+	z := make([]float64, len(acc))
+	for c := range acc {
+		z[c] = acc[c].value()
+	}
+	return softmax(z)
 }
 
 // fixedSum adds terms in fixed point (2^-32 units), so that the sum does
@@ -108,9 +171,13 @@ func (s *fixedSum) add(x float64) {
 
 func (s fixedSum) value() float64 { return float64(s.n) / fixedScale }
 
-func softmax3(z [3]float64) [3]float64 {
-	m := math.Max(z[0], math.Max(z[1], z[2]))
-	var p [3]float64
+// softmax returns the probabilities of the scores z.
+func softmax(z []float64) []float64 {
+	m := math.Inf(-1)
+	for _, x := range z {
+		m = math.Max(m, x)
+	}
+	p := make([]float64, len(z))
 	s := 0.0
 	for c := range z {
 		p[c] = math.Exp(z[c] - m)
@@ -185,7 +252,8 @@ const nCalib = 7
 // novelty is the share of a comment's words (the "w:" features) that the
 // polarity classifier has no weight for: a comment unlike the training
 // comments gets a lower confidence.
-func novelty(w map[string][3]float64, f features) float64 {
+func novelty(pc polClassifier, f features) float64 {
+	w := pc.w
 	n, unknown := 0, 0
 	for k := range f {
 		if len(k) > 2 && k[0] == 'w' && k[1] == ':' && !strings.Contains(k, "|") {
