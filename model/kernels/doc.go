@@ -71,5 +71,10 @@
 // Threading: MatMul* split large products across up to SetThreads(n)
 // goroutines of a persistent worker pool; small products (for example a
 // decode step's m=1 product) run inline on the caller's goroutine without
-// allocating.
+// allocating. A product is cut into chunks (4 per goroutine for MatMulQ's
+// paths) that the caller and the workers claim one at a time, so a worker
+// that wakes late or is descheduled by other load takes fewer chunks
+// instead of holding the call up. MatMulQs's batched path runs all its
+// products' tiles in one such loop. Parallel runs other per-item work (the
+// engine's attention and sampling) on the same pool.
 package kernels
