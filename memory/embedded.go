@@ -212,9 +212,17 @@ func (e *Embedded) Upsert(_ context.Context, collection string, pts []Point) err
 	if err := ValidatePoints(c.schema, pts); err != nil {
 		return err
 	}
+	// The normalized vectors are copied into the collection's chunks:
+	// their scratch goes back to the pool.
+	dim := c.schema.Dim
+	buf := queryBuffers.Get().(*[]float32)
+	defer queryBuffers.Put(buf)
+	if cap(*buf) < len(pts)*dim {
+		*buf = make([]float32, len(pts)*dim)
+	}
 	norm := make([][]float32, len(pts))
 	for i, p := range pts {
-		norm[i], _ = validateVector(p.Vector, c.schema.Dim)
+		norm[i], _ = normalizeInto((*buf)[i*dim:(i+1)*dim:(i+1)*dim], p.Vector, dim)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -353,7 +361,8 @@ func (e *Embedded) Search(ctx context.Context, collection string, v []float32, k
 	return hits, ctx.Err()
 }
 
-// queryBuffers hold normalized query vectors for the length of a search.
+// queryBuffers hold normalized vectors for the length of a search or an
+// upsert.
 var queryBuffers = sync.Pool{New: func() any { return new([]float32) }}
 
 // search answers Search; build reports that the answer would have used a
