@@ -47,8 +47,8 @@
 //     thresholds chosen by 5-fold cross-validation on the general set's
 //     training files (testdata/general/train.jsonl, heldout.jsonl,
 //     heldout2.jsonl, train4.jsonl and train5.jsonl) and the older
-//     in-sample sets; testdata/general/heldout3.jsonl, written apart from
-//     them, is the held-out set;
+//     in-sample sets; testdata/general/heldout3.jsonl and heldout4.jsonl,
+//     written apart from them, are the held-out sets;
 //   - the English rules of the first interpreter (embedded.go) add
 //     aspects and hints.
 //
@@ -60,6 +60,7 @@
 //	go test ./reflection/feedback -run TestTrainModel -v        # cross-validated figures on the general set
 //	go test ./reflection/feedback -run TestGeneralSet -v        # the general set's in-sample tables
 //	go test ./reflection/feedback -run TestSecondSet -v         # heldout2's in-sample tables
-//	go test ./reflection/feedback -run TestThirdHeldOut -v      # held-out tables and calibration (RESULTS.md; counted evaluations)
+//	go test ./reflection/feedback -run TestThirdHeldOut -v      # heldout3's tables and calibration (RESULTS.md; its evaluations used)
+//	go test ./reflection/feedback -run TestFourthHeldOut -v     # heldout4's tables and calibration (RESULTS.md; counted evaluations)
 //	go test ./reflection/feedback -run XXX -bench BenchmarkInterpretLatency -cpu 1
 package feedback
