@@ -629,16 +629,22 @@ func (r *Reader) RawInto(m *[]byte) bool {
 // StringMapInto reads a map[string]string field: null sets it to nil, a
 // null value stores "" (a key with an escape refuses the object).
 func (r *Reader) StringMapInto(m *map[string]string) bool {
+	return mapInto(r, m, r.StringInto)
+}
+
+// mapInto reads a map field whose values read reads: null sets it to
+// nil, and the object's keys are added to the map (made if nil).
+func mapInto[V any](r *Reader, m *map[string]V, read func(*V) bool) bool {
 	if r.Null() {
 		*m = nil
 		return true
 	}
 	if *m == nil {
-		*m = map[string]string{}
+		*m = map[string]V{}
 	}
 	return r.Object(func(k []byte) bool {
-		var v string
-		if !r.StringInto(&v) {
+		var v V
+		if !read(&v) {
 			return false
 		}
 		(*m)[string(k)] = v
@@ -677,19 +683,5 @@ func (r *Reader) StringsInto(s *[]string) bool {
 // Float64MapInto reads a map[string]float64 field: null sets it to nil, a
 // null value stores 0 (a key with an escape refuses the object).
 func (r *Reader) Float64MapInto(m *map[string]float64) bool {
-	if r.Null() {
-		*m = nil
-		return true
-	}
-	if *m == nil {
-		*m = map[string]float64{}
-	}
-	return r.Object(func(k []byte) bool {
-		var v float64
-		if !r.Float64Into(&v) {
-			return false
-		}
-		(*m)[string(k)] = v
-		return true
-	})
+	return mapInto(r, m, r.Float64Into)
 }
