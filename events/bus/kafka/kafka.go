@@ -110,7 +110,52 @@ func CreateTopics(ctx context.Context, brokers []string, cfg TopicConfig, names 
 			return fmt.Errorf("kafka: creating topic %s: %w", n, err)
 		}
 	}
-	return nil
+	return waitTopicsLed(ctx, client, names)
+}
+
+// waitTopicsLed returns once every named topic is in the broker's
+// metadata with a leader for each of its partitions. A created topic
+// reaches the metadata a little later than the create request returns;
+// a group member that joins in between finds no partitions ("Unknown
+// Topic Or Partition") and waits for the next rebalance, seconds later.
+func waitTopicsLed(ctx context.Context, client *kafkago.Client, names []string) error {
+	delay := 10 * time.Millisecond
+	for {
+		md, err := client.Metadata(ctx, &kafkago.MetadataRequest{Topics: names})
+		if err == nil && topicsLed(md, names) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = errors.New("a partition has no leader")
+			}
+			return fmt.Errorf("kafka: waiting for topics %v: %w (%w)", names, ctx.Err(), err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 500*time.Millisecond)
+	}
+}
+
+// topicsLed reports whether md lists every named topic without an error
+// and with a leader for each of its partitions.
+func topicsLed(md *kafkago.MetadataResponse, names []string) bool {
+	led := map[string]bool{}
+	for _, t := range md.Topics {
+		ok := t.Error == nil && len(t.Partitions) > 0
+		for _, p := range t.Partitions {
+			if p.Error != nil || p.Leader.ID < 0 || p.Leader.Host == "" {
+				ok = false
+			}
+		}
+		led[t.Name] = ok
+	}
+	for _, n := range names {
+		if !led[n] {
+			return false
+		}
+	}
+	return true
 }
 
 func logf(l *slog.Logger, level slog.Level) kafkago.LoggerFunc {
