@@ -13,10 +13,10 @@ import (
 //
 //   - PolicyGradient: on every policy example's recorded completion
 //     tokens, per-token weight = advantage × min(ImportanceCap,
-//     exp(logp_current − logp_behaviour)), the ratio computed with a
-//     forward pass of the policy being trained before each step and held
-//     constant (stop-gradient). Without recorded behaviour logprobs the
-//     ratio is 1.
+//     exp(logp_current − logp_behaviour)), the ratio computed in the
+//     training step's own forward pass of the policy being trained and
+//     held constant (stop-gradient; model.Batch.BehaviourLogprobs).
+//     Without recorded behaviour logprobs the ratio is 1.
 //   - SelfDistill: revised answers (the teacher saw the correction, the
 //     hint or a lesson; the student does not) are learnt with weight
 //     SelfDistillWeight (FallbackWeight for a correction rendered as the
@@ -170,31 +170,23 @@ func (o Objective) uses(kind string) bool {
 }
 
 // tokenWeights returns the per-token loss weights of ex's completion
-// (index j is CompletionTokens[j]) given the current policy's logprobs of
-// the completion (cur, may be nil).
-func (o Objective) tokenWeights(ex *Example, cur []float32) []float32 {
+// (index j is CompletionTokens[j]); a policy example's importance ratio
+// is the batch's (Objective.batch), applied in the loss.
+func (o Objective) tokenWeights(ex *Example) []float32 {
 	w := make([]float32, len(ex.CompletionTokens))
+	var k float64
 	switch ex.Kind {
 	case KindPolicy:
-		for j := range w {
-			ratio := 1.0
-			if ex.BehaviourLogprobs != nil && cur != nil {
-				ratio = math.Min(o.ImportanceCap, math.Exp(float64(cur[j])-float64(ex.BehaviourLogprobs[j])))
-			}
-			w[j] = float32(ex.Advantage * ratio * weightOr1(ex.Weight))
-		}
+		k = ex.Advantage
 	case KindRevised:
-		for j := range w {
-			w[j] = float32(o.SelfDistillWeight * weightOr1(ex.Weight))
-		}
+		k = o.SelfDistillWeight
 	case KindRehearsal:
-		for j := range w {
-			w[j] = float32(o.RehearsalWeight * weightOr1(ex.Weight))
-		}
+		k = o.RehearsalWeight
 	default:
-		for j := range w {
-			w[j] = float32(weightOr1(ex.Weight))
-		}
+		k = 1
+	}
+	for j := range w {
+		w[j] = float32(k * weightOr1(ex.Weight))
 	}
 	return w
 }
@@ -207,21 +199,17 @@ func weightOr1(w float64) float64 {
 }
 
 // batch packs examples: loss on the completion tokens only, weights from
-// the objective, reference logprobs (aligned with each full sequence) for
-// the KL term when ref is not nil. cur[i] are the current policy's
-// logprobs of example i's completion (nil entries: ratio 1).
-func (o Objective) batch(exs []*Example, cur, ref [][]float32) (*model.Batch, error) {
-	b := &model.Batch{}
+// the objective, a policy example's behaviour logprobs for its truncated
+// importance ratio, and reference logprobs (aligned with each full
+// sequence) for the KL term when ref is not nil.
+func (o Objective) batch(exs []*Example, ref [][]float32) (*model.Batch, error) {
+	b := &model.Batch{RatioCap: float32(o.ImportanceCap)}
 	for i, ex := range exs {
 		seq := ex.Sequence()
 		P := len(ex.PromptTokens)
 		mask := make([]bool, len(seq))
 		weights := make([]float32, len(seq))
-		var c []float32
-		if cur != nil {
-			c = cur[i]
-		}
-		tw := o.tokenWeights(ex, c)
+		tw := o.tokenWeights(ex)
 		for j := range ex.CompletionTokens {
 			mask[P+j] = true
 			weights[P+j] = tw[j]
@@ -234,6 +222,11 @@ func (o Objective) batch(exs []*Example, cur, ref [][]float32) (*model.Batch, er
 			r = ref[i]
 		}
 		b.AddSequence(seq, mask, weights, r, 1)
+		if ex.Kind == KindPolicy && len(ex.BehaviourLogprobs) == len(ex.CompletionTokens) {
+			beh := noReference(len(seq))
+			copy(beh[P:], ex.BehaviourLogprobs)
+			b.AddBehaviour(beh)
+		}
 	}
 	if o.KLCoef > 0 {
 		b.KLCoef = float32(o.KLCoef)

@@ -18,35 +18,37 @@ func TestPolicyWeightsTruncatedImportance(t *testing.T) {
 	o := Objective{PolicyGradient: true, ImportanceCap: 2}
 	ex := &Example{Kind: KindPolicy, Advantage: -0.5, Weight: 1, PromptTokens: []int{1, 2}, CompletionTokens: []int{3, 4, 5},
 		BehaviourLogprobs: []float32{-1, -1, -3}}
-	cur := []float32{-1, -2, -1} // ratios 1, e^-1, e^2 (truncated to 2)
-	w := o.tokenWeights(ex, cur)
-	want := []float64{-0.5, -0.5 * math.Exp(-1), -1}
-	for j := range w {
-		if math.Abs(float64(w[j])-want[j]) > 1e-6 {
-			t.Fatalf("weight %d = %v, want %v", j, w[j], want[j])
+	for j, w := range o.tokenWeights(ex) {
+		if w != -0.5 {
+			t.Fatalf("weight %d = %v, want the advantage -0.5", j, w)
 		}
-	}
-	// Without behaviour logprobs the ratio is 1.
-	ex.BehaviourLogprobs = nil
-	if w := o.tokenWeights(ex, cur); w[2] != -0.5 {
-		t.Fatalf("no behaviour logprobs: %v", w)
 	}
 	// Revised and anchor examples are supervised with positive weight.
 	rev := &Example{Kind: KindRevised, Weight: 1, CompletionTokens: []int{1}}
-	if w := (Objective{SelfDistill: true, SelfDistillWeight: 0.7}).tokenWeights(rev, nil); math.Abs(float64(w[0])-0.7) > 1e-6 {
+	if w := (Objective{SelfDistill: true, SelfDistillWeight: 0.7}).tokenWeights(rev); math.Abs(float64(w[0])-0.7) > 1e-6 {
 		t.Fatalf("revised weight %v", w)
 	}
-	// The batch puts the weights on the completion positions only.
-	ex.BehaviourLogprobs = []float32{-1, -1, -3}
+	// The batch puts the weights on the completion positions only, and
+	// the behaviour logprobs (for the ratio the loss computes, truncated
+	// at the cap) on the positions that predict them.
 	o.KLCoef = 0.1
-	b, err := o.batch([]*Example{ex}, [][]float32{cur}, [][]float32{{0, -1, -1, -1, -1}})
+	b, err := o.batch([]*Example{ex}, [][]float32{{0, -1, -1, -1, -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.Targets[0] != -1 || b.Targets[1] != 3 || b.Targets[4] != -1 || b.Weights[1] != -0.5 || b.KLCoef != 0.1 || b.RefLogprobs[1] != -1 {
 		t.Fatalf("batch %+v", b)
 	}
-	if _, err := o.batch([]*Example{ex}, nil, nil); err == nil {
+	beh := b.BehaviourLogprobs
+	if b.RatioCap != 2 || len(beh) != 5 || beh[1] != -1 || beh[2] != -1 || beh[3] != -3 || !math.IsNaN(float64(beh[0])) || !math.IsNaN(float64(beh[4])) {
+		t.Fatalf("behaviour logprobs %v, cap %v", beh, b.RatioCap)
+	}
+	// Without recorded behaviour logprobs there is no ratio.
+	ex.BehaviourLogprobs = nil
+	if b, err := o.batch([]*Example{ex}, [][]float32{{0, -1, -1, -1, -1}}); err != nil || b.BehaviourLogprobs != nil {
+		t.Fatalf("no behaviour logprobs: %v %v", b.BehaviourLogprobs, err)
+	}
+	if _, err := o.batch([]*Example{ex}, nil); err == nil {
 		t.Fatal("KL without reference logprobs accepted")
 	}
 }

@@ -215,30 +215,10 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 				mref = append(mref, noReference(len(ex.PromptTokens)+len(ex.CompletionTokens)))
 			}
 		}
-		// The current policy's logprobs for the importance ratios (policy
-		// examples with behaviour logprobs only; a constant in the loss).
-		var cur [][]float32
-		var need []*Example
-		var at []int
-		for i, ex := range mb {
-			if ex.Kind == KindPolicy && ex.BehaviourLogprobs != nil {
-				need, at = append(need, ex), append(at, i)
-			}
-		}
-		if len(need) > 0 {
-			lp, _, err := completionLogprobs(ctx, job.Base, ad, need, len(need))
-			if err != nil {
-				return res, err
-			}
-			cur = make([][]float32, len(mb))
-			for k, i := range at {
-				cur[i] = lp[k]
-			}
-		}
 		for _, ex := range mb {
 			res.SeqTokens += len(ex.PromptTokens) + len(ex.CompletionTokens)
 		}
-		b, err := o.batch(mb, cur, mref)
+		b, err := o.batch(mb, mref)
 		if err != nil {
 			return res, err
 		}

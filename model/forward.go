@@ -17,8 +17,12 @@ var ErrBatch = errors.New("model: invalid batch")
 //
 // The objective that training minimises is
 //
-//	L = Σ_t  SeqWeights[s(t)]·Weights[t]·(−log p(Targets[t] | tokens ≤ t)) / N
+//	L = Σ_t  SeqWeights[s(t)]·Weights[t]·ρ(t)·(−log p(Targets[t] | tokens ≤ t)) / N
 //	  + KLCoef · Σ_t k3(t) / N,   k3 = exp(r−ℓ) − (r−ℓ) − 1, ℓ = log p(Targets[t]), r = RefLogprobs[t]
+//
+// where ρ(t) = min(RatioCap, exp(ℓ − BehaviourLogprobs[t])) is the truncated importance ratio of
+// an off-policy sample, computed from this very forward pass and held constant (stop-gradient);
+// ρ is 1 without BehaviourLogprobs, at positions where it is NaN, and uncapped when RatioCap ≤ 0.
 //
 // over positions with Targets[t] ≥ 0, where N is Norm, or the number of such positions when Norm
 // is 0. k3 is the non-negative, unbiased-in-expectation estimator of KL(p‖ref) from samples of p
@@ -33,6 +37,10 @@ type Batch struct {
 	SeqWeights  []float32 // optional per-sequence weight, len(SeqLens) (nil: 1)
 	RefLogprobs []float32 // optional per-position reference logprob of Targets[t], len T (NaN: no KL term there)
 	KLCoef      float32   // weight of the k3 KL term (needs RefLogprobs)
+	// BehaviourLogprobs is the optional per-position logprob of Targets[t] under the policy that
+	// sampled it, len T (NaN: ratio 1 there); RatioCap truncates the ratio.
+	BehaviourLogprobs []float32
+	RatioCap          float32
 	Norm        float32   // loss normaliser; 0: the number of positions with a target
 }
 
@@ -102,6 +110,9 @@ func (b *Batch) validate(c Config, needTargets bool) error {
 	}
 	if b.KLCoef != 0 && len(b.RefLogprobs) != T {
 		return fmt.Errorf("%w: KLCoef set but %d reference logprobs for %d tokens", ErrBatch, len(b.RefLogprobs), T)
+	}
+	if b.BehaviourLogprobs != nil && len(b.BehaviourLogprobs) != T {
+		return fmt.Errorf("%w: %d behaviour logprobs for %d tokens", ErrBatch, len(b.BehaviourLogprobs), T)
 	}
 	return nil
 }
@@ -315,6 +326,13 @@ func (m *Model) loss(a *acts, b *Batch) LossResult {
 		if b.SeqWeights != nil {
 			w *= float64(b.SeqWeights[seqOf[t]])
 		}
+		if b.BehaviourLogprobs != nil && !math.IsNaN(float64(b.BehaviourLogprobs[t])) {
+			rho := math.Exp(lp - float64(b.BehaviourLogprobs[t]))
+			if b.RatioCap > 0 {
+				rho = math.Min(rho, float64(b.RatioCap))
+			}
+			w *= rho
+		}
 		nll -= lp
 		loss -= w * lp / norm
 		g := -w / norm // ∂L/∂logp
@@ -390,5 +408,38 @@ func (b *Batch) AddSequence(ids []int, mask []bool, weights, refLogprobs []float
 		for len(b.RefLogprobs) < len(b.Tokens) {
 			b.RefLogprobs = append(b.RefLogprobs, 0)
 		}
+	}
+	b.padBehaviour()
+}
+
+// AddBehaviour gives the sequence AddSequence appended last its behaviour logprobs, per TOKEN as
+// there: behaviour[j] is the sampling policy's logprob of ids[j] (NaN: ratio 1), read at target
+// positions only. The other sequences' positions stay NaN.
+func (b *Batch) AddBehaviour(behaviour []float32) {
+	if len(b.SeqLens) == 0 {
+		return
+	}
+	L := b.SeqLens[len(b.SeqLens)-1]
+	start := len(b.Tokens) - L
+	b.padBehaviour()
+	if b.BehaviourLogprobs == nil {
+		b.BehaviourLogprobs = make([]float32, len(b.Tokens))
+		for i := range b.BehaviourLogprobs {
+			b.BehaviourLogprobs[i] = float32(math.NaN())
+		}
+	}
+	for j := 0; j+1 < L && j+1 < len(behaviour); j++ {
+		if b.Targets[start+j] >= 0 {
+			b.BehaviourLogprobs[start+j] = behaviour[j+1]
+		}
+	}
+}
+
+func (b *Batch) padBehaviour() {
+	if b.BehaviourLogprobs == nil {
+		return
+	}
+	for len(b.BehaviourLogprobs) < len(b.Tokens) {
+		b.BehaviourLogprobs = append(b.BehaviourLogprobs, float32(math.NaN()))
 	}
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -328,6 +329,87 @@ func TestKLSkipsNaNReferences(t *testing.T) {
 	for i := range gn {
 		if d := math.Abs(float64(gn[i] - go_[i])); math.IsNaN(float64(gn[i])) || d > 1e-5 {
 			t.Fatalf("gradient %d: %v with NaN references, %v with the model's own", i, gn[i], go_[i])
+		}
+	}
+}
+
+// The importance ratio is computed in the loss's own forward pass and held
+// constant: a batch with behaviour logprobs has the loss and gradients of
+// the same batch whose weights were multiplied by the truncated ratio by
+// hand, from the model's logprobs measured beforehand. NaN behaviour
+// logprobs leave the weight alone.
+func TestBehaviourRatioInThePass(t *testing.T) {
+	c := tinyConfig()
+	m, err := NewRandom(c, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(6, 6))
+	b := testBatch(c, r)
+	b.RatioCap = 1.5
+	ev, err := m.Evaluate(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hand := *b
+	hand.Weights = append([]float32(nil), b.Weights...)
+	b.BehaviourLogprobs = make([]float32, len(b.Tokens))
+	capped := 0
+	for i := range b.BehaviourLogprobs {
+		switch {
+		case i%4 == 3:
+			b.BehaviourLogprobs[i] = float32(math.NaN())
+		default:
+			b.BehaviourLogprobs[i] = ev.Logprobs[i] + float32(r.NormFloat64())
+			rho := math.Exp(float64(ev.Logprobs[i] - b.BehaviourLogprobs[i]))
+			if rho > 1.5 {
+				rho, capped = 1.5, capped+1
+			}
+			hand.Weights[i] *= float32(rho)
+		}
+	}
+	if capped == 0 {
+		t.Fatal("no ratio reached the cap: the test does not exercise it")
+	}
+	rb, gb, _, err := m.gradients(b, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rh, gh, _, err := m.gradients(&hand, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(rb.Loss-rh.Loss) > 1e-5*math.Max(1, math.Abs(rh.Loss)) {
+		t.Fatalf("loss with behaviour logprobs %v, weighted by hand %v", rb.Loss, rh.Loss)
+	}
+	for i := range gb {
+		if d := math.Abs(float64(gb[i] - gh[i])); math.IsNaN(float64(gb[i])) || d > 1e-5 {
+			t.Fatalf("gradient %d: %v with behaviour logprobs, %v weighted by hand", i, gb[i], gh[i])
+		}
+	}
+	// A malformed length is refused.
+	b.BehaviourLogprobs = b.BehaviourLogprobs[:3]
+	if _, err := m.Evaluate(b, nil); !errors.Is(err, ErrBatch) {
+		t.Fatalf("short behaviour logprobs: %v", err)
+	}
+}
+
+// AddBehaviour aligns per-token behaviour logprobs with the positions that
+// predict them, NaN elsewhere and in sequences without any.
+func TestAddBehaviourAlignment(t *testing.T) {
+	b := &Batch{}
+	b.AddSequence([]int{1, 2, 3}, []bool{false, false, true}, nil, nil, 1)
+	b.AddSequence([]int{4, 5, 6, 7}, []bool{false, true, false, true}, nil, nil, 1)
+	b.AddBehaviour([]float32{9, -1, 9, -3})
+	b.AddSequence([]int{8, 9}, nil, nil, nil, 1)
+	want := []float64{math.NaN(), math.NaN(), math.NaN(), -1, math.NaN(), -3, math.NaN(), math.NaN(), math.NaN()}
+	if len(b.BehaviourLogprobs) != len(want) {
+		t.Fatalf("%d behaviour logprobs for %d tokens", len(b.BehaviourLogprobs), len(want))
+	}
+	for i, w := range want {
+		g := float64(b.BehaviourLogprobs[i])
+		if math.IsNaN(w) != math.IsNaN(g) || !math.IsNaN(w) && g != w {
+			t.Fatalf("position %d: %v, want %v (all %v)", i, g, w, b.BehaviourLogprobs)
 		}
 	}
 }
