@@ -285,7 +285,7 @@ func BenchmarkSuiteScore(b *testing.B) {
 		all[i] = i
 	}
 	full := make([]suiteAnswer, len(suite))
-	if err := exact.suiteAsk(ctx, "cand", all, full); err != nil {
+	if err := exact.suiteAsk(ctx, "cand", all, nil, full); err != nil {
 		b.Fatal(err)
 	}
 	changed := 0
@@ -303,7 +303,7 @@ func BenchmarkSuiteScore(b *testing.B) {
 		asked int
 		run   func() error
 	}{
-		{"decode", len(suite), func() error { return exact.suiteAsk(ctx, "cand", all, full) }},
+		{"decode", len(suite), func() error { return exact.suiteAsk(ctx, "cand", all, nil, full) }},
 		{"screen", len(suite), func() error { _, err := exact.suiteScreen(ctx, a, baseAns); return err }},
 		{"default", len(screened), func() error { _, err := def.suiteScreen(ctx, a, defAns); return err }},
 		{"near-ties", len(near), func() error { _, err := nearTies.suiteScreen(ctx, a, nearAns); return err }},

@@ -189,11 +189,20 @@ func rehearsalSample(pool []Example, changed []string, n int, version string, se
 // the greedy choice differs). It reads the logits of chunks of evalChunk
 // packed sequences.
 func answerMargins(ctx context.Context, m *model.Model, a *model.Adapter, exs []Example) ([]float64, error) {
+	margins, _, err := answerLeads(ctx, m, a, exs, math.Inf(1))
+	return margins, err
+}
+
+// answerLeads is answerMargins with, for each example, how many of its
+// completion's first tokens m ranks first by at least sure: the prefix of
+// the completion that a greedy decode with m reproduces.
+func answerLeads(ctx context.Context, m *model.Model, a *model.Adapter, exs []Example, sure float64) ([]float64, []int, error) {
 	V := m.Config.VocabSize
 	out := make([]float64, len(exs))
+	leads := make([]int, len(exs))
 	for lo := 0; lo < len(exs); lo += evalChunk {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		chunk := make([]*Example, 0, evalChunk)
 		for i := lo; i < min(lo+evalChunk, len(exs)); i++ {
@@ -202,10 +211,10 @@ func answerMargins(ctx context.Context, m *model.Model, a *model.Adapter, exs []
 		b, rows := packChunk(chunk)
 		logits, err := m.Logits(b, a)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for k := range chunk {
-			margin := math.Inf(1)
+			margin, lead, leading := math.Inf(1), 0, true
 			for t := rows[k][0]; t < rows[k][1]; t++ {
 				row, y := logits[t*V:(t+1)*V], b.Tokens[t+1]
 				other := float32(math.Inf(-1))
@@ -214,12 +223,16 @@ func answerMargins(ctx context.Context, m *model.Model, a *model.Adapter, exs []
 						other = v
 					}
 				}
-				margin = min(margin, float64(row[y]-other))
+				mt := float64(row[y] - other)
+				margin = min(margin, mt)
+				if leading = leading && mt >= sure; leading {
+					lead++
+				}
 			}
-			out[lo+k] = margin
+			out[lo+k], leads[lo+k] = margin, lead
 		}
 	}
-	return out, nil
+	return out, leads, nil
 }
 
 // nearTies keeps the examples whose margin is under threshold (all of

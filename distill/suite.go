@@ -266,7 +266,7 @@ func (d *Distiller) suiteBase(ctx context.Context) ([]suiteAnswer, error) {
 		all[i] = i
 	}
 	base := make([]suiteAnswer, len(d.cfg.Suite))
-	if err := d.suiteAsk(ctx, "", all, base); err != nil {
+	if err := d.suiteAsk(ctx, "", all, nil, base); err != nil {
 		return nil, err
 	}
 	if th := d.cfg.SuiteStableMargin; th >= 0 {
@@ -352,18 +352,24 @@ func suiteExamples(base []suiteAnswer, unstable bool) (idx []int, exs []Example)
 // where it may not.
 func (d *Distiller) suiteScreen(ctx context.Context, a *model.Adapter, base []suiteAnswer) ([]suiteAnswer, error) {
 	idx, exs := suiteExamples(base, true)
-	margins, err := answerMargins(ctx, d.cfg.Chat.Engine.Model(), a, exs)
+	margins, leads, err := answerLeads(ctx, d.cfg.Chat.Engine.Model(), a, exs, suiteSureMargin)
 	if err != nil {
 		return nil, fmt.Errorf("regression suite: %w", err)
 	}
 	out := slices.Clone(base)
 	var changed []int
+	var prefixes [][]int
+	kept, tokens := 0, 0
 	for k, i := range idx {
 		if !(margins[k] >= suiteSureMargin) { // a NaN margin is decoded too
-			changed = append(changed, i)
+			// The decode starts where a may first leave the base's
+			// answer: a ranks every token before it first.
+			changed, prefixes = append(changed, i), append(prefixes, base[i].answer[:leads[k]])
+			kept, tokens = kept+leads[k], tokens+len(base[i].answer)
 		}
 	}
-	d.log.Info("regression suite screened", "cases", len(base), "near_ties", len(idx), "decoded", len(changed))
+	d.log.Info("regression suite screened", "cases", len(base), "near_ties", len(idx), "decoded", len(changed),
+		"prefix_tokens_kept", kept, "of", tokens)
 	if len(changed) == 0 {
 		return out, nil
 	}
@@ -372,7 +378,7 @@ func (d *Distiller) suiteScreen(ctx context.Context, a *model.Adapter, base []su
 		return nil, err
 	}
 	defer d.cfg.Chat.Engine.RemoveAdapter(name)
-	if err := d.suiteAsk(ctx, name, changed, out); err != nil {
+	if err := d.suiteAsk(ctx, name, changed, prefixes, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -380,15 +386,20 @@ func (d *Distiller) suiteScreen(ctx context.Context, a *model.Adapter, base []su
 
 // suiteAsk answers the suite cases idx greedily with the registered
 // adapter ("" for the base) and stores each answer and its verdict in
-// out[i]. The questions go to the engine suiteParallel at a time: it
+// out[i]; prefixes[k] (nil: none) is the start of case idx[k]'s answer
+// that the adapter's greedy decode is known to begin with. The questions go to the engine suiteParallel at a time: it
 // batches concurrent requests (1,000 questions took 4.8 s one by one,
 // 2.7 s sixteen at a time on 2 cores).
-func (d *Distiller) suiteAsk(ctx context.Context, adapter string, idx []int, out []suiteAnswer) error {
+func (d *Distiller) suiteAsk(ctx context.Context, adapter string, idx []int, prefixes [][]int, out []suiteAnswer) error {
 	cfg := d.cfg
 	err := parallel.Each(ctx, len(idx), suiteParallel, func(ctx context.Context, k int) error {
 		i := idx[k]
 		c := cfg.Suite[i]
-		got, err := cfg.Chat.Complete(ctx, chat.Request{Messages: toTok(c.Messages), MaxTokens: cfg.SuiteMaxTokens, Adapter: adapter})
+		var prefix []int
+		if prefixes != nil {
+			prefix = prefixes[k]
+		}
+		got, err := cfg.Chat.Complete(ctx, chat.Request{Messages: toTok(c.Messages), MaxTokens: cfg.SuiteMaxTokens, Adapter: adapter, Prefix: prefix})
 		if errors.Is(err, chat.ErrPromptTooLong) {
 			out[i] = suiteAnswer{}
 			return nil

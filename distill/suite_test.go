@@ -320,7 +320,7 @@ func TestSuiteScreenMatchesDecoding(t *testing.T) {
 				t.Fatal(err)
 			}
 			full := make([]suiteAnswer, len(suite))
-			err = d.suiteAsk(ctx, "full", all, full)
+			err = d.suiteAsk(ctx, "full", all, nil, full)
 			d.cfg.Chat.Engine.RemoveAdapter("full")
 			if err != nil {
 				t.Fatal(err)

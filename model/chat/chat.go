@@ -220,6 +220,13 @@ type Request struct {
 	// LogitMask and OnToken are passed to the engine (see model.Request).
 	LogitMask func(generated []int, logits []float32)
 	OnToken   func(model.Token)
+	// Prefix is the start of the answer, taken as already generated:
+	// generation continues after it within MaxTokens, and the Completion
+	// holds it (its tokens with logprob 0) followed by what was
+	// generated. A greedy continuation of the prefix that the model's own
+	// greedy decode starts with is that decode. It does not combine with
+	// LogitMask (which sees only the generated tokens).
+	Prefix []int
 }
 
 // Completion is a finished completion.
@@ -277,17 +284,33 @@ func (m *Model) Complete(ctx context.Context, r Request) (*Completion, error) {
 		maxTok = 128
 	}
 	maxTok = min(maxTok, ctxLen-len(ids))
-	res, err := m.Engine.Generate(ctx, model.Request{
-		PromptIDs: ids, MaxTokens: maxTok, Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed,
-		StopIDs: m.Tok.StopIDs(), TopLogprobs: r.TopLogprobs, Adapter: r.Adapter,
-		LogitMask: r.LogitMask, OnToken: r.OnToken,
-	})
-	if err != nil {
-		return nil, err
+	if len(r.Prefix) > 0 && r.LogitMask != nil {
+		return nil, errors.New("chat: a prefix does not combine with a logit mask")
 	}
-	gen := res.IDs()
+	pre := r.Prefix[:min(len(r.Prefix), maxTok)]
+	var tokens []model.Token
+	for _, id := range pre {
+		tokens = append(tokens, model.Token{ID: id})
+	}
+	finish := model.FinishLength
+	if len(pre) < maxTok {
+		res, err := m.Engine.Generate(ctx, model.Request{
+			PromptIDs: append(ids[:len(ids):len(ids)], pre...), MaxTokens: maxTok - len(pre), Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed,
+			StopIDs: m.Tok.StopIDs(), TopLogprobs: r.TopLogprobs, Adapter: r.Adapter,
+			LogitMask: r.LogitMask, OnToken: r.OnToken,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if tokens == nil {
+			tokens = res.Tokens
+		} else {
+			tokens = append(tokens, res.Tokens...)
+		}
+		finish = res.FinishReason
+	}
 	// ParseAssistant always returns a usable message: a malformed tool
 	// call stays in the content as text (its error only says so).
-	msg, _ := m.Tok.ParseAssistant(gen)
-	return &Completion{Message: msg, PromptIDs: ids, Tokens: res.Tokens, FinishReason: res.FinishReason}, nil
+	msg, _ := m.Tok.ParseAssistant(model.TokenIDs(tokens))
+	return &Completion{Message: msg, PromptIDs: ids, Tokens: tokens, FinishReason: finish}, nil
 }

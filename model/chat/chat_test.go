@@ -107,3 +107,52 @@ func TestAskIsGreedyComplete(t *testing.T) {
 		t.Fatal("an unknown adapter answered")
 	}
 }
+
+// A greedy continuation of a prefix of the model's own greedy answer is
+// that answer, whatever the prefix's length (the prefix counts against
+// MaxTokens); a prefix as long as MaxTokens is the answer, cut there.
+func TestCompletePrefixContinuesGreedily(t *testing.T) {
+	m, tok := tinyChat(t)
+	cm := New(tok, model.NewEngine(m, model.EngineConfig{}))
+	defer cm.Close()
+	ctx := context.Background()
+	msgs := []tokenizer.Message{{Role: "user", Content: "what is the refund window?"}}
+	full, err := cm.Complete(ctx, Request{Messages: msgs, MaxTokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := full.IDs()
+	if len(want) < 4 {
+		t.Fatalf("answer of %d tokens: too short to cut", len(want))
+	}
+	for _, k := range []int{1, len(want) / 2, len(want) - 1} {
+		c, err := cm.Complete(ctx, Request{Messages: msgs, MaxTokens: 16, Prefix: want[:k]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(c.IDs(), want) || c.Message.Content != full.Message.Content || c.FinishReason != full.FinishReason || !slices.Equal(c.PromptIDs, full.PromptIDs) {
+			t.Fatalf("prefix of %d: %v %q (%s), want %v %q (%s)", k, c.IDs(), c.Message.Content, c.FinishReason, want, full.Message.Content, full.FinishReason)
+		}
+	}
+	// Any prefix is kept and continued from: here one the model would not
+	// have chosen, continued as the engine continues the prompt and it.
+	other := []int{(want[0] + 1) % m.Config.VocabSize, want[0]}
+	c, err := cm.Complete(ctx, Request{Messages: msgs, MaxTokens: 16, Prefix: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cm.Engine.Generate(ctx, model.Request{PromptIDs: append(slices.Clone(full.PromptIDs), other...), MaxTokens: 14, StopIDs: tok.StopIDs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.IDs(); !slices.Equal(got[:2], other) || !slices.Equal(got[2:], res.IDs()) || c.Tokens[0].Logprob != 0 {
+		t.Fatalf("prefix %v: %v, want it followed by %v", other, got, res.IDs())
+	}
+	c, err = cm.Complete(ctx, Request{Messages: msgs, MaxTokens: 3, Prefix: want})
+	if err != nil || !slices.Equal(c.IDs(), want[:3]) || c.FinishReason != model.FinishLength {
+		t.Fatalf("prefix over MaxTokens: %v (%v), want %v cut at 3", c.IDs(), err, want[:3])
+	}
+	if _, err := cm.Complete(ctx, Request{Messages: msgs, Prefix: want[:1], LogitMask: func([]int, []float32) {}}); err == nil {
+		t.Fatal("a prefix with a logit mask was accepted")
+	}
+}
