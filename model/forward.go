@@ -37,11 +37,12 @@ type Batch struct {
 	SeqWeights  []float32 // optional per-sequence weight, len(SeqLens) (nil: 1)
 	RefLogprobs []float32 // optional per-position reference logprob of Targets[t], len T (NaN: no KL term there)
 	KLCoef      float32   // weight of the k3 KL term (needs RefLogprobs)
+	Norm        float32   // loss normaliser; 0: the number of positions with a target
+
 	// BehaviourLogprobs is the optional per-position logprob of Targets[t] under the policy that
 	// sampled it, len T (NaN: ratio 1 there); RatioCap truncates the ratio.
 	BehaviourLogprobs []float32
 	RatioCap          float32
-	Norm        float32   // loss normaliser; 0: the number of positions with a target
 }
 
 // NextTokenBatch packs sequences for next-token training. mask[i][j] says that token j of
