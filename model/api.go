@@ -30,6 +30,18 @@ func (m *Model) Logits(b *Batch, lora *Adapter) ([]float32, error) {
 	return slices.Clone(a.logits), nil
 }
 
+// TargetLogits is Logits at the positions with a target only (Targets[t] ≥ 0), [rows,
+// vocab_size] row-major in position order: what a margin over a given answer needs, without the
+// output head's cost at the prompt's positions. Safe for concurrent use with other readers.
+func (m *Model) TargetLogits(b *Batch, lora *Adapter) ([]float32, error) {
+	if err := m.check(b, lora, true); err != nil {
+		return nil, err
+	}
+	var a acts
+	m.forward(&a, b, lora, false, false)
+	return slices.Clone(a.logits), nil
+}
+
 func (m *Model) check(b *Batch, lora *Adapter, targets bool) error {
 	if err := b.validate(m.Config, targets); err != nil {
 		return err
