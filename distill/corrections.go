@@ -8,11 +8,31 @@ import (
 	"strings"
 
 	"citizen/events"
+	"citizen/internal/parallel"
 	"citizen/internal/statement"
 	"citizen/model"
 	"citizen/model/chat"
 	"citizen/model/tokenizer"
 )
+
+// teacherParallel is how many of a cycle's own completions (the
+// teacher's revisions, lesson answers and checks) are decoded at once.
+const teacherParallel = 16
+
+// completeAll runs the requests teacherParallel at a time: the engine
+// batches concurrent requests, and a greedy answer does not depend on its
+// batch. errs[i] is request i's error; err is the context's.
+func (d *Distiller) completeAll(ctx context.Context, reqs []chat.Request) (out []*chat.Completion, errs []error, err error) {
+	out, errs = make([]*chat.Completion, len(reqs)), make([]error, len(reqs))
+	err = parallel.Each(ctx, len(reqs), teacherParallel, func(ctx context.Context, i int) error {
+		out[i], errs[i] = d.cfg.Chat.Complete(ctx, reqs[i])
+		return nil
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	return out, errs, err
+}
 
 // maxCarried bounds the corrected examples carried into one cycle.
 const maxCarried = 200
@@ -119,8 +139,40 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			unchecked++
 		}
 	}
+	// The teacher's revisions are decoded together (completeAll), then
+	// taken in order.
+	todo := toRevise(ds.Train, limit, hints)
+	msgs := make([][]tokenizer.Message, len(todo))
+	ctxLen := cfg.Chat.Engine.Model().Config.MaxPositionEmbeddings
+	for i := range todo {
+		ex := &todo[i]
+		var exs []Exemplar
+		if cfg.Exemplars != nil && ex.Correction == "" {
+			// Exemplars help a teacher that has only a hint; a correction
+			// says what is right, and exemplars from before a change
+			// contradict it (the teacher copies them).
+			var err error
+			if exs, err = cfg.Exemplars(ctx, *ex); err != nil {
+				log.Warn("exemplars", "interaction", ex.Interaction, "err", err)
+			}
+		}
+		msgs[i] = teacherMessages(ex, exs)
+		if len(exs) > 0 {
+			if ids, _, err := cfg.Chat.Tok.RenderChat(msgs[i], true); err == nil && len(ids) >= ctxLen-1 {
+				msgs[i] = teacherMessages(ex, nil) // exemplars made it too long (chat.ErrPromptTooLong): without them
+			}
+		}
+	}
+	reqs := make([]chat.Request, len(todo))
+	for i := range todo {
+		reqs[i] = chat.Request{Messages: msgs[i], MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter}
+	}
+	answers, errs, err := d.completeAll(ctx, reqs)
+	if err != nil {
+		return err
+	}
 	oneOffs := 0
-	for _, ex := range toRevise(ds.Train, limit, hints) {
+	for i, ex := range todo {
 		// A one-off correction (no promoted lesson's value: Example.Lesson)
 		// is learnt at Objective.OneOffWeight, as a revision or a
 		// fallback.
@@ -135,23 +187,7 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 			// The objective multiplies by SelfDistillWeight.
 			r.Weight = w / cfg.Objective.SelfDistillWeight
 		}
-		var exs []Exemplar
-		if cfg.Exemplars != nil && ex.Correction == "" {
-			// Exemplars help a teacher that has only a hint; a correction
-			// says what is right, and exemplars from before a change
-			// contradict it (the teacher copies them).
-			var err error
-			if exs, err = cfg.Exemplars(ctx, ex); err != nil {
-				log.Warn("exemplars", "interaction", ex.Interaction, "err", err)
-			}
-		}
-		msgs := teacherMessages(&ex, exs)
-		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
-		if errors.Is(err, chat.ErrPromptTooLong) && len(exs) > 0 {
-			// Exemplars made it too long: without them.
-			msgs = teacherMessages(&ex, nil)
-			c, err = cfg.Chat.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
-		}
+		c, err := answers[i], errs[i]
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

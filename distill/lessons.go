@@ -2,6 +2,7 @@ package distill
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -10,7 +11,6 @@ import (
 	"citizen/internal/statement"
 	"citizen/model"
 	"citizen/model/chat"
-	"citizen/model/tokenizer"
 )
 
 // LessonRef is a promoted fact lesson as the distiller sees it: what it
@@ -128,13 +128,18 @@ func (d *Distiller) consolidateStale(ctx context.Context, log *slog.Logger, ds *
 	slices.Reverse(qs) // newest first
 	qs = roundRobinBy(qs, limit, func(q StaleQuestion) string { return q.Lesson.ID })
 	kept, rejected := 0, 0
-	for _, q := range qs {
+	reqs := make([]chat.Request, len(qs))
+	for i, q := range qs {
 		applied := []events.AppliedLesson{{ID: q.Lesson.ID, Statement: q.Lesson.Statement}}
-		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: toTok(events.WithLessons(q.Messages, applied)), MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
+		reqs[i] = chat.Request{Messages: toTok(events.WithLessons(q.Messages, applied)), MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter}
+	}
+	answers, errs, err := d.completeAll(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	for i, q := range qs {
+		c, err := answers[i], errs[i]
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
 			log.Warn("lesson teacher failed", "interaction", q.Interaction, "err", err)
 			rejected++
 			continue
@@ -215,13 +220,6 @@ func (d *Distiller) lessonCheck(ctx context.Context, cand, parent *model.Adapter
 		return nil, err
 	}
 	defer remove()
-	stated := func(msgs []tokenizer.Message, adapter, value string) (bool, error) {
-		c, err := cfg.Chat.Complete(ctx, chat.Request{Messages: msgs, MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter})
-		if err != nil {
-			return false, err
-		}
-		return states(c.Message.Content, value), nil
-	}
 	refs := map[string]LessonRef{}
 	for _, q := range ds.Stale {
 		refs[q.Lesson.ID] = q.Lesson
@@ -252,23 +250,36 @@ func (d *Distiller) lessonCheck(ctx context.Context, cand, parent *model.Adapter
 		}
 		c := events.LessonCarry{Lesson: id}
 		applied := []events.AppliedLesson{{ID: id, Statement: ref.Statement}}
+		// Per question: the candidate without the lesson, with it, and
+		// the parent without it.
+		var reqs []chat.Request
 		for _, msgs := range questions[:min(len(questions), maxLessonChecks)] {
-			without, err := stated(toTok(msgs), name, ref.Value)
-			if err != nil {
-				return nil, err
+			reqs = append(reqs,
+				chat.Request{Messages: toTok(msgs), MaxTokens: cfg.TeacherMaxTokens, Adapter: name},
+				chat.Request{Messages: toTok(events.WithLessons(msgs, applied)), MaxTokens: cfg.TeacherMaxTokens, Adapter: name},
+				chat.Request{Messages: toTok(msgs), MaxTokens: cfg.TeacherMaxTokens, Adapter: parentName})
+		}
+		answers, errs, err := d.completeAll(ctx, reqs)
+		if err != nil {
+			return nil, err
+		}
+		stated := func(i int) (int, error) {
+			if errs[i] != nil {
+				return 0, errs[i]
 			}
-			with, err := stated(toTok(events.WithLessons(msgs, applied)), name, ref.Value)
-			if err != nil {
-				return nil, err
-			}
-			before, err := stated(toTok(msgs), parentName, ref.Value)
-			if err != nil {
+			return b2i(states(answers[i].Message.Content, ref.Value)), nil
+		}
+		for i := 0; i < len(reqs); i += 3 {
+			without, err1 := stated(i)
+			with, err2 := stated(i + 1)
+			before, err3 := stated(i + 2)
+			if err := errors.Join(err1, err2, err3); err != nil {
 				return nil, err
 			}
 			c.Asked++
-			c.Without += b2i(without)
-			c.With += b2i(with)
-			c.Parent += b2i(before)
+			c.Without += without
+			c.With += with
+			c.Parent += before
 		}
 		out = append(out, c)
 	}
