@@ -80,7 +80,7 @@ type Config struct {
 	SuiteAside     func(ctx context.Context, c SuiteCase) (lesson string, aside bool)
 	SuiteMaxTokens int
 	// SuiteStableMargin (nats, default 2; negative: every question is
-	// screened, and the counts are exact): a suite question whose base
+	// screened, and the counts are exact within SuiteTokens): a suite question whose base
 	// answer the base ranks first by at least this at every token is
 	// stable. In bench learn every right answer a trained or random
 	// update of a fix's size lost had a base margin under 1 nat
@@ -100,6 +100,16 @@ type Config struct {
 	// alone, the sample 1.6 times (BenchmarkSuiteScore).
 	SuiteStableMargin float64
 	SuiteStableSample int
+	// SuiteTokens bounds the prompt and answer tokens of the suite
+	// questions a candidate is screened on: over it, every k-th near-tie
+	// of a type (k the smallest that fits) is screened and stands for
+	// the type's other near-ties, as the stable sample does for the
+	// stable ones (0: DefaultSuiteCompute over the base's parameters,
+	// 7,400 tokens on SmolLM2-135M, unbounded on the tiny model, whose
+	// suite is 21,000; negative: no bound). A base that is unsure of most
+	// answers has near-ties everywhere: SmolLM2 screened all 263 and then
+	// decoded 249, 2 min 32 s of a cycle on two shared cores.
+	SuiteTokens int
 
 	// Rehearsal are conversations of the base's training data (a sample;
 	// services reads <checkpoint>/rehearsal.jsonl). With

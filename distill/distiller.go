@@ -566,14 +566,28 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	ds.Manifest.Cycle, ds.Manifest.Version, ds.Manifest.Parent, ds.Manifest.Created = wt.Cycle, wt.Version, wt.Parent, cfg.Now().UTC()
 	learn, ask := lessonSplit(ds.Stale)
 	d.carryCorrections(ctx, log, ds, parent, wt.WindowFrom)
+	// The cycle's hyper-parameters, cut to its token budget by the
+	// window's sequence lengths: they size the self-distillation and the
+	// dataset below.
+	n, mean := trainableTokens(ds.Train, cfg.Objective)
+	rehearsing := cfg.Objective.Rehearsal && len(d.rehearsal) > 0
+	hyper := cfg.Hyper.fitTokens(n, mean, rehearsing, cfg.Base.Config.NumParams())
+	if hyper.BatchSeqs != cfg.Hyper.BatchSeqs || hyper.MaxSteps != cfg.Hyper.MaxSteps {
+		args := []any{"examples", n, "mean_tokens", math.Round(mean), "steps", hyper.MaxSteps, "batch_seqs", hyper.BatchSeqs}
+		if rehearsing {
+			args = append(args, "rehearsal_seqs", max(hyper.RehearsalSeqs, 0))
+		}
+		log.Info("cycle cut to its token budget", args...)
+	}
+	wt.Hyper["batch_seqs"], wt.Hyper["max_steps"], wt.Hyper["min_steps"] = float64(hyper.BatchSeqs), float64(hyper.MaxSteps), float64(hyper.MinSteps)
 	if cfg.Chat != nil {
 		d.setState(func(s *Status) { s.State = "self-distilling" })
-		if err := d.corrections(ctx, log, ds, pad, cfg.Hyper.Budget()/2); err != nil {
+		if err := d.corrections(ctx, log, ds, pad, hyper.Budget()/2); err != nil {
 			return &cycleFailure{"self-distillation", err}
 		}
 		if cfg.Objective.SelfDistill {
 			consolidate(log, ds, cfg.Chat.Tok, cfg.Pipeline.GoodReward, cfg.Pipeline.MaxSeqLen, cfg.Objective.SelfDistillWeight)
-			if err := d.consolidateStale(ctx, log, ds, pad, learn, cfg.Hyper.Budget()/4); err != nil {
+			if err := d.consolidateStale(ctx, log, ds, pad, learn, hyper.Budget()/4); err != nil {
 				return &cycleFailure{"self-distillation", err}
 			}
 		}
@@ -585,7 +599,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	d.mu.Unlock()
 	// A cycle goes through its data Epochs times within MaxSteps: a large
 	// window is cut to the step budget, corrections first.
-	ds.FitBudget(cfg.Hyper.Budget())
+	ds.FitBudget(hyper.Budget())
 	trainable := 0
 	for _, ex := range ds.Train {
 		if cfg.Objective.uses(ex.Kind) {
@@ -596,7 +610,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		return &cycleFailure{"pipeline", fmt.Errorf("no trainable examples in window (%+v)", ds.Manifest.Stats)}
 	}
 	if cfg.Objective.Rehearsal {
-		n := cfg.Hyper.steps(trainable) * cfg.Hyper.RehearsalSeqs
+		n := hyper.steps(trainable) * max(hyper.RehearsalSeqs, 0)
 		ds.Rehearsal = rehearsalSample(d.rehearsal, ds.Manifest.LessonTypes, n, wt.Version, cfg.Hyper.Seed)
 		ds.Manifest.RehearsalLeftOut = ds.Manifest.LessonTypes
 	}
@@ -635,7 +649,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 		stalled(fmt.Errorf("stalled: no step for %s (distill.stall_timeout)", cfg.StallTimeout))
 	})
 	job := &TrainJob{Version: wt.Version, DatasetDir: dsDir, OutputDir: outDir, Dataset: ds, Base: cfg.Base, BaseName: cfg.BaseName,
-		Parent: pad, LoRA: cfg.LoRA, Objective: cfg.Objective, Hyper: cfg.Hyper,
+		Parent: pad, LoRA: cfg.LoRA, Objective: cfg.Objective, Hyper: hyper,
 		Progress: func(step, steps int, loss float64) {
 			stall.Reset(cfg.StallTimeout)
 			d.setState(func(s *Status) { s.Step, s.Steps, s.Loss = step, steps, loss })

@@ -16,6 +16,7 @@ type Settings struct {
 	TrainTimeout time.Duration `yaml:"train_timeout" help:"a cycle's training fails after this long"`
 	StallTimeout time.Duration `yaml:"stall_timeout" help:"a cycle's training fails once the embedded trainer has reported no step for this long"`
 	Epochs       float64       `yaml:"epochs" help:"passes over a cycle's data (with max_steps they size its dataset; 0: the default, 4)"`
+	TrainTokens  int           `yaml:"train_tokens" help:"sequence tokens a cycle trains on at most: a step takes fewer sequences, then there are fewer steps (0: 2.5e12 parameter-tokens over the base's parameters, 18,600 on SmolLM2-135M; negative: no bound)"`
 	LR           float64       `yaml:"lr" help:"peak learning rate of a cycle"`
 	Rank         int           `yaml:"rank" help:"LoRA rank of the adapters"`
 	Command      string        `yaml:"command" help:"external trainer command (receives the dataset dir and an output dir; empty: the embedded trainer)"`
@@ -25,6 +26,8 @@ type Settings struct {
 	SuiteStableMargin float64 `yaml:"suite_stable_margin" help:"nats by which the base must win a suite answer at every token for candidates to keep its verdict unasked (0: the default, 2; negative: ask every question)"`
 	// SuiteStableSample: see Config.SuiteStableSample.
 	SuiteStableSample int `yaml:"suite_stable_sample" help:"every k-th of a type's stable suite questions is screened as well, and what it lost or won is scaled to the rest (0: the default, 4; 1: every one, exact; negative: none)"`
+	// SuiteTokens: see Config.SuiteTokens.
+	SuiteTokens int `yaml:"suite_tokens" help:"prompt and answer tokens of the suite questions a candidate is screened on at most: over it every k-th near-tie of a type is screened and stands for the rest (0: 1e12 parameter-tokens over the base's parameters, 7,400 on SmolLM2-135M; negative: no bound)"`
 	// UnvettedAnswers: see Config.Revise (set from the rubrics'
 	// check-mode graders unless this is true).
 	UnvettedAnswers bool `yaml:"unvetted_answers" help:"learn the distiller's own revisions and lesson answers without the rubrics' check-mode graders (default: an answer a check rejects is not learnt)"`

@@ -165,9 +165,15 @@ type suiteAnswer struct {
 	// only); candidates keep its verdict without being asked, unless it
 	// is one of the sample (sampled: every Config.SuiteStableSample-th
 	// stable case of its type), which is screened and stands for the
-	// rest.
-	stable, sampled bool
+	// rest. Over Config.SuiteTokens the near-ties are sampled so too.
+	// kept: a version keeps the base's verdict without being asked; the
+	// sampled cases of its stratum (stable, or near-tie) stand for it.
+	stable, sampled, kept bool
 }
+
+// DefaultSuiteCompute is the default screening compute per candidate in
+// parameter·tokens (Config.SuiteTokens).
+const DefaultSuiteCompute = 1e12
 
 // suiteCache holds the base's answers to the suite (asked once per
 // process) and the counts of the versions that do not change (promoted
@@ -280,6 +286,13 @@ func (d *Distiller) suiteBase(ctx context.Context) ([]suiteAnswer, error) {
 		}
 		markSample(d.cfg.Suite, base, d.cfg.SuiteStableSample)
 	}
+	budget := float64(d.cfg.SuiteTokens)
+	if budget == 0 {
+		budget = DefaultSuiteCompute / float64(d.cfg.Chat.Engine.Model().Config.NumParams())
+	}
+	if k := markNearTieSample(d.cfg.Suite, base, budget); k > 1 {
+		d.log.Info("regression suite: near-ties sampled to the token budget", "every", k, "budget_tokens", math.Round(budget))
+	}
 	d.suite.base = base
 	d.suite.ready.Store(true)
 	return base, nil
@@ -290,30 +303,38 @@ func (d *Distiller) suiteBase(ctx context.Context) ([]suiteAnswer, error) {
 // cases that were not sampled (rounded): the change in right answers
 // that its count, which keeps the base's verdict on those, is missing.
 func suiteSampleShift(suite []SuiteCase, base, answers []suiteAnswer, aside []bool) map[string]int {
-	sampled, unsampled, delta := map[string]int{}, map[string]int{}, map[string]int{}
 	right := func(a suiteAnswer) int {
 		if a.judged && a.right {
 			return 1
 		}
 		return 0
 	}
+	type stratum struct {
+		typ    string
+		stable bool
+	}
+	sampled, unsampled, delta := map[stratum]int{}, map[stratum]int{}, map[stratum]int{}
 	for i, b := range base {
 		if aside != nil && aside[i] {
 			continue
 		}
-		t := suite[i].Type
+		s := stratum{suite[i].Type, b.stable}
 		switch {
 		case b.sampled:
-			sampled[t]++
-			delta[t] += right(answers[i]) - right(b)
-		case b.stable:
-			unsampled[t]++
+			sampled[s]++
+			delta[s] += right(answers[i]) - right(b)
+		case b.kept:
+			unsampled[s]++
 		}
 	}
+	shift := map[string]float64{}
+	for s, n := range sampled {
+		shift[s.typ] += float64(delta[s]) * float64(unsampled[s]) / float64(n)
+	}
 	out := map[string]int{}
-	for t, n := range sampled {
-		if delta[t] != 0 {
-			out[t] = int(math.Round(float64(delta[t]) * float64(unsampled[t]) / float64(n)))
+	for t, v := range shift {
+		if r := int(math.Round(v)); r != 0 {
+			out[t] = r
 		}
 	}
 	return out
@@ -329,8 +350,55 @@ func markSample(suite []SuiteCase, base []suiteAnswer, k int) {
 		}
 		t := suite[i].Type
 		base[i].sampled = k > 0 && seen[t]%k == 0
+		base[i].kept = !base[i].sampled
 		seen[t]++
 	}
+}
+
+// markNearTieSample samples the near-ties (asked, not stable) like
+// markSample when the cases a candidate is screened on (the near-ties and
+// the stable sample) hold more than budget prompt and answer tokens:
+// every k-th near-tie of each type, k the smallest that fits (budget ≤ 0:
+// no bound). It returns k (1: none left out).
+func markNearTieSample(suite []SuiteCase, base []suiteAnswer, budget float64) int {
+	var near, fixed float64
+	for _, b := range base {
+		if b.asked && !b.kept {
+			if b.stable {
+				fixed += float64(len(b.prompt) + len(b.answer))
+			} else {
+				near += float64(len(b.prompt) + len(b.answer))
+			}
+		}
+	}
+	if budget <= 0 || near+fixed <= budget {
+		return 1
+	}
+	mark := func(k int, apply bool) float64 {
+		cost, seen := fixed, map[string]int{}
+		for i := range base {
+			if !base[i].asked || base[i].stable {
+				continue
+			}
+			t := suite[i].Type
+			sampled := seen[t]%k == 0
+			seen[t]++
+			if sampled {
+				cost += float64(len(base[i].prompt) + len(base[i].answer))
+			}
+			if apply {
+				base[i].sampled, base[i].kept = sampled, !sampled
+			}
+		}
+		return cost
+	}
+	// A type's first near-tie is always screened: k stops growing once
+	// every type is down to it.
+	k := max(2, int(math.Ceil(near/math.Max(budget-fixed, 1))))
+	for ; k < len(base) && mark(k, false) > budget; k++ {
+	}
+	mark(k, true)
+	return k
 }
 
 // suiteExamples are the base's answers as examples to teacher-force
@@ -338,7 +406,7 @@ func markSample(suite []SuiteCase, base []suiteAnswer, k int) {
 // or with unstable only those not stable and the sampled stable ones.
 func suiteExamples(base []suiteAnswer, unstable bool) (idx []int, exs []Example) {
 	for i, b := range base {
-		if b.asked && !(unstable && b.stable && !b.sampled) {
+		if b.asked && !(unstable && b.kept) {
 			idx = append(idx, i)
 			exs = append(exs, Example{PromptTokens: b.prompt, CompletionTokens: b.answer})
 		}

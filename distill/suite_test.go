@@ -326,9 +326,9 @@ func TestSuiteScreenMatchesDecoding(t *testing.T) {
 				t.Fatal(err)
 			}
 			changed := 0
-			answer := func(a suiteAnswer) suiteAnswer { a.stable, a.sampled = false, false; return a }
+			answer := func(a suiteAnswer) suiteAnswer { a.stable, a.sampled, a.kept = false, false, false; return a }
 			for i := range suite {
-				kept := baseAns[i].stable && !baseAns[i].sampled
+				kept := baseAns[i].kept
 				want := full[i]
 				if kept {
 					want = baseAns[i]
@@ -405,7 +405,10 @@ func TestSuiteSampleShift(t *testing.T) {
 	suite := []SuiteCase{{Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "a"}, {Type: "b"}, {Type: "b"}, {Type: "b"}}
 	right := suiteAnswer{asked: true, judged: true, right: true}
 	wrong := suiteAnswer{asked: true, judged: true}
-	stable := func(a suiteAnswer, sampled bool) suiteAnswer { a.stable, a.sampled = true, sampled; return a }
+	stable := func(a suiteAnswer, sampled bool) suiteAnswer {
+		a.stable, a.sampled, a.kept = true, sampled, !sampled
+		return a
+	}
 	base := []suiteAnswer{
 		stable(right, true), stable(right, false), stable(right, false), stable(right, false), // a: 2 sampled, 6 not
 		stable(right, true), stable(right, false), stable(right, false), right, // the last is a near-tie
@@ -422,6 +425,60 @@ func TestSuiteSampleShift(t *testing.T) {
 	}
 	if got := suiteSampleShift(suite, base, base, nil); len(got) != 0 {
 		t.Fatalf("the base's own answers shift %v", got)
+	}
+	// Sampled near-ties are a stratum of their own: b's three near-ties,
+	// one sampled, which won; a's stable shift is unchanged.
+	near := func(a suiteAnswer, sampled bool) suiteAnswer { a.sampled, a.kept = sampled, !sampled; return a }
+	suite = append(suite, SuiteCase{Type: "b"}, SuiteCase{Type: "b"}, SuiteCase{Type: "b"})
+	base = append(base, near(wrong, true), near(wrong, false), near(right, false))
+	answers = append(answers, right, wrong, right)
+	got = suiteSampleShift(suite, base, answers, nil)
+	if want := map[string]int{"a": -3, "b": 4}; !maps.Equal(got, want) {
+		t.Fatalf("shift %v, want %v (b: +2 stable, +2 near-ties: +1 of 1 sampled, 2 not)", got, want)
+	}
+}
+
+// Over the token budget every k-th near-tie of a type is screened, k the
+// smallest that fits; the stable sample counts against the budget, and
+// the stable cases it stands for do not.
+func TestSuiteNearTieSample(t *testing.T) {
+	var suite []SuiteCase
+	var base []suiteAnswer
+	for i := 0; i < 12; i++ {
+		suite = append(suite, SuiteCase{Type: []string{"a", "b"}[i%2]})
+		base = append(base, suiteAnswer{prompt: make([]int, 6), answer: make([]int, 4), asked: true, judged: true})
+	}
+	base[0].stable, base[0].kept = true, true    // stands in the stable stratum: free
+	base[1].stable, base[1].sampled = true, true // the stable sample: 10 tokens
+	base[11].asked = false                       // never asked: free
+	for _, c := range []struct {
+		budget float64
+		k      int
+	}{{0, 1}, {-1, 1}, {100, 1}, {99, 2}, {60, 2}, {59, 3}, {30, 5}, {20, 12}} {
+		b := slices.Clone(base)
+		if k := markNearTieSample(suite, b, c.budget); k != c.k {
+			t.Fatalf("budget %v: every %d-th near-tie, want %d", c.budget, k, c.k)
+		}
+		screened, seen := 0, map[string]int{}
+		for i, x := range b {
+			if i < 2 || !x.asked {
+				if !reflect.DeepEqual(x, base[i]) {
+					t.Fatalf("budget %v: case %d changed: %+v", c.budget, i, x)
+				}
+				continue
+			}
+			if c.k == 1 && (x.sampled || x.kept) || c.k > 1 && (x.sampled == x.kept || x.sampled != (seen[suite[i].Type]%c.k == 0)) {
+				t.Fatalf("budget %v: case %d sampled=%v kept=%v", c.budget, i, x.sampled, x.kept)
+			}
+			seen[suite[i].Type]++
+			if !x.kept {
+				screened++
+			}
+		}
+		// Within the budget, or down to one near-tie per type.
+		if c.budget > 0 && float64(screened*10+10) > c.budget && screened > 2 {
+			t.Fatalf("budget %v: %d near-ties screened", c.budget, screened)
+		}
 	}
 }
 

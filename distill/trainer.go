@@ -29,7 +29,12 @@ type Hyper struct {
 	RehearsalSeqs int
 	WarmupSteps   int     // default 4
 	GradClip      float64 // default 1
-	Seed          uint64
+	// TrainTokens bounds the sequence tokens (prompt and completion) a
+	// cycle's steps put through the model: 0, DefaultTrainCompute over
+	// the base's parameter count; negative, no bound (Hyper.fitTokens
+	// says how a cycle is cut to it).
+	TrainTokens int
+	Seed        uint64
 }
 
 func (h *Hyper) defaults() {
@@ -57,6 +62,78 @@ func (h *Hyper) defaults() {
 	if h.GradClip == 0 {
 		h.GradClip = 1
 	}
+}
+
+// DefaultTrainCompute is a cycle's default training compute in
+// parameter·tokens (a step costs about 6 FLOPs per parameter per token):
+// 2.5e12 is 18,600 tokens on SmolLM2-135M, about a minute of the
+// embedded trainer on two shared cores, and leaves the ~3.7M tiny model's
+// cycles (at most 200 steps of 16 sequences) unbounded.
+const DefaultTrainCompute = 2.5e12
+
+// minBatchSeqs is the fewest training sequences per step a token budget
+// cuts a batch to before it cuts steps.
+const minBatchSeqs = 2
+
+// fitTokens cuts h to the token budget for a cycle of n trainable
+// examples of meanSeq tokens on average (rehearsal: every step also
+// rehearses). The steps are what move the weights, so a step first takes
+// fewer sequences (training and rehearsal in proportion, at least
+// minBatchSeqs training ones), and only then are there fewer steps. The
+// cut Hyper fixes the step count (MinSteps = MaxSteps), so Budget sizes
+// the dataset for it.
+func (h Hyper) fitTokens(n int, meanSeq float64, rehearsal bool, params int) Hyper {
+	h.defaults()
+	budget := float64(h.TrainTokens)
+	if h.TrainTokens == 0 && params > 0 {
+		budget = DefaultTrainCompute / float64(params)
+	}
+	if budget <= 0 || meanSeq <= 0 || n <= 0 {
+		return h
+	}
+	steps, rseqs := h.steps(n), 0
+	if rehearsal && h.RehearsalSeqs > 0 {
+		rseqs = h.RehearsalSeqs
+	}
+	cost := func(steps, seqs int) float64 { return float64(steps*seqs) * meanSeq }
+	if cost(steps, h.BatchSeqs+rseqs) <= budget {
+		return h
+	}
+	scale := budget / cost(steps, h.BatchSeqs+rseqs)
+	h.BatchSeqs = min(h.BatchSeqs, max(minBatchSeqs, int(float64(h.BatchSeqs)*scale)))
+	if rseqs > 0 {
+		if rseqs = int(float64(rseqs) * scale); rseqs > 0 {
+			h.RehearsalSeqs = rseqs
+		} else {
+			h.RehearsalSeqs = -1
+		}
+	}
+	if cost(steps, h.BatchSeqs+rseqs) > budget {
+		steps = max(1, int(budget/cost(1, h.BatchSeqs+rseqs)))
+	}
+	h.MinSteps, h.MaxSteps = steps, steps
+	if h.Steps > 0 {
+		h.Steps = steps
+	}
+	return h
+}
+
+// trainableTokens counts the examples the embedded trainer would train on
+// and their mean sequence length in tokens.
+func trainableTokens(exs []Example, o Objective) (n int, mean float64) {
+	total := 0
+	for i := range exs {
+		ex := &exs[i]
+		if !o.uses(ex.Kind) || len(ex.CompletionTokens) == 0 || ex.Kind == KindPolicy && math.Abs(ex.Advantage) < 1e-9 {
+			continue
+		}
+		n++
+		total += len(ex.PromptTokens) + len(ex.CompletionTokens)
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return n, float64(total) / float64(n)
 }
 
 // steps is the number of optimizer steps for n training sequences.
