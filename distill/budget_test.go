@@ -1,6 +1,10 @@
 package distill
 
-import "testing"
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
 
 // A cycle's token budget cuts sequences per step first, then steps, and
 // leaves a cycle within budget alone.
@@ -47,5 +51,71 @@ func TestHyperFitTokens(t *testing.T) {
 				t.Fatalf("dataset budget %d for %d steps of %d", h.Budget(), h.MaxSteps, h.BatchSeqs)
 			}
 		})
+	}
+}
+
+// The hold-out is cut to its token budget round-robin over types, each in
+// hash order (the same examples cycle after cycle), keeping every type.
+func TestFitHoldOut(t *testing.T) {
+	var ds Dataset
+	for i := 0; i < 30; i++ {
+		typ := []string{"a", "b", "c"}[i%3]
+		n := 10
+		if typ == "c" {
+			n = 50 // one c costs five of the others
+		}
+		ds.HoldOut = append(ds.HoldOut, Example{Interaction: fmt.Sprintf("i%02d", i), Type: typ, PromptTokens: make([]int, n/2), CompletionTokens: make([]int, n-n/2)})
+	}
+	all := slices.Clone(ds.HoldOut)
+	cut := func(budget float64) []Example {
+		d := Dataset{HoldOut: slices.Clone(all)}
+		d.FitHoldOut(budget)
+		return d.HoldOut
+	}
+	if got := cut(0); len(got) != 30 {
+		t.Fatalf("no budget: %d of 30 kept", len(got))
+	}
+	if got := cut(1e6); len(got) != 30 {
+		t.Fatalf("within budget: %d of 30 kept", len(got))
+	}
+	got := cut(200)
+	tokens, per := 0, map[string]int{}
+	for _, ex := range got {
+		tokens += len(ex.PromptTokens) + len(ex.CompletionTokens)
+		per[ex.Type]++
+	}
+	if tokens > 200 || per["a"] == 0 || per["b"] == 0 || per["c"] == 0 || per["a"] < 3 {
+		t.Fatalf("budget 200: %d tokens, per type %v", tokens, per)
+	}
+	// Hash order: a type's kept examples are its lowest hashes, and a
+	// larger budget keeps a superset.
+	for _, typ := range []string{"a", "b", "c"} {
+		var hs []float64
+		for _, ex := range all {
+			if ex.Type == typ {
+				hs = append(hs, hashUnit(ex.Interaction))
+			}
+		}
+		slices.Sort(hs)
+		var kept []float64
+		for _, ex := range got {
+			if ex.Type == typ {
+				kept = append(kept, hashUnit(ex.Interaction))
+			}
+		}
+		slices.Sort(kept)
+		if !slices.Equal(kept, hs[:len(kept)]) {
+			t.Fatalf("type %s: kept %v, not its lowest hashes %v", typ, kept, hs)
+		}
+	}
+	more := cut(400)
+	for _, ex := range got {
+		if !slices.ContainsFunc(more, func(m Example) bool { return m.Interaction == ex.Interaction }) {
+			t.Fatalf("%s kept at 200 tokens but not at 400", ex.Interaction)
+		}
+	}
+	// A budget under one example per type still keeps one of each.
+	if got := cut(5); len(got) != 3 {
+		t.Fatalf("tiny budget: %d kept, want one per type", len(got))
 	}
 }

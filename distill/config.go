@@ -110,6 +110,14 @@ type Config struct {
 	// answers has near-ties everywhere: SmolLM2 screened all 263 and then
 	// decoded 249, 2 min 32 s of a cycle on two shared cores.
 	SuiteTokens int
+	// HoldOutTokens bounds the prompt and answer tokens of the hold-out
+	// the offline gate scores under the candidate and the parent
+	// (Dataset.FitHoldOut; 0: DefaultSuiteCompute over the base's
+	// parameters, 7,400 tokens on SmolLM2-135M; negative: no bound). The
+	// hold-out draws on the whole buffer, up to
+	// PipelineConfig.MaxHoldOutPerType a type: on SmolLM2 its scoring
+	// grew from 3 s to 31 s a cycle within 600 conversations.
+	HoldOutTokens int
 
 	// Rehearsal are conversations of the base's training data (a sample;
 	// services reads <checkpoint>/rehearsal.jsonl). With

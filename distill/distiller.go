@@ -600,6 +600,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	// A cycle goes through its data Epochs times within MaxSteps: a large
 	// window is cut to the step budget, corrections first.
 	ds.FitBudget(hyper.Budget())
+	ds.FitHoldOut(tokenBudget(cfg.HoldOutTokens, DefaultSuiteCompute, cfg.Base.Config.NumParams()))
 	trainable := 0
 	for _, ex := range ds.Train {
 		if cfg.Objective.uses(ex.Kind) {

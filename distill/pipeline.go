@@ -2,6 +2,7 @@ package distill
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -503,6 +504,52 @@ func (ds *Dataset) refreshManifest() {
 		}
 		m.Rehearsal[ex.Type]++
 	}
+}
+
+// FitHoldOut keeps hold-out examples of at most budget prompt and answer
+// tokens in all (budget <= 0: all): round-robin over task types, each
+// type's in hash order (heldOutOf's, so consecutive cycles keep the same
+// ones), and every type keeps at least one. The offline gate scores each
+// of them under the candidate and the parent.
+func (ds *Dataset) FitHoldOut(budget float64) {
+	if budget <= 0 {
+		return
+	}
+	total := 0
+	byType := map[string][]Example{}
+	for _, ex := range ds.HoldOut {
+		byType[ex.Type] = append(byType[ex.Type], ex)
+		total += len(ex.PromptTokens) + len(ex.CompletionTokens)
+	}
+	if float64(total) <= budget {
+		return
+	}
+	types := slices.Sorted(maps.Keys(byType))
+	for _, t := range types {
+		slices.SortStableFunc(byType[t], func(a, b Example) int { return cmp.Compare(hashUnit(a.Interaction), hashUnit(b.Interaction)) })
+	}
+	var out []Example
+	spent := 0.0
+	done := map[string]bool{} // a type stops at its first example over the budget: it keeps a prefix
+	for round := 0; ; round++ {
+		added := false
+		for _, t := range types {
+			l := byType[t]
+			if round >= len(l) || done[t] {
+				continue
+			}
+			cost := float64(len(l[round].PromptTokens) + len(l[round].CompletionTokens))
+			if round > 0 && spent+cost > budget {
+				done[t] = true
+				continue
+			}
+			out, spent, added = append(out, l[round]), spent+cost, true
+		}
+		if !added {
+			break
+		}
+	}
+	ds.HoldOut = out
 }
 
 // FitBudget keeps at most budget training examples (budget <= 0: all),

@@ -26,6 +26,8 @@ type Settings struct {
 	SuiteStableMargin float64 `yaml:"suite_stable_margin" help:"nats by which the base must win a suite answer at every token for candidates to keep its verdict unasked (0: the default, 2; negative: ask every question)"`
 	// SuiteStableSample: see Config.SuiteStableSample.
 	SuiteStableSample int `yaml:"suite_stable_sample" help:"every k-th of a type's stable suite questions is screened as well, and what it lost or won is scaled to the rest (0: the default, 4; 1: every one, exact; negative: none)"`
+	// HoldOutTokens: see Config.HoldOutTokens.
+	HoldOutTokens int `yaml:"holdout_tokens" help:"prompt and answer tokens of the hold-out the offline gate scores at most, every type kept (0: 1e12 parameter-tokens over the base's parameters, 7,400 on SmolLM2-135M; negative: no bound)"`
 	// SuiteTokens: see Config.SuiteTokens.
 	SuiteTokens int `yaml:"suite_tokens" help:"prompt and answer tokens of the suite questions a candidate is screened on at most: over it every k-th near-tie of a type is screened and stands for the rest (0: 1e12 parameter-tokens over the base's parameters, 7,400 on SmolLM2-135M; negative: no bound)"`
 	// UnvettedAnswers: see Config.Revise (set from the rubrics'

@@ -171,9 +171,24 @@ type suiteAnswer struct {
 	stable, sampled, kept bool
 }
 
-// DefaultSuiteCompute is the default screening compute per candidate in
-// parameter·tokens (Config.SuiteTokens).
+// DefaultSuiteCompute is the default compute per candidate of the suite's
+// screening and of the hold-out's scoring, in parameter·tokens
+// (Config.SuiteTokens, Config.HoldOutTokens).
 const DefaultSuiteCompute = 1e12
+
+// tokenBudget is a setting of tokens: set (negative: no bound, 0), or 0
+// for compute (parameter·tokens) over the model's parameters.
+func tokenBudget(set int, compute float64, params int) float64 {
+	switch {
+	case set < 0:
+		return 0
+	case set > 0:
+		return float64(set)
+	case params > 0:
+		return compute / float64(params)
+	}
+	return 0
+}
 
 // suiteCache holds the base's answers to the suite (asked once per
 // process) and the counts of the versions that do not change (promoted
@@ -286,10 +301,7 @@ func (d *Distiller) suiteBase(ctx context.Context) ([]suiteAnswer, error) {
 		}
 		markSample(d.cfg.Suite, base, d.cfg.SuiteStableSample)
 	}
-	budget := float64(d.cfg.SuiteTokens)
-	if budget == 0 {
-		budget = DefaultSuiteCompute / float64(d.cfg.Chat.Engine.Model().Config.NumParams())
-	}
+	budget := tokenBudget(d.cfg.SuiteTokens, DefaultSuiteCompute, d.cfg.Chat.Engine.Model().Config.NumParams())
 	if k := markNearTieSample(d.cfg.Suite, base, budget); k > 1 {
 		d.log.Info("regression suite: near-ties sampled to the token budget", "every", k, "budget_tokens", math.Round(budget))
 	}

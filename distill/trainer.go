@@ -84,10 +84,7 @@ const minBatchSeqs = 2
 // the dataset for it.
 func (h Hyper) fitTokens(n int, meanSeq float64, rehearsal bool, params int) Hyper {
 	h.defaults()
-	budget := float64(h.TrainTokens)
-	if h.TrainTokens == 0 && params > 0 {
-		budget = DefaultTrainCompute / float64(params)
-	}
+	budget := tokenBudget(h.TrainTokens, DefaultTrainCompute, params)
 	if budget <= 0 || meanSeq <= 0 || n <= 0 {
 		return h
 	}

@@ -589,7 +589,7 @@ func (a *App) initDistiller(ctx context.Context) (modules.Service, error) {
 	dc := a.Config.Distill
 	cfg := distill.Config{
 		DataDir: filepath.Join(a.Config.DataDir, "distill"), Base: a.Embedded.Chat().Engine.Model(), BaseName: a.baseModel(), Chat: a.Embedded.Chat(),
-		Hyper: distill.Hyper{LR: dc.LR, MaxSteps: dc.MaxSteps, Epochs: dc.Epochs, TrainTokens: dc.TrainTokens}, MinNewGraded: dc.MinNewGraded, Interval: dc.Interval,
+		Hyper: distill.Hyper{LR: dc.LR, MaxSteps: dc.MaxSteps, Epochs: dc.Epochs, TrainTokens: dc.TrainTokens}, HoldOutTokens: dc.HoldOutTokens, MinNewGraded: dc.MinNewGraded, Interval: dc.Interval,
 		TrainTimeout: dc.TrainTimeout, StallTimeout: dc.StallTimeout,
 		Exemplars: distill.MemoryExemplars(a.Memory, a.Embedder, 2, 0.5),
 	}
