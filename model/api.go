@@ -21,24 +21,21 @@ func (m *Model) Evaluate(b *Batch, lora *Adapter) (LossResult, error) {
 
 // Logits runs a forward pass over b (Targets are ignored) and returns the raw logits of every
 // position, [len(b.Tokens), vocab_size] row-major. Safe for concurrent use with other readers.
-func (m *Model) Logits(b *Batch, lora *Adapter) ([]float32, error) {
-	if err := m.check(b, lora, false); err != nil {
-		return nil, err
-	}
-	var a acts
-	m.forward(&a, b, lora, true, false)
-	return slices.Clone(a.logits), nil
-}
+func (m *Model) Logits(b *Batch, lora *Adapter) ([]float32, error) { return m.logitRows(b, lora, true) }
 
 // TargetLogits is Logits at the positions with a target only (Targets[t] ≥ 0), [rows,
 // vocab_size] row-major in position order: what a margin over a given answer needs, without the
 // output head's cost at the prompt's positions. Safe for concurrent use with other readers.
 func (m *Model) TargetLogits(b *Batch, lora *Adapter) ([]float32, error) {
-	if err := m.check(b, lora, true); err != nil {
+	return m.logitRows(b, lora, false)
+}
+
+func (m *Model) logitRows(b *Batch, lora *Adapter, all bool) ([]float32, error) {
+	if err := m.check(b, lora, !all); err != nil {
 		return nil, err
 	}
 	var a acts
-	m.forward(&a, b, lora, false, false)
+	m.forward(&a, b, lora, all, false)
 	return slices.Clone(a.logits), nil
 }
 
