@@ -82,18 +82,28 @@ func evalChunks(ctx context.Context, m *model.Model, exs []Example, good float64
 }
 
 // packChunk is chunk's sequences (prompt and completion) as one packed
-// batch, and per sequence the batch positions whose logits (the rows of
-// m.Logits(b, ...)) predict its completion tokens: rows[k] = [lo, hi),
-// row t predicting b.Tokens[t+1].
-func packChunk(chunk []*Example) (b *model.Batch, rows [][2]int) {
+// batch whose targets are the completion tokens, and per sequence its
+// rows of m.TargetLogits(b, ...): rows[k] = [lo, hi), row r predicting
+// ys[r].
+func packChunk(chunk []*Example) (b *model.Batch, rows [][2]int, ys []int) {
 	b = &model.Batch{}
 	rows = make([][2]int, len(chunk))
 	for k, ex := range chunk {
-		off := len(b.Tokens)
-		b.AddSequence(ex.Sequence(), nil, nil, nil, 1)
-		rows[k] = [2]int{off + len(ex.PromptTokens) - 1, len(b.Tokens) - 1}
+		seq := ex.Sequence()
+		mask := make([]bool, len(seq))
+		for j := len(ex.PromptTokens); j < len(seq); j++ {
+			mask[j] = true
+		}
+		lo := len(ys)
+		b.AddSequence(seq, mask, nil, nil, 1)
+		for _, y := range b.Targets[len(b.Targets)-len(seq):] {
+			if y >= 0 {
+				ys = append(ys, y)
+			}
+		}
+		rows[k] = [2]int{lo, len(ys)}
 	}
-	return b, rows
+	return b, rows, ys
 }
 
 // keyMeans accumulates a mean per key.
@@ -185,7 +195,7 @@ func MeanKL(ctx context.Context, m *model.Model, cand, parent *model.Adapter, ex
 	var total float64
 	var n int
 	err := evalChunks(ctx, m, exs, good, func(chunk []*Example, _ []int) error {
-		_, rows, lc, lp, err := chunkLogits(m, chunk, cand, parent)
+		rows, _, lc, lp, err := chunkLogits(m, chunk, cand, parent)
 		if err != nil {
 			return err
 		}
@@ -206,17 +216,18 @@ func MeanKL(ctx context.Context, m *model.Model, cand, parent *model.Adapter, ex
 	return total / float64(n), nil
 }
 
-// chunkLogits packs chunk (packChunk) and returns the batch, its
-// completion rows and the logits of cand (lc) and of parent (lp) over it.
-func chunkLogits(m *model.Model, chunk []*Example, cand, parent *model.Adapter) (b *model.Batch, rows [][2]int, lc, lp []float32, err error) {
-	b, rows = packChunk(chunk)
-	if lc, err = m.Logits(b, cand); err != nil {
+// chunkLogits packs chunk (packChunk) and returns its completion rows,
+// the token each row predicts, and the logits of cand (lc) and of parent
+// (lp) at those rows.
+func chunkLogits(m *model.Model, chunk []*Example, cand, parent *model.Adapter) (rows [][2]int, ys []int, lc, lp []float32, err error) {
+	b, rows, ys := packChunk(chunk)
+	if lc, err = m.TargetLogits(b, cand); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	if lp, err = m.Logits(b, parent); err != nil {
+	if lp, err = m.TargetLogits(b, parent); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	return b, rows, lc, lp, nil
+	return rows, ys, lc, lp, nil
 }
 
 // gateLogLikelihood is the offline gate's evidence under the default
@@ -243,7 +254,7 @@ func gateLogLikelihood(ctx context.Context, m *model.Model, cand, parent *model.
 	var total float64
 	var n int
 	err = evalChunks(ctx, m, exs, good, func(chunk []*Example, idx []int) error {
-		b, rows, lc, lp, err := chunkLogits(m, chunk, cand, parent)
+		rows, ys, lc, lp, err := chunkLogits(m, chunk, cand, parent)
 		if err != nil {
 			return err
 		}
@@ -269,7 +280,7 @@ func gateLogLikelihood(ctx context.Context, m *model.Model, cand, parent *model.
 				defer wg.Done()
 				var c, p, d float64
 				for t := lo; t < hi; t++ {
-					rc, rp, y := lc[t*V:(t+1)*V], lp[t*V:(t+1)*V], b.Tokens[t+1]
+					rc, rp, y := lc[t*V:(t+1)*V], lp[t*V:(t+1)*V], ys[t]
 					zc, zp := logSumExp(rc), logSumExp(rp)
 					// Rounded to float32 as the model's log-probabilities
 					// are, which LogLikelihood averages.

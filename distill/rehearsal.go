@@ -208,31 +208,15 @@ func answerLeads(ctx context.Context, m *model.Model, a *model.Adapter, exs []Ex
 		for i := lo; i < min(lo+evalChunk, len(exs)); i++ {
 			chunk = append(chunk, &exs[i])
 		}
-		// Targets on the completions only: the head runs at the rows the
-		// margins read, in order.
-		b := &model.Batch{}
-		for _, ex := range chunk {
-			seq := ex.Sequence()
-			mask := make([]bool, len(seq))
-			for j := len(ex.PromptTokens); j < len(seq); j++ {
-				mask[j] = true
-			}
-			b.AddSequence(seq, mask, nil, nil, 1)
-		}
+		b, rows, ys := packChunk(chunk)
 		logits, err := m.TargetLogits(b, a)
 		if err != nil {
 			return nil, nil, err
 		}
-		r := 0
-		for k, ex := range chunk {
+		for k := range chunk {
 			margin, lead, leading := math.Inf(1), 0, true
-			comp := ex.CompletionTokens
-			if len(ex.PromptTokens) == 0 && len(comp) > 0 {
-				comp = comp[1:] // token 0 is never a target
-			}
-			for _, y := range comp {
-				row := logits[r*V : (r+1)*V]
-				r++
+			for r := rows[k][0]; r < rows[k][1]; r++ {
+				row, y := logits[r*V:(r+1)*V], ys[r]
 				other := float32(math.Inf(-1))
 				for j, v := range row {
 					if j != y && v > other {
