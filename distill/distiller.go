@@ -569,7 +569,7 @@ func (d *Distiller) cycle(ctx context.Context, log *slog.Logger, wt *events.Weig
 	// The cycle's hyper-parameters, cut to its token budget by the
 	// window's sequence lengths: they size the self-distillation and the
 	// dataset below.
-	n, mean := trainableTokens(ds.Train, cfg.Objective)
+	n, mean := trainableTokens(ds.Train, cfg.Objective, cfg.Base.Config.MaxPositionEmbeddings)
 	rehearsing := cfg.Objective.Rehearsal && len(d.rehearsal) > 0
 	hyper := cfg.Hyper.fitTokens(n, mean, rehearsing, cfg.Base.Config.NumParams())
 	if hyper.BatchSeqs != cfg.Hyper.BatchSeqs || hyper.MaxSteps != cfg.Hyper.MaxSteps {

@@ -115,17 +115,26 @@ func (h Hyper) fitTokens(n int, meanSeq float64, rehearsal bool, params int) Hyp
 	return h
 }
 
+// trainsOn reports whether the embedded trainer trains on ex: the
+// objective uses its kind, it fits the context, and it has a gradient (a
+// policy example with no advantage has none).
+func (o Objective) trainsOn(ex *Example, maxPos int) bool {
+	if ex.Kind == KindPolicy && math.Abs(ex.Advantage) < 1e-9 {
+		return false
+	}
+	return o.uses(ex.Kind) && len(ex.CompletionTokens) > 0 && len(ex.PromptTokens) > 0 &&
+		len(ex.PromptTokens)+len(ex.CompletionTokens) <= maxPos
+}
+
 // trainableTokens counts the examples the embedded trainer would train on
-// and their mean sequence length in tokens.
-func trainableTokens(exs []Example, o Objective) (n int, mean float64) {
+// (trainsOn) and their mean sequence length in tokens.
+func trainableTokens(exs []Example, o Objective, maxPos int) (n int, mean float64) {
 	total := 0
 	for i := range exs {
-		ex := &exs[i]
-		if !o.uses(ex.Kind) || len(ex.CompletionTokens) == 0 || ex.Kind == KindPolicy && math.Abs(ex.Advantage) < 1e-9 {
-			continue
+		if ex := &exs[i]; o.trainsOn(ex, maxPos) {
+			n++
+			total += len(ex.PromptTokens) + len(ex.CompletionTokens)
 		}
-		n++
-		total += len(ex.PromptTokens) + len(ex.CompletionTokens)
 	}
 	if n == 0 {
 		return 0, 0
@@ -209,12 +218,7 @@ func (EmbeddedTrainer) Train(ctx context.Context, job *TrainJob) (TrainResult, e
 	}
 	var exs []*Example
 	for i := range job.Dataset.Train {
-		ex := &job.Dataset.Train[i]
-		if ex.Kind == KindPolicy && math.Abs(ex.Advantage) < 1e-9 {
-			continue // no gradient: skip the compute
-		}
-		if o.uses(ex.Kind) && len(ex.CompletionTokens) > 0 && len(ex.PromptTokens) > 0 &&
-			len(ex.PromptTokens)+len(ex.CompletionTokens) <= job.Base.Config.MaxPositionEmbeddings {
+		if ex := &job.Dataset.Train[i]; o.trainsOn(ex, job.Base.Config.MaxPositionEmbeddings) {
 			exs = append(exs, ex)
 		}
 	}
