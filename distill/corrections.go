@@ -142,8 +142,8 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 	// The teacher's revisions are decoded together (completeAll), then
 	// taken in order.
 	todo := toRevise(ds.Train, limit, hints)
-	msgs := make([][]tokenizer.Message, len(todo))
-	ctxLen := cfg.Chat.Engine.Model().Config.MaxPositionEmbeddings
+	reqs := make([]chat.Request, len(todo))
+	withExemplars := make([]bool, len(todo))
 	for i := range todo {
 		ex := &todo[i]
 		var exs []Exemplar
@@ -156,20 +156,33 @@ func (d *Distiller) corrections(ctx context.Context, log *slog.Logger, ds *Datas
 				log.Warn("exemplars", "interaction", ex.Interaction, "err", err)
 			}
 		}
-		msgs[i] = teacherMessages(ex, exs)
-		if len(exs) > 0 {
-			if ids, _, err := cfg.Chat.Tok.RenderChat(msgs[i], true); err == nil && len(ids) >= ctxLen-1 {
-				msgs[i] = teacherMessages(ex, nil) // exemplars made it too long (chat.ErrPromptTooLong): without them
-			}
-		}
-	}
-	reqs := make([]chat.Request, len(todo))
-	for i := range todo {
-		reqs[i] = chat.Request{Messages: msgs[i], MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter}
+		withExemplars[i] = len(exs) > 0
+		reqs[i] = chat.Request{Messages: teacherMessages(ex, exs), MaxTokens: cfg.TeacherMaxTokens, Adapter: adapter}
 	}
 	answers, errs, err := d.completeAll(ctx, reqs)
 	if err != nil {
 		return err
+	}
+	// Exemplars made a prompt too long: those are asked again without.
+	var again []int
+	for i, err := range errs {
+		if errors.Is(err, chat.ErrPromptTooLong) && withExemplars[i] {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		retry := make([]chat.Request, len(again))
+		for k, i := range again {
+			retry[k] = reqs[i]
+			retry[k].Messages = teacherMessages(&todo[i], nil)
+		}
+		ra, re, err := d.completeAll(ctx, retry)
+		if err != nil {
+			return err
+		}
+		for k, i := range again {
+			answers[i], errs[i] = ra[k], re[k]
+		}
 	}
 	oneOffs := 0
 	for i, ex := range todo {
