@@ -80,8 +80,9 @@ type Config struct {
 	SuiteAside     func(ctx context.Context, c SuiteCase) (lesson string, aside bool)
 	SuiteMaxTokens int
 	// SuiteStableMargin (nats, default 2; negative: every question is
-	// screened, and the counts are exact within SuiteTokens): a suite question whose base
-	// answer the base ranks first by at least this at every token is
+	// screened, and the counts are exact within SuiteTokens): a suite
+	// question whose base answer the base ranks first by at least this at
+	// every token is
 	// stable. In bench learn every right answer a trained or random
 	// update of a fix's size lost had a base margin under 1 nat
 	// (docs/benchmarks/learn.md), and on the workplace

@@ -260,26 +260,18 @@ func (d *Distiller) lessonCheck(ctx context.Context, cand, parent *model.Adapter
 				chat.Request{Messages: toTok(msgs), MaxTokens: cfg.TeacherMaxTokens, Adapter: parentName})
 		}
 		answers, errs, err := d.completeAll(ctx, reqs)
+		if err == nil {
+			err = errors.Join(errs...)
+		}
 		if err != nil {
 			return nil, err
 		}
-		stated := func(i int) (int, error) {
-			if errs[i] != nil {
-				return 0, errs[i]
-			}
-			return b2i(states(answers[i].Message.Content, ref.Value)), nil
-		}
+		stated := func(i int) int { return b2i(states(answers[i].Message.Content, ref.Value)) }
 		for i := 0; i < len(reqs); i += 3 {
-			without, err1 := stated(i)
-			with, err2 := stated(i + 1)
-			before, err3 := stated(i + 2)
-			if err := errors.Join(err1, err2, err3); err != nil {
-				return nil, err
-			}
 			c.Asked++
-			c.Without += without
-			c.With += with
-			c.Parent += before
+			c.Without += stated(i)
+			c.With += stated(i + 1)
+			c.Parent += stated(i + 2)
 		}
 		out = append(out, c)
 	}

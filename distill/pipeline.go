@@ -525,8 +525,12 @@ func (ds *Dataset) FitHoldOut(budget float64) {
 		return
 	}
 	types := slices.Sorted(maps.Keys(byType))
+	hash := map[string]float64{}
+	for _, ex := range ds.HoldOut {
+		hash[ex.Interaction] = hashUnit(ex.Interaction)
+	}
 	for _, t := range types {
-		slices.SortStableFunc(byType[t], func(a, b Example) int { return cmp.Compare(hashUnit(a.Interaction), hashUnit(b.Interaction)) })
+		slices.SortStableFunc(byType[t], func(a, b Example) int { return cmp.Compare(hash[a.Interaction], hash[b.Interaction]) })
 	}
 	var out []Example
 	spent := 0.0

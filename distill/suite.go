@@ -467,9 +467,10 @@ func (d *Distiller) suiteScreen(ctx context.Context, a *model.Adapter, base []su
 // suiteAsk answers the suite cases idx greedily with the registered
 // adapter ("" for the base) and stores each answer and its verdict in
 // out[i]; prefixes[k] (nil: none) is the start of case idx[k]'s answer
-// that the adapter's greedy decode is known to begin with. The questions go to the engine suiteParallel at a time: it
-// batches concurrent requests (1,000 questions took 4.8 s one by one,
-// 2.7 s sixteen at a time on 2 cores).
+// that the adapter's greedy decode is known to begin with. The questions
+// go to the engine suiteParallel at a time: it batches concurrent
+// requests (1,000 questions took 4.8 s one by one, 2.7 s sixteen at a
+// time on 2 cores).
 func (d *Distiller) suiteAsk(ctx context.Context, adapter string, idx []int, prefixes [][]int, out []suiteAnswer) error {
 	cfg := d.cfg
 	err := parallel.Each(ctx, len(idx), suiteParallel, func(ctx context.Context, k int) error {
